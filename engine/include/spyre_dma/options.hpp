@@ -1,0 +1,65 @@
+// Configuration of an Engine, its streams and its allocations.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace spyre_dma {
+
+using namespace std::chrono_literals;
+
+enum class CompletionMode : std::uint8_t {
+  kAuto,          // kPollerThread for self-timed devices, kCallerDriven for host-driven ones
+  kPollerThread,  // one engine thread polls the RB rings and runs completions
+  kCallerDriven,  // completions are processed by threads that wait (synchronize, Op::wait, ...)
+};
+
+struct EngineOptions {
+  // Largest byte count one CB moves; transfers are cut into pieces of this size (and at device
+  // chunk boundaries). Capped by the device's MAX_CB_BYTES register.
+  std::uint64_t max_cb_bytes = 4ull << 20;
+  // The staging pipeline for pageable and unaligned host memory: buffers of this size, this many.
+  std::size_t staging_buffer_bytes = 4ull << 20;
+  std::size_t staging_buffers = 8;
+  // A CB without an RB after this long fails its operation with kDeviceTimeout; its staging
+  // buffer and tag are quarantined until reset().
+  std::chrono::nanoseconds cb_timeout = 280s;
+  // CB ring slots per pipeline (COMPUTE, DMAI, DMAO); 0 takes the device's depth. Powers of two.
+  std::array<std::uint32_t, 3> ring_slots{0, 0, 0};
+  CompletionMode completion = CompletionMode::kAuto;
+  // Spin this long on an empty RB ring before sleeping in Device::wait_for_interrupt.
+  std::chrono::nanoseconds poll_spin = 20us;
+  // Device memory the allocator may hand out; 0 takes the device's usable size.
+  std::uint64_t device_memory_bytes = 0;
+};
+
+enum class Ordering : std::uint8_t {
+  // Every operation sees the effects of all earlier ones of its stream. Consecutive device
+  // operations on the same pipeline rely on the pipeline's in-order retirement; when the pipeline
+  // changes, the first CB carries BARRIER, so the device keeps the order without a host round trip.
+  kStrict,
+  // The same guarantee, kept by the host: an operation is submitted only after the previous one
+  // completed. Costs a round trip per operation; needs no barrier support.
+  kOpOrdered,
+  // FIFO per pipeline only: operations on different pipelines (say an H2D and a D2H) may overlap.
+  // Host-memory hazards through staging are still respected.
+  kPipelineFifo,
+};
+
+struct StreamOptions {
+  Ordering ordering = Ordering::kStrict;
+  // Higher runs first when streams compete for queue slots or staging buffers.
+  int priority = 0;
+  std::string name;
+};
+
+struct AllocOptions {
+  // Cut the allocation into chunks of at most this many bytes (a multiple of 128; 0: only where
+  // a segment boundary or fragmentation forces it). Chunks may lie in different segments.
+  std::uint64_t max_chunk_bytes = 0;
+};
+
+}  // namespace spyre_dma

@@ -1,0 +1,9 @@
+// Everything a runtime needs: the engine, its streams, events and buffers, and the device seam.
+#pragma once
+
+#include "spyre_dma/device.hpp"
+#include "spyre_dma/engine.hpp"
+#include "spyre_dma/memory.hpp"
+#include "spyre_dma/options.hpp"
+#include "spyre_dma/status.hpp"
+#include "spyre_dma/stream.hpp"

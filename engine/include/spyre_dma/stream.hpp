@@ -1,0 +1,117 @@
+// Streams, operations and events.
+//
+// A Stream is an ordered, asynchronous queue of operations. Submission never blocks on the device:
+// an operation is validated (an invalid request throws InvalidArgument and nothing is submitted),
+// queued, and returned as an Op handle; the engine feeds it to the device as queue slots, tags and
+// staging buffers allow. Every Op completes exactly once, with Status::ok() or a typed error; its
+// callback, if any, runs exactly once after that, on an engine thread, never under an engine lock.
+//
+// Events order work across streams: record(e) on one stream marks a point, wait(e) on another
+// holds that stream's later operations until every operation before the mark has completed.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "spyre_dma/memory.hpp"
+#include "spyre_dma/options.hpp"
+#include "spyre_dma/status.hpp"
+
+namespace spyre_dma {
+
+namespace detail {
+struct OpState;
+struct StreamState;
+struct EventState;
+}  // namespace detail
+
+using Callback = std::function<void(const Status&)>;
+inline constexpr std::chrono::nanoseconds kDefaultWait = 600s;
+
+enum class OpKind : std::uint8_t {
+  kH2D, kD2H, kD2D, kFill, kCompute, kHostCallback, kEventRecord, kEventWait,
+};
+
+// The handle of one submitted operation.
+class Op {
+ public:
+  Op() = default;
+  bool valid() const noexcept { return state_ != nullptr; }
+  std::uint64_t id() const noexcept;  // unique per engine, increasing in submission order
+  OpKind kind() const noexcept;
+  bool done() const noexcept;
+  // The final status once done(); kWaitTimeout while still pending.
+  Status status() const;
+  // Waits until done() or `timeout`; returns status() (kWaitTimeout if it gave up).
+  Status wait(std::chrono::nanoseconds timeout = kDefaultWait) const;
+  // Device timestamps of the op's first CB start and last CB end (ns, the device's clock), when
+  // the device reports them (hw::kCapTimestamps); 0 otherwise.
+  std::uint64_t device_start_ns() const noexcept;
+  std::uint64_t device_end_ns() const noexcept;
+
+  explicit Op(std::shared_ptr<detail::OpState> state) : state_(std::move(state)) {}
+
+ private:
+  std::shared_ptr<detail::OpState> state_;
+};
+
+class Event {
+ public:
+  Event() = default;
+  bool valid() const noexcept { return state_ != nullptr; }
+  // True when never recorded, or when everything before its latest record has completed.
+  bool query() const;
+  Status synchronize(std::chrono::nanoseconds timeout = kDefaultWait) const;
+
+  explicit Event(std::shared_ptr<detail::EventState> state) : state_(std::move(state)) {}
+  const std::shared_ptr<detail::EventState>& state() const noexcept { return state_; }
+
+ private:
+  std::shared_ptr<detail::EventState> state_;
+};
+
+class Stream {
+ public:
+  Stream() = default;
+  bool valid() const noexcept { return state_ != nullptr; }
+
+  // Host -> device: `bytes` from `src` to dst at dst_offset (a multiple of 128).
+  Op copy_h2d(const DeviceBuffer& dst, std::uint64_t dst_offset, const void* src,
+              std::uint64_t bytes, Callback on_complete = {});
+  // Device -> host.
+  Op copy_d2h(void* dst, const DeviceBuffer& src, std::uint64_t src_offset, std::uint64_t bytes,
+              Callback on_complete = {});
+  // Device -> device (the ranges must not overlap).
+  Op copy_d2d(const DeviceBuffer& dst, std::uint64_t dst_offset, const DeviceBuffer& src,
+              std::uint64_t src_offset, std::uint64_t bytes, Callback on_complete = {});
+  // Fills the range with a 32-bit little-endian pattern repeated from its start.
+  Op fill(const DeviceBuffer& dst, std::uint64_t offset, std::uint64_t bytes,
+          std::uint32_t pattern, Callback on_complete = {});
+  // A timed placeholder kernel on the COMPUTE pipeline: takes `duration` on the device.
+  Op compute(std::chrono::nanoseconds duration, Callback on_complete = {});
+  // Runs `fn` on an engine thread once every earlier operation of the stream has completed; later
+  // operations wait for it. An exception thrown by fn fails the op with kInvalidArgument.
+  Op host_callback(std::function<void()> fn, Callback on_complete = {});
+  Op record(const Event& event);
+  Op wait(const Event& event);
+
+  // True when every operation submitted so far has completed.
+  bool query() const;
+  // Waits for every operation submitted so far; returns the first error any of them completed
+  // with since the previous synchronize (which then clears it), or kWaitTimeout.
+  Status synchronize(std::chrono::nanoseconds timeout = kDefaultWait);
+  // The first error since the last synchronize, without waiting or clearing.
+  Status error() const;
+
+  std::uint64_t id() const noexcept;
+  const StreamOptions& options() const;
+
+  explicit Stream(std::shared_ptr<detail::StreamState> state) : state_(std::move(state)) {}
+
+ private:
+  std::shared_ptr<detail::StreamState> state_;
+};
+
+}  // namespace spyre_dma

@@ -1,0 +1,185 @@
+// Life cycle, reset, interrupts and waiting of the reference device (see device_core.hpp).
+#include "device_core.hpp"
+
+#include <algorithm>
+
+namespace spyre_dma::refdev::detail {
+
+DeviceCore::DeviceCore(RefDeviceConfig config)
+    : config_(std::move(config)),
+      t0_(std::chrono::steady_clock::now()),
+      memory_(config_.device_memory_bytes),
+      executor_(memory_, iommu_, config_.max_cb_bytes) {
+  for (unsigned p = 0; p < hw::kNumPipelines; ++p) {
+    workers_[p].thread = std::thread([this, p] { worker_main(static_cast<hw::Pipeline>(p)); });
+  }
+}
+
+DeviceCore::~DeviceCore() {
+  shutdown_.store(true);
+  epoch_.fetch_add(1);
+  for (auto& w : workers_) {  // unconditionally: a worker may be about to sleep
+    std::lock_guard<std::mutex> lock(w.mutex);
+    w.cv.notify_all();
+  }
+  {
+    std::lock_guard<std::mutex> lock(progress_mutex_);
+    progress_cv_.notify_all();
+  }
+  {
+    std::lock_guard<std::mutex> lock(irq_mutex_);
+    irq_cv_.notify_all();
+  }
+  for (auto& w : workers_) {
+    if (w.thread.joinable()) w.thread.join();
+  }
+}
+
+void DeviceCore::wake(hw::Pipeline p) {
+  PipelineWorker& w = worker(p);
+  if (w.sleeping.load()) {
+    std::lock_guard<std::mutex> lock(w.mutex);
+    w.cv.notify_one();
+  }
+}
+
+void DeviceCore::wake_all() {
+  for (unsigned p = 0; p < hw::kNumPipelines; ++p) wake(static_cast<hw::Pipeline>(p));
+  notify_progress();
+}
+
+void DeviceCore::notify_progress() {
+  if (progress_waiters_.load() > 0) {
+    std::lock_guard<std::mutex> lock(progress_mutex_);
+    progress_cv_.notify_all();
+  }
+}
+
+bool DeviceCore::sleep_interruptible(std::uint64_t epoch, std::chrono::nanoseconds duration) {
+  const auto deadline = std::chrono::steady_clock::now() + duration;
+  progress_waiters_.fetch_add(1);
+  std::unique_lock<std::mutex> lock(progress_mutex_);
+  bool ok = true;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (aborted(epoch)) {
+      ok = false;
+      break;
+    }
+    progress_cv_.wait_until(lock, std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(10)));
+  }
+  progress_waiters_.fetch_sub(1);
+  return ok && !aborted(epoch);
+}
+
+// --- Interrupts -------------------------------------------------------------------------------
+
+void DeviceCore::raise_interrupt(hw::Pipeline p) {
+  irq_pending_.fetch_or(1u << static_cast<unsigned>(p));
+  interrupts_.fetch_add(1, std::memory_order_relaxed);
+  if (irq_waiters_.load() > 0) {
+    std::lock_guard<std::mutex> lock(irq_mutex_);
+    irq_cv_.notify_all();
+  }
+}
+
+std::uint32_t DeviceCore::wait_for_interrupt(std::chrono::nanoseconds timeout) {
+  if (std::uint32_t mask = irq_pending_.exchange(0)) return mask;
+  if (timeout <= std::chrono::nanoseconds::zero()) return 0;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  irq_waiters_.fetch_add(1);
+  {
+    std::unique_lock<std::mutex> lock(irq_mutex_);
+    irq_cv_.wait_until(lock, deadline, [this] { return irq_pending_.load() != 0 || shutdown_.load(); });
+  }
+  irq_waiters_.fetch_sub(1);
+  return irq_pending_.exchange(0);
+}
+
+// --- Reset and fatal errors -------------------------------------------------------------------
+
+void DeviceCore::raise_fatal(hw::ErrorKind cause, std::uint64_t detail) {
+  fatal_cause_.store(static_cast<std::uint32_t>(cause));
+  fatal_detail_.store(detail);
+  fatal_.store(true);
+  wake_all();
+}
+
+// Called with control_mutex_ held.
+void DeviceCore::reset(std::uint32_t control_after) {
+  resetting_.store(true);
+  control_.fetch_or(hw::kControlReset);
+  epoch_.fetch_add(1);  // every blocking point of a busy worker gives up
+  for (;;) {
+    wake_all();
+    bool idle = true;
+    for (const auto& w : workers_) idle = idle && !w.busy.load();
+    if (idle) break;
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+  // No worker holds a CB now and none starts one while resetting_ is set.
+  doorbells_.clear();
+  for (auto& r : regs_) {
+    r.cb_base.store(0);
+    r.rb_base.store(0);
+    r.cb_size.store(0);
+    r.rb_size.store(0);
+    r.irq_enable.store(0);
+    r.irq_vector.store(0);
+    r.queue_control.store(0);
+    r.error_status.store(0);
+    r.fault_register.store(0);
+    r.cb_pi.store(0);
+    r.rb_ci.store(0);
+    r.cb_ci.store(0);
+    r.rb_pi.store(0);
+  }
+  irq_pending_.store(0);
+  fatal_.store(false);
+  fatal_cause_.store(0);
+  fatal_detail_.store(0);
+  resets_.fetch_add(1, std::memory_order_relaxed);
+  control_.store(control_after & hw::kControlEnable);
+  resetting_.store(false);
+  wake_all();
+}
+
+// --- Test controls ----------------------------------------------------------------------------
+
+void DeviceCore::pause() { paused_.store(true); }
+
+void DeviceCore::resume() {
+  paused_.store(false);
+  wake_all();
+}
+
+void DeviceCore::set_faults(const RefDeviceFaults& f) {
+  error_every_n_.store(f.error_every_n);
+  error_counter_.store(0);
+  hang_.store(f.hang);
+  wake_all();
+}
+
+RefDeviceFaults DeviceCore::faults() const {
+  RefDeviceFaults f;
+  f.hang = hang_.load();
+  f.error_every_n = error_every_n_.load();
+  return f;
+}
+
+RefDeviceCounters DeviceCore::counters() const {
+  RefDeviceCounters c;
+  for (unsigned p = 0; p < hw::kNumPipelines; ++p) {
+    const PipelineWorker& w = workers_[p];
+    c.cbs_executed[p] = w.cbs.load(std::memory_order_relaxed);
+    c.error_rbs[p] = w.error_rbs.load(std::memory_order_relaxed);
+    c.queue_faults[p] = w.queue_faults.load(std::memory_order_relaxed);
+    c.bytes_moved += w.bytes.load(std::memory_order_relaxed);
+  }
+  c.injected_errors = injected_errors_.load(std::memory_order_relaxed);
+  c.interrupts = interrupts_.load(std::memory_order_relaxed);
+  c.resets = resets_.load(std::memory_order_relaxed);
+  c.bad_register_accesses = bad_register_accesses_.load(std::memory_order_relaxed);
+  return c;
+}
+
+}  // namespace spyre_dma::refdev::detail

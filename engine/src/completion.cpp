@@ -1,0 +1,254 @@
+// The completion path: RBs from the rings, CB timeouts, op completion and stream retirement.
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include "engine_core.hpp"
+
+namespace spyre_dma::detail {
+namespace {
+
+std::string hex(std::uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+std::string_view kind_name(OpKind k) {
+  switch (k) {
+    case OpKind::kH2D: return "H2D";
+    case OpKind::kD2H: return "D2H";
+    case OpKind::kD2D: return "D2D";
+    case OpKind::kFill: return "fill";
+    case OpKind::kCompute: return "compute";
+    case OpKind::kHostCallback: return "host callback";
+    case OpKind::kEventRecord: return "event record";
+    case OpKind::kEventWait: return "event wait";
+  }
+  return "op";
+}
+
+}  // namespace
+
+bool EngineCore::progress(Lock& lock) {
+  Work work;
+  bool moved = false;
+  if (!draining_) moved |= drain_rbs(work);
+  moved |= expire_timeouts(work);
+  moved |= work.host_work() || !work.touched.empty();
+  run_work(lock, work);
+  if (moved) ring_doorbells();
+  return moved;
+}
+
+bool EngineCore::drain_rbs(Work& work) {
+  bool any = false;
+  for (unsigned p = 0; p < hw::kNumPipelines; ++p) {
+    HwQueue& q = *queues_[p];
+    while (const std::uint8_t* slot = q.peek_rb()) {
+      any = true;
+      const hw::RbDecodeResult d = hw::decode_rb(slot);
+      if (d.error) {
+        ++stats_.device_faults;
+        q.pop_rb(false);
+        continue;
+      }
+      const hw::ResponseBlock& rb = d.rb;
+      Inflight& f = inflight_[rb.tag];
+      const bool matches = static_cast<unsigned>(rb.locator) == p && f.pipe == rb.locator &&
+                           (f.state == CbState::kLive || f.state == CbState::kTimedOut);
+      if (!matches) {  // an RB for no CB of this queue: a device fault, not a completion
+        ++stats_.device_faults;
+        q.pop_rb(false);
+        continue;
+      }
+      q.pop_rb(true);
+      if (f.state == CbState::kTimedOut) {
+        // A late answer: the device is done with the tag and the buffer after all.
+        if (f.staging != StagingPool::kNone) staging_->release(f.staging);
+        f = Inflight{};
+        tags_.release(rb.tag);
+        continue;
+      }
+      finish_cb(rb.tag, rb, work);
+    }
+    q.publish_rb_ci();
+  }
+  if (!work.copy_outs.empty()) draining_ = true;
+  return any;
+}
+
+Status EngineCore::status_from_rb(const OpState& op, const hw::ResponseBlock& rb) const {
+  DeviceErrorDetail detail{rb.locator, rb.tag, rb.status, rb.error, rb.field, rb.detail};
+  std::string msg = std::string(kind_name(op.kind)) + " op " + std::to_string(op.id) + ": " +
+                    std::string(hw::to_string(rb.locator)) + " CB tag " + std::to_string(rb.tag) +
+                    " answered " + std::string(hw::to_string(rb.status)) + " (" +
+                    std::string(hw::to_string(rb.error));
+  if (rb.field != hw::CbField::kNone) msg += ", field " + std::string(hw::to_string(rb.field));
+  msg += ", detail " + hex(rb.detail) + ")";
+  const ErrorCode code = rb.error == hw::ErrorKind::kIommuFault ? ErrorCode::kIommuFault
+                         : rb.status == hw::RbStatus::kAbend ? ErrorCode::kCancelled
+                                                             : ErrorCode::kDeviceError;
+  return Status(code, std::move(msg), detail);
+}
+
+void EngineCore::finish_cb(std::uint32_t tag, const hw::ResponseBlock& rb, Work& work) {
+  Inflight& f = inflight_[tag];
+  std::shared_ptr<OpState> op = std::move(f.op);
+  auto& order = ring_order_[static_cast<std::size_t>(f.pipe)];
+  if (!order.empty() && order.front() == tag) order.pop_front();
+  else order.erase(std::remove(order.begin(), order.end(), tag), order.end());
+
+  ++stats_.cbs_completed;
+  if (rb.start_ns && (op->start_ns == 0 || rb.start_ns < op->start_ns)) op->start_ns = rb.start_ns;
+  op->end_ns = std::max(op->end_ns, rb.end_ns);
+  const bool good = rb.status == hw::RbStatus::kGood;
+  if (!good && op->first_error.ok()) op->first_error = status_from_rb(*op, rb);
+  if (good) {
+    switch (op->kind) {
+      case OpKind::kH2D: stats_.bytes_h2d += f.bytes; break;
+      case OpKind::kD2H: stats_.bytes_d2h += f.bytes; break;
+      case OpKind::kD2D: stats_.bytes_d2d += f.bytes; break;
+      case OpKind::kFill: stats_.bytes_fill += f.bytes; break;
+      default: break;
+    }
+  }
+  bool copy_out = false;
+  if (f.staging != StagingPool::kNone) {
+    if (good && f.copy_out) {
+      work.copy_outs.push_back(CopyOut{op, f.staging, f.copy_out, staging_->data(f.staging), f.bytes});
+      stats_.bytes_staged += f.bytes;
+      copy_out = true;
+    } else {
+      staging_->release(f.staging);
+    }
+  }
+  f = Inflight{};
+  tags_.release(tag);
+  if (!copy_out) {
+    --op->cbs_live;
+    maybe_complete(op, work);
+  }
+}
+
+bool EngineCore::expire_timeouts(Work& work) {
+  bool any = false;
+  const auto now = Clock::now();
+  for (unsigned p = 0; p < hw::kNumPipelines; ++p) {
+    auto& order = ring_order_[p];
+    // CBs of a pipeline were pushed in order with the same timeout: only the oldest can expire.
+    while (!order.empty()) {
+      const std::uint32_t tag = order.front();
+      Inflight& f = inflight_[tag];
+      if (f.state != CbState::kLive || f.deadline > now) break;
+      order.pop_front();
+      f.state = CbState::kTimedOut;  // the tag (and its staging buffer) stay out of service
+      timed_out_[p] = true;
+      if (f.staging != StagingPool::kNone) staging_->quarantine(f.staging);
+      std::shared_ptr<OpState> op = std::move(f.op);
+      if (op->first_error.ok()) {
+        op->first_error = Status(ErrorCode::kDeviceTimeout,
+                                 std::string(kind_name(op->kind)) + " op " + std::to_string(op->id) +
+                                     ": " + std::string(hw::to_string(static_cast<hw::Pipeline>(p))) +
+                                     " CB tag " + std::to_string(tag) + " got no RB within " +
+                                     std::to_string(options_.cb_timeout.count() / 1000000) + " ms");
+      }
+      --op->cbs_live;
+      maybe_complete(op, work);
+      any = true;
+    }
+  }
+  return any;
+}
+
+void EngineCore::maybe_complete(const std::shared_ptr<OpState>& op, Work& work) {
+  if (!op->done.load(std::memory_order_relaxed) && op->fully_issued() && op->cbs_live == 0) {
+    complete(op, op->first_error, work);
+  }
+}
+
+void EngineCore::complete(const std::shared_ptr<OpState>& op, Status status, Work& work) {
+  if (op->done.load(std::memory_order_relaxed)) return;  // exactly once
+  op->final_status = std::move(status);
+  op->done.store(true, std::memory_order_release);
+  ++stats_.ops_completed;
+  if (!op->final_status.ok()) ++stats_.ops_failed;
+  work.completed_any = true;
+  if (const auto& s = op->stream) {
+    if (!op->final_status.ok() && s->first_error.ok()) s->first_error = op->final_status;
+    if (op->kind == OpKind::kD2H && op->started) {
+      --s->live_d2h;
+      if (op->staged) --s->live_staged_d2h;
+    }
+    if (s->gate == op) s->gate = nullptr;
+    work.touched.push_back(s);
+  }
+  if (op->on_complete) work.finished.push_back(op);
+}
+
+void EngineCore::retire(StreamState& s, Work& work) {
+  while (!s.window.empty()) {
+    const std::shared_ptr<OpState> front = s.window.front();
+    if (!front->done.load(std::memory_order_relaxed)) {
+      if (front->kind != OpKind::kEventRecord) break;
+      complete(front, Status(), work);  // everything before the record has completed
+    }
+    front->stream.reset();  // breaks the stream <-> op cycle
+    s.window.pop_front();
+    if (s.cursor > 0) --s.cursor;
+    ++s.retired;
+  }
+}
+
+void EngineCore::settle(Work& work) {
+  while (!work.touched.empty()) {
+    std::vector<std::shared_ptr<StreamState>> touched;
+    std::swap(touched, work.touched);
+    for (const auto& s : touched) retire(*s, work);
+    if (work.touched.empty()) pump_blocked(work);
+  }
+}
+
+void EngineCore::fail_everything(const Status& why, Work& work) {
+  for (std::uint32_t tag = hw::kMinTag; tag <= hw::kMaxTag; ++tag) {
+    Inflight& f = inflight_[tag];
+    if (f.state == CbState::kFree) continue;
+    if (f.staging != StagingPool::kNone) staging_->release(f.staging);
+    if (f.op) {
+      if (f.op->first_error.ok()) f.op->first_error = why;
+      --f.op->cbs_live;
+      maybe_complete(f.op, work);
+    }
+    if (f.state != CbState::kFree) tags_.release(tag);
+    f = Inflight{};
+  }
+  for (auto& order : ring_order_) order.clear();
+  for (const auto& s : streams_) {
+    for (const auto& op : s->window) {
+      if (op->done) continue;
+      if (op->kind == OpKind::kHostCallback && op->started) continue;  // running: completes itself
+      if (op->first_error.ok()) op->first_error = why;
+      op->next = op->bytes;
+      op->compute_issued = true;
+      op->started = true;
+      if (op->cbs_live == 0) complete(op, op->first_error, work);
+    }
+    s->cursor = s->window.size();
+    s->has_last_pipe = false;
+    set_blocked(s, false);
+    work.touched.push_back(s);
+  }
+}
+
+bool EngineCore::anything_live() const noexcept {
+  for (const auto& order : ring_order_) {
+    if (!order.empty()) return true;
+  }
+  return false;
+}
+
+bool EngineCore::wait_for_quiet(Lock& lock, std::chrono::nanoseconds timeout) {
+  return done_cv_.wait_for(lock, timeout, [&] { return unlocked_work_ == 0; });
+}
+
+}  // namespace spyre_dma::detail

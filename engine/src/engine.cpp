@@ -1,0 +1,65 @@
+// The public Engine facade over EngineCore.
+#include "spyre_dma/engine.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <string>
+
+#include "engine_core.hpp"
+
+namespace spyre_dma {
+
+std::unique_ptr<Engine> Engine::open(std::shared_ptr<Device> device, EngineOptions options) {
+  auto core = std::make_shared<detail::EngineCore>(std::move(device), options);
+  core->start();
+  return std::unique_ptr<Engine>(new Engine(std::move(core)));
+}
+
+Engine::Engine(std::shared_ptr<detail::EngineCore> core) : core_(std::move(core)) {}
+
+Engine::~Engine() {
+  if (core_) core_->shutdown();
+}
+
+Stream Engine::create_stream(StreamOptions options) { return Stream(core_->create_stream(std::move(options))); }
+Event Engine::create_event() { return Event(core_->create_event()); }
+
+DeviceBuffer Engine::allocate(std::uint64_t bytes, AllocOptions options) {
+  return DeviceBuffer(core_->allocate(bytes, options));
+}
+
+HostBuffer Engine::register_host(void* ptr, std::size_t bytes) {
+  return HostBuffer(core_->register_host(ptr, bytes, false));
+}
+
+HostBuffer Engine::allocate_host(std::size_t bytes) {
+  if (bytes == 0) throw InvalidArgument("allocate_host: zero bytes");
+  const std::size_t rounded = (bytes + 4095) / 4096 * 4096;
+  void* p = std::aligned_alloc(4096, rounded);
+  if (!p) throw OutOfMemory("allocate_host: " + std::to_string(bytes) + " bytes");
+  try {
+    return HostBuffer(core_->register_host(p, bytes, true));
+  } catch (...) {
+    std::free(p);
+    throw;
+  }
+}
+
+Status Engine::synchronize(std::chrono::nanoseconds timeout) { return core_->wait_all(timeout); }
+Status Engine::reset(std::chrono::nanoseconds timeout) { return core_->reset(timeout); }
+EngineStats Engine::stats() const { return core_->stats(); }
+const DeviceLimits& Engine::limits() const { return core_->limits(); }
+const EngineOptions& Engine::options() const { return core_->options(); }
+Device& Engine::device() { return core_->device(); }
+
+Engine::SubmitBatch Engine::batch() { return SubmitBatch(core_); }
+
+Engine::SubmitBatch::SubmitBatch(std::shared_ptr<detail::EngineCore> core) : core_(std::move(core)) {
+  core_->begin_batch();
+}
+Engine::SubmitBatch::~SubmitBatch() {
+  if (core_) core_->end_batch();
+}
+
+}  // namespace spyre_dma

@@ -1,0 +1,375 @@
+// EngineCore life cycle, submission and waiting. The scheduling (pump, CB building) is in
+// scheduler.cpp and the completion path (RBs, timeouts) in completion.cpp.
+#include "engine_core.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace spyre_dma::detail {
+namespace {
+
+std::uint32_t pick_slots(std::uint32_t requested, std::uint32_t depth, hw::Pipeline p) {
+  const std::uint32_t slots = requested ? requested : depth;
+  if (!hw::is_power_of_two(slots) || slots > depth) {
+    throw InvalidArgument("EngineOptions::ring_slots[" + std::string(hw::to_string(p)) + "] = " +
+                          std::to_string(slots) + ": must be a power of two no larger than the " +
+                          "device depth " + std::to_string(depth));
+  }
+  return slots;
+}
+
+}  // namespace
+
+EngineCore::EngineCore(std::shared_ptr<Device> device, EngineOptions options)
+    : device_(std::move(device)), options_(options), inflight_(hw::kMaxTag + 1) {
+  if (!device_) throw InvalidArgument("Engine::open: null device");
+}
+
+EngineCore::~EngineCore() { shutdown(); }
+
+void EngineCore::start() {
+  using namespace hw::reg;
+  Device& d = *device_;
+  limits_.id = d.read32(kId);
+  limits_.version = d.read32(kVersion);
+  if ((limits_.version >> 16) != (hw::kContractVersion >> 16)) {
+    throw DeviceFault("device reports contract version " + std::to_string(limits_.version >> 16) +
+                      "." + std::to_string(limits_.version & 0xFFFF) + ", the engine speaks " +
+                      std::to_string(hw::kContractVersion >> 16) + ".x");
+  }
+  limits_.capabilities = d.read64(kCapabilities_64);
+  limits_.depth = {d.read32(kDepthCompute), d.read32(kDepthDmai), d.read32(kDepthDmao)};
+  limits_.device_memory_bytes = d.read64(kDeviceMemBytes_64);
+  limits_.device_memory_usable = d.read64(kDeviceMemUsable_64);
+  const std::uint64_t device_max_cb = d.read32(kMaxCbBytes);
+
+  if (options_.max_cb_bytes == 0 || options_.max_cb_bytes % hw::kFlitBytes != 0) {
+    throw InvalidArgument("EngineOptions::max_cb_bytes = " + std::to_string(options_.max_cb_bytes) +
+                          ": must be a nonzero multiple of 128");
+  }
+  if (options_.staging_buffer_bytes == 0 || options_.staging_buffer_bytes % hw::kFlitBytes != 0) {
+    throw InvalidArgument("EngineOptions::staging_buffer_bytes = " +
+                          std::to_string(options_.staging_buffer_bytes) +
+                          ": must be a nonzero multiple of 128");
+  }
+  if (options_.staging_buffers == 0) throw InvalidArgument("EngineOptions::staging_buffers = 0");
+  if (options_.cb_timeout <= std::chrono::nanoseconds::zero()) {
+    throw InvalidArgument("EngineOptions::cb_timeout must be positive");
+  }
+  limits_.max_cb_bytes = std::min<std::uint64_t>(options_.max_cb_bytes, device_max_cb / hw::kFlitBytes * hw::kFlitBytes);
+  if (limits_.max_cb_bytes == 0) throw DeviceFault("device reports MAX_CB_BYTES below one flit");
+  for (unsigned p = 0; p < hw::kNumPipelines; ++p) {
+    limits_.ring_slots[p] = pick_slots(options_.ring_slots[p], limits_.depth[p], static_cast<hw::Pipeline>(p));
+  }
+  std::uint64_t usable = options_.device_memory_bytes ? options_.device_memory_bytes : limits_.device_memory_usable;
+  if (usable > limits_.device_memory_usable) {
+    throw InvalidArgument("EngineOptions::device_memory_bytes = " + std::to_string(usable) +
+                          " exceeds the device's usable " + std::to_string(limits_.device_memory_usable));
+  }
+  allocator_ = std::make_shared<DeviceAllocator>(usable);
+  registry_ = std::make_shared<HostRegistry>();
+
+  // Reset, then program the rings and enable.
+  d.write32(kControl, hw::kControlReset);
+  const auto deadline = Clock::now() + 5s;
+  while (d.read32(kStatus) & hw::kStatusResetting) {
+    if (Clock::now() > deadline) throw DeviceFault("device did not come out of reset within 5 s");
+    std::this_thread::yield();
+  }
+  for (unsigned p = 0; p < hw::kNumPipelines; ++p) {
+    queues_[p] = std::make_unique<HwQueue>(d, static_cast<hw::Pipeline>(p), limits_.ring_slots[p]);
+    queues_[p]->program();
+  }
+  staging_ = std::make_unique<StagingPool>(d, options_.staging_buffer_bytes, options_.staging_buffers);
+  d.write32(kControl, hw::kControlEnable);
+
+  const Progress progress = d.describe().progress;
+  caller_driven_ = options_.completion == CompletionMode::kCallerDriven ||
+                   (options_.completion == CompletionMode::kAuto && progress == Progress::kHostDriven);
+  if (!caller_driven_) poller_ = std::thread([this] { poller_main(); });
+}
+
+void EngineCore::shutdown() {
+  {
+    Lock lock(mu_);
+    if (closed_) return;
+  }
+  // Let in-flight work finish (bounded by the CB timeout, which fails what the device abandons).
+  (void)wait_all(options_.cb_timeout + 1s);
+  Work work;
+  {
+    Lock lock(mu_);
+    closed_ = true;
+    fail_everything(Status(ErrorCode::kCancelled, "engine closed"), work);
+    stop_poller_ = true;
+  }
+  done_cv_.notify_all();
+  if (poller_.joinable()) poller_.join();
+  {
+    Lock lock(mu_);
+    run_work(lock, work);
+  }
+  try {
+    device_->write32(hw::reg::kControl, hw::kControlReset);
+    device_->write32(hw::reg::kControl, 0);
+  } catch (...) {
+  }
+  for (auto& q : queues_) q.reset();
+  staging_.reset();
+  streams_.clear();
+}
+
+std::shared_ptr<StreamState> EngineCore::create_stream(StreamOptions options) {
+  auto s = std::make_shared<StreamState>();
+  s->core = weak_from_this();
+  s->options = std::move(options);
+  Lock lock(mu_);
+  if (closed_) throw Closed("create_stream: engine closed");
+  s->id = ++stream_ids_;
+  streams_.push_back(s);
+  return s;
+}
+
+std::shared_ptr<EventState> EngineCore::create_event() {
+  auto e = std::make_shared<EventState>();
+  e->core = weak_from_this();
+  return e;
+}
+
+std::shared_ptr<AllocationState> EngineCore::allocate(std::uint64_t bytes, AllocOptions options) {
+  {
+    Lock lock(mu_);
+    if (closed_) throw Closed("allocate: engine closed");
+  }
+  auto a = std::make_shared<AllocationState>();
+  a->allocator = allocator_;
+  a->address = allocator_->allocate(bytes, options.max_chunk_bytes);
+  a->size = bytes;
+  Lock lock(mu_);
+  a->id = ++alloc_ids_;
+  return a;
+}
+
+std::shared_ptr<HostRegistrationState> EngineCore::register_host(void* ptr, std::size_t bytes, bool owned) {
+  if (!ptr) throw InvalidArgument("register_host: null pointer");
+  if (bytes == 0) throw InvalidArgument("register_host: zero bytes");
+  registry_->check_disjoint(ptr, bytes);
+  auto r = std::make_shared<HostRegistrationState>();
+  r->data = static_cast<std::uint8_t*>(ptr);
+  r->bytes = bytes;
+  r->owned = owned;
+  r->iova = device_->map(ptr, bytes, DmaAccess::kBoth);
+  r->device = device_;
+  r->registry = registry_;
+  registry_->add(r);
+  return r;
+}
+
+std::shared_ptr<OpState> EngineCore::submit(const std::shared_ptr<StreamState>& stream,
+                                            std::shared_ptr<OpState> op) {
+  Work work;
+  Lock lock(mu_);
+  if (closed_) throw Closed("submit: engine closed");
+  op->stream = stream;
+  stream->window.push_back(op);
+  ++stream->submitted;
+  ++stats_.ops_submitted;
+  pump(stream, work, true);
+  run_work(lock, work);
+  if (batch_depth_ == 0) ring_doorbells();
+  return op;
+}
+
+void EngineCore::begin_batch() {
+  Lock lock(mu_);
+  ++batch_depth_;
+}
+
+void EngineCore::end_batch() {
+  Lock lock(mu_);
+  if (--batch_depth_ == 0) ring_doorbells();
+}
+
+std::shared_ptr<OpState> EngineCore::submit_record(const std::shared_ptr<StreamState>& stream,
+                                                   const std::shared_ptr<EventState>& event) {
+  auto op = std::make_shared<OpState>();
+  op->id = next_op_id();
+  op->kind = OpKind::kEventRecord;
+  op->core = weak_from_this();
+  Work work;
+  Lock lock(mu_);
+  if (closed_) throw Closed("record: engine closed");
+  event->marker = op;
+  op->stream = stream;
+  stream->window.push_back(op);
+  ++stream->submitted;
+  ++stats_.ops_submitted;
+  retire(*stream, work);  // completes at once when nothing is ahead of it
+  pump(stream, work, true);
+  ring_doorbells();
+  run_work(lock, work);
+  return op;
+}
+
+std::shared_ptr<OpState> EngineCore::submit_wait(const std::shared_ptr<StreamState>& stream,
+                                                 const std::shared_ptr<EventState>& event) {
+  auto op = std::make_shared<OpState>();
+  op->id = next_op_id();
+  op->kind = OpKind::kEventWait;
+  op->core = weak_from_this();
+  Work work;
+  Lock lock(mu_);
+  if (closed_) throw Closed("wait: engine closed");
+  op->awaited = event->marker;  // the latest record at the time of the call, as CUDA does
+  op->stream = stream;
+  stream->window.push_back(op);
+  ++stream->submitted;
+  ++stats_.ops_submitted;
+  pump(stream, work, true);
+  ring_doorbells();
+  run_work(lock, work);
+  return op;
+}
+
+Status EngineCore::wait_until(const std::function<bool()>& pred, std::chrono::nanoseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  Lock lock(mu_);
+  while (!pred()) {
+    const auto now = Clock::now();
+    if (now >= deadline) return Status(ErrorCode::kWaitTimeout, "gave up after " + std::to_string(timeout.count()) + " ns");
+    if (caller_driven_) {
+      if (progress(lock)) continue;
+      if (pred()) break;
+      const auto slice = std::min<std::chrono::nanoseconds>(deadline - now, 10ms);
+      lock.unlock();
+      (void)device_->wait_for_interrupt(slice);
+      lock.lock();
+    } else {
+      done_cv_.wait_until(lock, std::min(deadline, now + 100ms));
+    }
+  }
+  return Status();
+}
+
+Status EngineCore::wait_op(const OpState& op, std::chrono::nanoseconds timeout) {
+  Status s = wait_until([&] { return op.done.load(std::memory_order_acquire); }, timeout);
+  if (!s.ok()) return s;
+  return op.final_status;
+}
+
+Status EngineCore::wait_stream(StreamState& stream, std::chrono::nanoseconds timeout, bool clear_error) {
+  std::uint64_t target;
+  {
+    Lock lock(mu_);
+    target = stream.submitted;
+  }
+  Status s = wait_until([&] { return stream.retired >= target; }, timeout);
+  if (!s.ok()) return s;
+  Lock lock(mu_);
+  Status first = stream.first_error;
+  if (clear_error) stream.first_error = Status();
+  return first;
+}
+
+Status EngineCore::wait_event(const EventState& event, std::chrono::nanoseconds timeout) {
+  std::shared_ptr<OpState> marker;
+  {
+    Lock lock(mu_);
+    marker = event.marker;
+  }
+  if (!marker) return Status();
+  Status s = wait_op(*marker, timeout);
+  return s.code() == ErrorCode::kWaitTimeout ? s : Status();
+}
+
+Status EngineCore::wait_all(std::chrono::nanoseconds timeout) {
+  std::vector<std::pair<StreamState*, std::uint64_t>> targets;
+  {
+    Lock lock(mu_);
+    for (auto& s : streams_) targets.emplace_back(s.get(), s->submitted);
+  }
+  return wait_until(
+      [&] {
+        return std::all_of(targets.begin(), targets.end(),
+                           [](const auto& t) { return t.first->retired >= t.second; });
+      },
+      timeout);
+}
+
+bool EngineCore::stream_idle(const StreamState& stream) {
+  Lock lock(mu_);
+  if (caller_driven_ && !stream.window.empty()) progress(lock);
+  return stream.window.empty();
+}
+
+bool EngineCore::event_done(const EventState& event) {
+  Lock lock(mu_);
+  if (caller_driven_ && event.marker && !event.marker->done) progress(lock);
+  return !event.marker || event.marker->done.load(std::memory_order_acquire);
+}
+
+Status EngineCore::stream_error(const StreamState& stream) {
+  Lock lock(mu_);
+  return stream.first_error;
+}
+
+Status EngineCore::reset(std::chrono::nanoseconds timeout) {
+  Work work;
+  Lock lock(mu_);
+  if (closed_) return Status(ErrorCode::kClosed, "reset: engine closed");
+  ++epoch_;
+  device_->write32(hw::reg::kControl, hw::kControlReset);
+  const auto deadline = Clock::now() + timeout;
+  while (device_->read32(hw::reg::kStatus) & hw::kStatusResetting) {
+    if (Clock::now() > deadline) {
+      return Status(ErrorCode::kDeviceTimeout, "device did not come out of reset");
+    }
+    std::this_thread::yield();
+  }
+  fail_everything(Status(ErrorCode::kCancelled, "device reset"), work);
+  for (auto& q : queues_) q->program();
+  staging_->release_quarantined();
+  timed_out_.fill(false);
+  device_->write32(hw::reg::kControl, hw::kControlEnable);
+  run_work(lock, work);
+  return Status();
+}
+
+EngineStats EngineCore::stats() {
+  Lock lock(mu_);
+  EngineStats s = stats_;
+  s.tags_in_use = hw::kMaxTag - tags_.available();
+  s.quarantined_staging = staging_ ? staging_->quarantined() : 0;
+  s.device_memory_allocated = allocator_ ? allocator_->allocated_bytes() : 0;
+  std::uint64_t q = 0;
+  for (const Inflight& f : inflight_) q += f.state == CbState::kTimedOut ? 1 : 0;
+  s.quarantined_tags = q;
+  return s;
+}
+
+void EngineCore::poller_main() {
+  Lock lock(mu_);
+  auto idle_since = Clock::now();
+  while (!stop_poller_) {
+    if (progress(lock)) {
+      idle_since = Clock::now();
+      continue;
+    }
+    if (Clock::now() - idle_since < options_.poll_spin) {
+      lock.unlock();
+      std::this_thread::yield();
+      lock.lock();
+      continue;
+    }
+    // Sleep until the device raises an interrupt; the bound keeps CB timeouts checked.
+    const bool live = anything_live();
+    lock.unlock();
+    (void)device_->wait_for_interrupt(live ? 1ms : 5ms);
+    lock.lock();
+    idle_since = Clock::now();
+  }
+}
+
+}  // namespace spyre_dma::detail

@@ -1,0 +1,176 @@
+// EngineCore: the engine behind the public Engine/Stream/Event/Op handles.
+//
+// One mutex guards all scheduling state (streams, queues, tags, in-flight CBs); host copies into
+// and out of staging buffers and user callbacks run outside it. Every thread that enters
+// progress() (the poller, a waiter in caller-driven mode, a submitter) does a share of the work.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "engine_state.hpp"
+#include "host_memory.hpp"
+#include "hw_queue.hpp"
+#include "spyre_dma/engine.hpp"
+#include "staging_pool.hpp"
+#include "tag_pool.hpp"
+
+namespace spyre_dma::detail {
+
+class EngineCore : public std::enable_shared_from_this<EngineCore> {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  EngineCore(std::shared_ptr<Device> device, EngineOptions options);
+  ~EngineCore();
+  void start();     // after construction: identify, reset, program queues, start the poller
+  void shutdown();  // idempotent: drain (bounded), cancel the rest, stop the poller, quiesce device
+
+  std::shared_ptr<StreamState> create_stream(StreamOptions options);
+  std::shared_ptr<EventState> create_event();
+  std::shared_ptr<AllocationState> allocate(std::uint64_t bytes, AllocOptions options);
+  std::shared_ptr<HostRegistrationState> register_host(void* ptr, std::size_t bytes, bool owned);
+
+  // Validates, queues and starts feeding `op` (built by the caller); throws InvalidArgument or
+  // Closed without side effects.
+  std::shared_ptr<OpState> submit(const std::shared_ptr<StreamState>& stream,
+                                  std::shared_ptr<OpState> op);
+  std::shared_ptr<OpState> submit_record(const std::shared_ptr<StreamState>& stream,
+                                         const std::shared_ptr<EventState>& event);
+  std::shared_ptr<OpState> submit_wait(const std::shared_ptr<StreamState>& stream,
+                                       const std::shared_ptr<EventState>& event);
+
+  Status wait_op(const OpState& op, std::chrono::nanoseconds timeout);
+  Status wait_stream(StreamState& stream, std::chrono::nanoseconds timeout, bool clear_error);
+  Status wait_event(const EventState& event, std::chrono::nanoseconds timeout);
+  Status wait_all(std::chrono::nanoseconds timeout);
+  bool stream_idle(const StreamState& stream);
+  bool event_done(const EventState& event);
+  Status stream_error(const StreamState& stream);
+
+  Status reset(std::chrono::nanoseconds timeout);
+  void begin_batch();
+  void end_batch();
+  EngineStats stats();
+  const DeviceLimits& limits() const noexcept { return limits_; }
+  const EngineOptions& options() const noexcept { return options_; }
+  Device& device() noexcept { return *device_; }
+  const std::shared_ptr<Device>& device_ptr() const noexcept { return device_; }
+  std::uint64_t next_op_id() noexcept { return ++op_ids_; }
+  bool owns(const AllocationState& a) const noexcept { return a.allocator == allocator_; }
+  std::shared_ptr<HostRegistrationState> find_registration(const void* p, std::size_t n) const {
+    return registry_->find(p, n);
+  }
+
+ private:
+  using Lock = std::unique_lock<std::mutex>;
+
+  enum class CbState : std::uint8_t { kFree, kStaging, kLive, kTimedOut };
+  struct Inflight {
+    std::shared_ptr<OpState> op;
+    hw::Pipeline pipe = hw::Pipeline::kDmai;
+    CbState state = CbState::kFree;
+    Clock::time_point deadline{};
+    int staging = StagingPool::kNone;
+    std::uint8_t* copy_out = nullptr;  // staged D2H: where the staging buffer goes
+    std::uint64_t bytes = 0;
+  };
+  // Host work collected under the lock and done outside it.
+  struct CopyIn {
+    std::shared_ptr<OpState> op;
+    std::uint32_t tag;
+    hw::ControlBlock cb;
+    std::uint8_t* staging;
+    const std::uint8_t* src;
+    std::uint64_t len;
+  };
+  struct CopyOut {
+    std::shared_ptr<OpState> op;
+    int slot;
+    std::uint8_t* dst;
+    const std::uint8_t* src;
+    std::uint64_t len;
+  };
+  struct CallbackResult {
+    std::shared_ptr<OpState> op;
+    Status status;
+  };
+  struct Work {
+    std::vector<std::pair<std::shared_ptr<StreamState>, std::vector<CopyIn>>> copy_ins;
+    std::vector<CopyOut> copy_outs;
+    std::vector<std::shared_ptr<OpState>> callbacks;  // host_callback ops to run
+    std::vector<std::shared_ptr<OpState>> finished;   // ops whose on_complete must run
+    std::vector<std::shared_ptr<StreamState>> touched;  // streams with newly completed ops
+    bool completed_any = false;
+    bool host_work() const noexcept {
+      return !copy_ins.empty() || !copy_outs.empty() || !callbacks.empty() || !finished.empty();
+    }
+  };
+
+  // All of these run with the lock held.
+  bool progress(Lock& lock);  // may drop and retake the lock; true if anything moved
+  bool drain_rbs(Work& work);
+  bool expire_timeouts(Work& work);
+  void pump(const std::shared_ptr<StreamState>& s, Work& work, bool from_submit);
+  void pump_blocked(Work& work);
+  bool can_start(StreamState& s, std::size_t index, const OpState& op) const;
+  bool issue_cb(StreamState& s, const std::shared_ptr<OpState>& op, std::vector<CopyIn>& copy_ins);
+  hw::ControlBlock build_cb(StreamState& s, const OpState& op, int slot, std::uint64_t& piece) const;
+  void push_cb(std::uint32_t tag, const hw::ControlBlock& cb, bool from_reservation);
+  void finish_cb(std::uint32_t tag, const hw::ResponseBlock& rb, Work& work);
+  void maybe_complete(const std::shared_ptr<OpState>& op, Work& work);
+  void complete(const std::shared_ptr<OpState>& op, Status status, Work& work);
+  void retire(StreamState& s, Work& work);
+  void settle(Work& work);  // retires touched streams, feeds blocked ones, rings doorbells
+  void fail_everything(const Status& why, Work& work);
+  void ring_doorbells();
+  void set_blocked(const std::shared_ptr<StreamState>& s, bool blocked);
+  void run_work(Lock& lock, Work& work);  // drops the lock while copying and calling back
+  bool wait_for_quiet(Lock& lock, std::chrono::nanoseconds timeout);  // no work outside the lock
+  Status wait_until(const std::function<bool()>& pred, std::chrono::nanoseconds timeout);
+  void poller_main();
+  bool anything_live() const noexcept;
+  bool higher_priority_blocked(const StreamState& s) const;
+  Status status_from_rb(const OpState& op, const hw::ResponseBlock& rb) const;
+  HwQueue& queue(hw::Pipeline p) { return *queues_[static_cast<std::size_t>(p)]; }
+
+  std::shared_ptr<Device> device_;
+  EngineOptions options_;
+  DeviceLimits limits_;
+  bool caller_driven_ = false;
+
+  std::mutex mu_;
+  std::condition_variable done_cv_;  // an op completed, or progress happened
+  bool closed_ = false;
+  bool stop_poller_ = false;
+  bool draining_ = false;  // one thread at a time consumes RBs (copy-outs stay in order)
+  int unlocked_work_ = 0;  // threads copying or calling back outside the lock
+  int batch_depth_ = 0;    // open submission batches: submit() defers doorbells
+  std::uint64_t epoch_ = 0;  // bumped by reset(): staged work of an older epoch is abandoned
+  std::array<std::unique_ptr<HwQueue>, hw::kNumPipelines> queues_;
+  std::array<std::deque<std::uint32_t>, hw::kNumPipelines> ring_order_;  // tags, oldest first
+  std::array<bool, hw::kNumPipelines> timed_out_{};  // a pipeline with a timed-out CB
+  std::unique_ptr<StagingPool> staging_;
+  TagPool tags_;
+  std::vector<Inflight> inflight_;  // indexed by tag
+  std::vector<std::shared_ptr<StreamState>> streams_;
+  std::set<std::pair<int, std::uint64_t>> blocked_;  // (-priority, stream id)
+  std::shared_ptr<DeviceAllocator> allocator_;
+  std::shared_ptr<HostRegistry> registry_;
+  std::thread poller_;
+  std::atomic<std::uint64_t> op_ids_{0};
+  std::uint64_t stream_ids_ = 0;
+  std::uint64_t alloc_ids_ = 0;
+  EngineStats stats_;
+};
+
+}  // namespace spyre_dma::detail

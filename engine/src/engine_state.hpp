@@ -1,0 +1,100 @@
+// The shared state behind the public handles (DeviceBuffer, Op, Event, Stream). Every mutable
+// field marked "engine lock" is guarded by EngineCore's mutex.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+
+#include "device_allocator.hpp"
+#include "host_memory.hpp"
+#include "spyre_dma/hw/contract.hpp"
+#include "spyre_dma/memory.hpp"
+#include "spyre_dma/options.hpp"
+#include "spyre_dma/status.hpp"
+#include "spyre_dma/stream.hpp"
+
+namespace spyre_dma::detail {
+
+class EngineCore;
+struct StreamState;
+
+struct AllocationState {
+  std::shared_ptr<DeviceAllocator> allocator;
+  CompositeAddress address;
+  std::uint64_t size = 0;
+  std::uint64_t id = 0;
+  ~AllocationState() { allocator->free(address); }
+};
+
+struct OpState {
+  std::uint64_t id = 0;
+  OpKind kind = OpKind::kH2D;
+  std::weak_ptr<EngineCore> core;
+  std::shared_ptr<StreamState> stream;  // cleared when the op retires from its stream
+
+  // The request (immutable after submission).
+  std::shared_ptr<AllocationState> dst, src;
+  std::uint64_t dst_offset = 0, src_offset = 0, bytes = 0;
+  const std::uint8_t* host_src = nullptr;
+  std::uint8_t* host_dst = nullptr;
+  std::uint32_t pattern = 0;
+  std::uint64_t duration_ns = 0;
+  std::function<void()> host_fn;
+  Callback on_complete;
+  std::shared_ptr<HostRegistrationState> host;  // set: direct DMA through this registration
+  std::shared_ptr<OpState> awaited;             // kEventWait: the record op waited for
+  hw::Pipeline pipe = hw::Pipeline::kDmai;
+  bool staged = false;
+
+  // Progress (engine lock).
+  bool started = false;
+  std::uint64_t next = 0;       // bytes handed to CBs so far
+  bool compute_issued = false;  // kCompute: its single CB was handed over
+  std::uint32_t cbs_live = 0;   // CBs handed over (or being staged) and not yet finished
+  Status first_error;
+
+  // Completion: final_status and the timestamps are written before `done` is released.
+  std::atomic<bool> done{false};
+  Status final_status;
+  std::uint64_t start_ns = 0, end_ns = 0;
+
+  bool device_work() const noexcept {
+    return kind == OpKind::kH2D || kind == OpKind::kD2H || kind == OpKind::kD2D ||
+           kind == OpKind::kFill || kind == OpKind::kCompute;
+  }
+  bool fully_issued() const noexcept {
+    return kind == OpKind::kCompute ? compute_issued : next >= bytes;
+  }
+};
+
+struct EventState {
+  std::weak_ptr<EngineCore> core;
+  std::shared_ptr<OpState> marker;  // engine lock: the latest record; null: never recorded
+};
+
+struct StreamState {
+  std::weak_ptr<EngineCore> core;
+  std::uint64_t id = 0;
+  StreamOptions options;
+
+  // Engine lock. `window` holds the ops not yet retired, in submission order; window[cursor] is
+  // the first op not fully handed to the device. An op retires once it and all before it are done.
+  std::deque<std::shared_ptr<OpState>> window;
+  std::size_t cursor = 0;
+  std::uint64_t submitted = 0;  // ops ever submitted
+  std::uint64_t retired = 0;    // ops ever retired
+  bool has_last_pipe = false;   // kStrict: the pipeline of the previous device op
+  hw::Pipeline last_pipe = hw::Pipeline::kDmai;
+  std::shared_ptr<OpState> gate;  // a host callback or event wait later ops must wait for
+  std::uint32_t live_d2h = 0;        // D2H ops started and not done
+  std::uint32_t live_staged_d2h = 0;
+  bool busy = false;     // a thread is copying into staging for this stream outside the lock
+  bool blocked = false;  // waiting for a queue slot, tag, staging buffer, gate or event
+  Status first_error;    // since the last synchronize
+};
+
+}  // namespace spyre_dma::detail

@@ -1,0 +1,101 @@
+#include "hw_queue.hpp"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace spyre_dma::detail {
+namespace {
+std::uint8_t* alloc_ring(std::size_t bytes) {
+  const std::size_t rounded = (bytes + 4095) / 4096 * 4096;
+  auto* p = static_cast<std::uint8_t*>(std::aligned_alloc(4096, rounded));
+  if (!p) throw std::bad_alloc();
+  std::memset(p, 0, rounded);
+  return p;
+}
+}  // namespace
+
+HwQueue::HwQueue(Device& device, hw::Pipeline pipe, std::uint32_t slots)
+    : device_(device), pipe_(pipe), slots_(slots) {
+  cb_ring_ = alloc_ring(std::size_t(slots) * hw::kCbBytes);
+  rb_ring_ = alloc_ring(std::size_t(slots) * hw::kRbBytes);
+  try {
+    cb_iova_ = device_.map(cb_ring_, std::size_t(slots) * hw::kCbBytes, DmaAccess::kDeviceReads);
+    rb_iova_ = device_.map(rb_ring_, std::size_t(slots) * hw::kRbBytes, DmaAccess::kBoth);
+  } catch (...) {
+    if (cb_iova_) device_.unmap(cb_iova_);
+    std::free(cb_ring_);
+    std::free(rb_ring_);
+    throw;
+  }
+}
+
+HwQueue::~HwQueue() {
+  try {
+    device_.write32(hw::reg::pipe(pipe_, hw::reg::kQueueControl), 0);
+    device_.unmap(cb_iova_);
+    device_.unmap(rb_iova_);
+  } catch (...) {
+  }
+  std::free(cb_ring_);
+  std::free(rb_ring_);
+}
+
+void HwQueue::program() {
+  using namespace hw::reg;
+  std::memset(rb_ring_, 0, std::size_t(slots_) * hw::kRbBytes);
+  pi_ = published_pi_ = rb_ci_ = published_rb_ci_ = 0;
+  outstanding_ = reserved_ = 0;
+  device_.write32(pipe(pipe_, kQueueControl), 0);
+  device_.write64(pipe(pipe_, kCbRingBase_64), cb_iova_);
+  device_.write32(pipe(pipe_, kCbRingSize), slots_);
+  device_.write64(pipe(pipe_, kRbRingBase_64), rb_iova_);
+  device_.write32(pipe(pipe_, kRbRingSize), slots_);
+  device_.write32(pipe(pipe_, kCbPi), 0);
+  device_.write32(pipe(pipe_, kRbCi), 0);
+  device_.write32(pipe(pipe_, kIrqVector), static_cast<std::uint32_t>(pipe_));
+  device_.write32(pipe(pipe_, kIrqEnable), 1);
+  device_.write32(pipe(pipe_, kQueueControl), hw::kQueueEnable);
+}
+
+std::uint32_t HwQueue::push(const hw::CbBytes& cb, bool from_reservation) noexcept {
+  const std::uint32_t index = pi_++;
+  std::memcpy(cb_ring_ + std::size_t(index & (slots_ - 1)) * hw::kCbBytes, cb.data(), hw::kCbBytes);
+  if (from_reservation) --reserved_;
+  ++outstanding_;
+  return index;
+}
+
+bool HwQueue::doorbell() {
+  if (published_pi_ == pi_) return false;
+  // The release fence orders the ring writes before the doorbell for a device that reads host
+  // memory from another thread; a real device gets the same from the MMIO write's ordering.
+  std::atomic_thread_fence(std::memory_order_release);
+  device_.write32(hw::reg::pipe(pipe_, hw::reg::kCbPi), pi_);
+  published_pi_ = pi_;
+  return true;
+}
+
+const std::uint8_t* HwQueue::peek_rb() const noexcept {
+  const std::uint8_t* slot = rb_ring_ + std::size_t(rb_ci_ & (slots_ - 1)) * hw::kRbBytes;
+  // The device writes the byte that holds the phase bit last, with release semantics.
+  const std::uint8_t phase_byte = __atomic_load_n(slot + 4, __ATOMIC_ACQUIRE);
+  const bool phase = (phase_byte & 1u) != 0;
+  return phase == hw::expected_phase(rb_ci_, slots_) ? slot : nullptr;
+}
+
+void HwQueue::pop_rb(bool retired) noexcept {
+  ++rb_ci_;
+  if (retired && outstanding_ > 0) --outstanding_;
+}
+
+void HwQueue::publish_rb_ci() {
+  if (published_rb_ci_ == rb_ci_) return;
+  device_.write32(hw::reg::pipe(pipe_, hw::reg::kRbCi), rb_ci_);
+  published_rb_ci_ = rb_ci_;
+}
+
+void HwQueue::drop_outstanding() noexcept { outstanding_ = 0; }
+
+}  // namespace spyre_dma::detail

@@ -1,0 +1,298 @@
+// Feeding streams to the device: which op may start, how an op is cut into CBs, and the host
+// work (staging copies, callbacks) that runs outside the engine lock.
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "engine_core.hpp"
+
+namespace spyre_dma::detail {
+
+void EngineCore::set_blocked(const std::shared_ptr<StreamState>& s, bool blocked) {
+  if (s->blocked == blocked) return;
+  s->blocked = blocked;
+  const auto key = std::make_pair(-s->options.priority, s->id);
+  if (blocked) blocked_.insert(key);
+  else blocked_.erase(key);
+}
+
+bool EngineCore::higher_priority_blocked(const StreamState& s) const {
+  return !blocked_.empty() && blocked_.begin()->first < -s.options.priority;
+}
+
+void EngineCore::pump_blocked(Work& work) {
+  // Highest priority first, so that freed slots and staging buffers go to it.
+  const std::vector<std::pair<int, std::uint64_t>> keys(blocked_.begin(), blocked_.end());
+  for (const auto& key : keys) pump(streams_[key.second - 1], work, false);
+}
+
+bool EngineCore::can_start(StreamState& s, std::size_t index, const OpState& op) const {
+  if (s.gate && !s.gate->done.load(std::memory_order_relaxed)) return false;
+  auto earlier_done = [&] {
+    for (std::size_t i = 0; i < index; ++i) {
+      if (!s.window[i]->done.load(std::memory_order_relaxed)) return false;
+    }
+    return true;
+  };
+  switch (op.kind) {
+    case OpKind::kHostCallback: return earlier_done();
+    case OpKind::kEventRecord:
+    case OpKind::kEventWait: return true;
+    default: break;
+  }
+  if (s.options.ordering == Ordering::kOpOrdered) return earlier_done();
+  // Host-memory hazards the device cannot see: a staged D2H lands in host memory only when the
+  // engine copies it out, and a staged H2D reads host memory when it is copied in.
+  if (op.kind == OpKind::kH2D && s.live_staged_d2h > 0) return earlier_done();
+  if (op.kind == OpKind::kH2D && op.staged && s.live_d2h > 0) return earlier_done();
+  return true;
+}
+
+void EngineCore::pump(const std::shared_ptr<StreamState>& s, Work& work, bool from_submit) {
+  if (s->busy) return;  // the thread copying into staging for it pumps again when done
+  if (from_submit && higher_priority_blocked(*s)) {
+    set_blocked(s, true);
+    return;
+  }
+  if (s->gate && s->gate->kind == OpKind::kEventWait && !s->gate->done &&
+      (!s->gate->awaited || s->gate->awaited->done)) {
+    complete(s->gate, Status(), work);
+  }
+  std::vector<CopyIn> copy_ins;
+  bool blocked = false;
+  while (!blocked && s->cursor < s->window.size()) {
+    const std::shared_ptr<OpState> op = s->window[s->cursor];
+    if (!op->started) {
+      if (!can_start(*s, s->cursor, *op)) {
+        blocked = true;
+        break;
+      }
+      op->started = true;
+      switch (op->kind) {
+        case OpKind::kHostCallback:
+          s->gate = op;
+          work.callbacks.push_back(op);
+          ++s->cursor;
+          continue;
+        case OpKind::kEventWait:
+          if (!op->awaited || op->awaited->done) complete(op, Status(), work);
+          else s->gate = op;
+          ++s->cursor;
+          continue;
+        case OpKind::kEventRecord:  // completes when it reaches the front (retire)
+          ++s->cursor;
+          continue;
+        case OpKind::kD2H:
+          ++s->live_d2h;
+          if (op->staged) ++s->live_staged_d2h;
+          break;
+        default: break;
+      }
+    }
+    if (timed_out_[static_cast<std::size_t>(op->pipe)] && op->first_error.ok()) {
+      op->first_error = Status(ErrorCode::kDeviceTimeout,
+                               std::string(hw::to_string(op->pipe)) +
+                                   " has a CB that timed out; reset the engine");
+    }
+    if (!op->first_error.ok()) {  // a failed op issues nothing more
+      op->next = op->bytes;
+      op->compute_issued = true;
+      maybe_complete(op, work);
+    }
+    while (!op->fully_issued()) {
+      if (!issue_cb(*s, op, copy_ins)) {
+        blocked = true;
+        break;
+      }
+    }
+    if (!blocked) ++s->cursor;
+  }
+  if (s->gate && !s->gate->done && s->gate->kind == OpKind::kEventWait) blocked = true;
+  set_blocked(s, blocked);
+  if (!copy_ins.empty()) {
+    s->busy = true;
+    work.copy_ins.emplace_back(s, std::move(copy_ins));
+  }
+}
+
+hw::ControlBlock EngineCore::build_cb(StreamState& s, const OpState& op, int slot,
+                                      std::uint64_t& piece) const {
+  hw::ControlBlock cb;
+  const bool first = op.kind == OpKind::kCompute ? !op.compute_issued : op.next == 0;
+  if (first && s.options.ordering == Ordering::kStrict) {
+    cb.barrier = s.has_last_pipe && s.last_pipe != op.pipe;
+    s.has_last_pipe = true;
+    s.last_pipe = op.pipe;
+  }
+  if (op.kind == OpKind::kCompute) {
+    cb.cmpt = {hw::ComputeType::kTimed, op.duration_ns};
+    piece = 0;
+    return cb;
+  }
+  std::uint64_t cap = limits_.max_cb_bytes;
+  if (op.staged) cap = std::min<std::uint64_t>(cap, staging_->buffer_bytes());
+  piece = std::min(op.bytes - op.next, cap);
+
+  // The chunk a CB writes (or reads, for D2H) sits in XLAT entry 0, the source of a device copy in
+  // entry 1; each entry spans exactly its chunk, so the device's bounds check confines the CB.
+  auto place = [&](const AllocationState& a, std::uint64_t offset, unsigned entry, hw::XlatMode mode) {
+    const CompositeAddress::Position pos = a.address.locate(offset);
+    const DeviceChunk& c = a.address.chunks()[pos.chunk];
+    piece = std::min(piece, c.size - pos.offset_in_chunk);
+    cb.xlat[entry] = {mode, c.physical() / hw::kFlitBytes,
+                      static_cast<std::uint32_t>(c.size / hw::kFlitBytes)};
+    return hw::DeviceVa{static_cast<std::uint8_t>(entry),
+                        static_cast<std::uint32_t>(pos.offset_in_chunk / hw::kFlitBytes)};
+  };
+  auto host_iova = [&](const std::uint8_t* p) -> std::uint64_t {
+    if (op.staged) return staging_->iova(slot);
+    return op.host->iova + static_cast<std::uint64_t>(p - op.host->data);
+  };
+
+  hw::DmaSection sec;
+  switch (op.kind) {
+    case OpKind::kH2D:
+      sec.type = hw::DmaType::kImmediate;
+      sec.device = place(*op.dst, op.dst_offset + op.next, 0, hw::XlatMode::kReadWrite);
+      sec.host_iova_flits = host_iova(op.host_src + op.next) / hw::kFlitBytes;
+      break;
+    case OpKind::kFill:
+      sec.type = hw::DmaType::kMemoryFill;
+      sec.device = place(*op.dst, op.dst_offset + op.next, 0, hw::XlatMode::kReadWrite);
+      sec.fill_pattern = op.pattern;
+      break;
+    case OpKind::kD2D:
+      sec.type = hw::DmaType::kDeviceCopy;
+      sec.device = place(*op.dst, op.dst_offset + op.next, 0, hw::XlatMode::kReadWrite);
+      sec.source = place(*op.src, op.src_offset + op.next, 1, hw::XlatMode::kReadOnly);
+      break;
+    case OpKind::kD2H:
+      sec.type = hw::DmaType::kImmediate;
+      sec.device = place(*op.src, op.src_offset + op.next, 0, hw::XlatMode::kReadOnly);
+      sec.host_iova_flits = host_iova(op.host_dst + op.next) / hw::kFlitBytes;
+      break;
+    default: break;
+  }
+  sec.length_flits = static_cast<std::uint32_t>(hw::flits_for(piece));
+  sec.last_flit_bytes = static_cast<std::uint8_t>(piece % hw::kFlitBytes);
+  (op.kind == OpKind::kD2H ? cb.dmo : cb.dmi) = sec;
+  return cb;
+}
+
+bool EngineCore::issue_cb(StreamState& s, const std::shared_ptr<OpState>& op,
+                          std::vector<CopyIn>& copy_ins) {
+  HwQueue& q = queue(op->pipe);
+  if (!q.has_space()) {
+    ++stats_.queue_full_stalls;
+    return false;
+  }
+  if (tags_.empty()) return false;
+  int slot = StagingPool::kNone;
+  if (op->staged) {
+    slot = staging_->acquire();
+    if (slot == StagingPool::kNone) {
+      ++stats_.staging_stalls;
+      return false;
+    }
+  }
+  std::uint64_t piece = 0;
+  hw::ControlBlock cb = build_cb(s, *op, slot, piece);
+  const std::uint32_t tag = tags_.acquire();
+  cb.tag = tag;
+  Inflight& f = inflight_[tag];
+  f.op = op;
+  f.pipe = op->pipe;
+  f.staging = slot;
+  f.bytes = piece;
+  f.copy_out = nullptr;
+  const std::uint64_t start = op->next;
+  op->next += piece;
+  if (op->kind == OpKind::kCompute) op->compute_issued = true;
+  ++op->cbs_live;
+  if (op->staged && op->kind == OpKind::kH2D) {
+    f.state = CbState::kStaging;
+    q.reserve();
+    copy_ins.push_back(CopyIn{op, tag, cb, staging_->data(slot), op->host_src + start, piece});
+  } else {
+    if (op->staged) f.copy_out = op->host_dst + start;
+    push_cb(tag, cb, false);
+  }
+  return true;
+}
+
+void EngineCore::push_cb(std::uint32_t tag, const hw::ControlBlock& cb, bool from_reservation) {
+  Inflight& f = inflight_[tag];
+  f.state = CbState::kLive;
+  f.deadline = Clock::now() + options_.cb_timeout;
+  queue(f.pipe).push(hw::encode(cb), from_reservation);
+  ring_order_[static_cast<std::size_t>(f.pipe)].push_back(tag);
+  ++stats_.cbs_submitted;
+}
+
+void EngineCore::ring_doorbells() {
+  for (auto& q : queues_) {
+    if (q && q->doorbell()) ++stats_.doorbells;
+  }
+}
+
+void EngineCore::run_work(Lock& lock, Work& work) {
+  settle(work);
+  while (work.host_work()) {
+    Work w;
+    std::swap(w.copy_ins, work.copy_ins);
+    std::swap(w.copy_outs, work.copy_outs);
+    std::swap(w.callbacks, work.callbacks);
+    std::swap(w.finished, work.finished);
+    ++unlocked_work_;
+    lock.unlock();
+    for (const CopyOut& c : w.copy_outs) std::memcpy(c.dst, c.src, c.len);
+    for (const auto& batch : w.copy_ins) {
+      for (const CopyIn& c : batch.second) std::memcpy(c.staging, c.src, c.len);
+    }
+    std::vector<CallbackResult> results;
+    for (const auto& op : w.callbacks) {
+      Status st;
+      try {
+        op->host_fn();
+      } catch (const std::exception& e) {
+        st = Status(ErrorCode::kInvalidArgument, std::string("host callback threw: ") + e.what());
+      } catch (...) {
+        st = Status(ErrorCode::kInvalidArgument, "host callback threw a non-std exception");
+      }
+      results.push_back({op, std::move(st)});
+    }
+    for (const auto& op : w.finished) {
+      try {
+        op->on_complete(op->final_status);
+      } catch (...) {
+        // A completion callback has nobody to report to; the op's status stands.
+      }
+    }
+    lock.lock();
+    --unlocked_work_;
+    if (!w.copy_outs.empty()) draining_ = false;
+    for (const CopyOut& c : w.copy_outs) {
+      staging_->release(c.slot);
+      --c.op->cbs_live;
+      maybe_complete(c.op, work);
+    }
+    for (auto& batch : w.copy_ins) {
+      for (const CopyIn& c : batch.second) {
+        stats_.bytes_staged += c.len;
+        push_cb(c.tag, c.cb, true);
+      }
+      batch.first->busy = false;
+      pump(batch.first, work, false);
+    }
+    for (auto& r : results) complete(r.op, std::move(r.status), work);
+    settle(work);
+    ring_doorbells();
+    if (unlocked_work_ == 0) done_cv_.notify_all();  // reset() may wait for quiet
+  }
+  if (work.completed_any) {
+    work.completed_any = false;
+    done_cv_.notify_all();
+  }
+}
+
+}  // namespace spyre_dma::detail

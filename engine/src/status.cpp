@@ -1,0 +1,46 @@
+// Status text and the mapping from error codes to exception types.
+#include "spyre_dma/status.hpp"
+
+namespace spyre_dma {
+
+std::string_view to_string(ErrorCode code) noexcept {
+  switch (code) {
+    case ErrorCode::kOk: return "ok";
+    case ErrorCode::kInvalidArgument: return "invalid argument";
+    case ErrorCode::kOutOfMemory: return "out of memory";
+    case ErrorCode::kDeviceError: return "device error";
+    case ErrorCode::kIommuFault: return "IOMMU fault";
+    case ErrorCode::kDeviceTimeout: return "device timeout";
+    case ErrorCode::kDeviceFault: return "device fault";
+    case ErrorCode::kCancelled: return "cancelled";
+    case ErrorCode::kWaitTimeout: return "wait timed out";
+    case ErrorCode::kClosed: return "engine closed";
+  }
+  return "unknown error";
+}
+
+std::string Status::to_string() const {
+  if (ok()) return "ok";
+  std::string s(spyre_dma::to_string(code_));
+  if (!message_.empty()) s += ": " + message_;
+  return s;
+}
+
+void Status::throw_if_error() const {
+  const std::string text = to_string();
+  switch (code_) {
+    case ErrorCode::kOk: return;
+    case ErrorCode::kInvalidArgument: throw InvalidArgument(text);
+    case ErrorCode::kOutOfMemory: throw OutOfMemory(text);
+    case ErrorCode::kDeviceError: throw DeviceError(text);
+    case ErrorCode::kIommuFault: throw IommuFault(text);
+    case ErrorCode::kDeviceTimeout: throw DeviceTimeout(text);
+    case ErrorCode::kDeviceFault: throw DeviceFault(text);
+    case ErrorCode::kCancelled: throw Cancelled(text);
+    case ErrorCode::kWaitTimeout: throw WaitTimeout(text);
+    case ErrorCode::kClosed: throw Closed(text);
+  }
+  throw Error(code_, text);
+}
+
+}  // namespace spyre_dma
