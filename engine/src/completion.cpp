@@ -167,7 +167,7 @@ void EngineCore::maybe_complete(const std::shared_ptr<OpState>& op, Work& work) 
   }
 }
 
-void EngineCore::complete(const std::shared_ptr<OpState>& op, Status status, Work& work) {
+void EngineCore::complete(std::shared_ptr<OpState> op, Status status, Work& work) {
   if (op->done.load(std::memory_order_relaxed)) return;  // exactly once
   op->final_status = std::move(status);
   op->done.store(true, std::memory_order_release);

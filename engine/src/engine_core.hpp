@@ -128,7 +128,7 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   void push_cb(std::uint32_t tag, const hw::ControlBlock& cb, bool from_reservation);
   void finish_cb(std::uint32_t tag, const hw::ResponseBlock& rb, Work& work);
   void maybe_complete(const std::shared_ptr<OpState>& op, Work& work);
-  void complete(const std::shared_ptr<OpState>& op, Status status, Work& work);
+  void complete(std::shared_ptr<OpState> op, Status status, Work& work);  // by value: callers pass fields it clears
   void retire(StreamState& s, Work& work);
   void settle(Work& work);  // retires touched streams, feeds blocked ones, rings doorbells
   void fail_everything(const Status& why, Work& work);

@@ -225,6 +225,12 @@ TEST(CbReject, NonzeroSkipSection) {
     put64(b, 40, 5);
     EXPECT_TRUE(rejected(b, hw::CbField::kDmoReserved, 5));
   }
+  {  // Both words nonzero: the value is word 0.
+    Cb b = h2d();
+    put64(b, 32, 0x200);
+    put64(b, 40, 9);
+    EXPECT_TRUE(rejected(b, hw::CbField::kDmoReserved, 0x200));
+  }
   {  // DMI SKIP with a last-flit count.
     Cb b = d2h();
     put64(b, 24, 1ull << 57);

@@ -117,6 +117,9 @@ TEST(Rings, FullWithWrappedIndices) {
   EXPECT_FALSE(hw::ring_full(0x10u, ci, 64));
   EXPECT_FALSE(hw::ring_full(0x0Fu, ci, 32));  // 31 outstanding
   EXPECT_FALSE(hw::ring_empty(0x10u, ci));
+  // Neither index has wrapped yet, but ci + size would: 8 outstanding is not full.
+  EXPECT_FALSE(hw::ring_full(0xFFFFFFF8u, ci, 32));
+  EXPECT_TRUE(hw::ring_full(0xFFFFFFF8u, ci, 8));
   EXPECT_TRUE(hw::ring_full(0u, 0xFFFFFFFFu, 1));
   EXPECT_FALSE(hw::ring_full(0u, 0xFFFFFFFFu, 2));
   // The slot of a wrapped index is index & (size - 1).

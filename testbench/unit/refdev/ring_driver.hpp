@@ -1,0 +1,251 @@
+// A minimal register-level driver for the refdev tests: what an engine does, without the engine.
+//
+// HostBuffer: 4 KiB aligned host memory mapped through Device::map. RingDriver: allocates and
+// maps one CB ring and one RB ring per pipeline, programs BAR0, enables the queues and the device,
+// writes CBs with hw::encode, rings doorbells and polls RBs by their phase bit with a timeout.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <thread>
+
+#include "spyre_dma/device.hpp"
+#include "spyre_dma/hw/contract.hpp"
+
+namespace refdev_test {
+
+namespace hw = spyre_dma::hw;
+using spyre_dma::DmaAccess;
+using hw::Pipeline;
+using namespace std::chrono_literals;
+
+inline unsigned idx(Pipeline p) { return static_cast<unsigned>(p); }
+
+class HostBuffer {
+ public:
+  HostBuffer(spyre_dma::Device& dev, std::size_t bytes, DmaAccess access, std::uint8_t fill = 0)
+      : dev_(dev), bytes_(bytes) {
+    const std::size_t alloc = (bytes + 4095) / 4096 * 4096;
+    data_ = static_cast<std::uint8_t*>(std::aligned_alloc(4096, alloc));
+    if (data_ == nullptr) throw std::bad_alloc();
+    std::memset(data_, fill, alloc);
+    iova_ = dev_.map(data_, bytes, access);
+    mapped_ = true;
+  }
+  ~HostBuffer() {
+    if (mapped_) dev_.unmap(iova_);
+    std::free(data_);
+  }
+  HostBuffer(const HostBuffer&) = delete;
+  HostBuffer& operator=(const HostBuffer&) = delete;
+
+  std::uint8_t* data() const { return data_; }
+  std::size_t size() const { return bytes_; }
+  std::uint64_t iova() const { return iova_; }
+  std::uint64_t iova_flits() const { return iova_ / hw::kFlitBytes; }
+  void unmap() {
+    dev_.unmap(iova_);
+    mapped_ = false;
+  }
+
+ private:
+  spyre_dma::Device& dev_;
+  std::size_t bytes_;
+  std::uint8_t* data_ = nullptr;
+  std::uint64_t iova_ = 0;
+  bool mapped_ = false;
+};
+
+struct RingOptions {
+  std::array<std::uint32_t, hw::kNumPipelines> cb_size{16, 16, 16};
+  std::array<std::uint32_t, hw::kNumPipelines> rb_size{16, 16, 16};
+  bool irq_enable = false;
+  bool enable = true;  // CONTROL.ENABLE and QUEUE_CONTROL.enable
+};
+
+class RingDriver {
+ public:
+  explicit RingDriver(spyre_dma::Device& dev, RingOptions opt = {}) : dev_(dev), opt_(opt) {
+    for (unsigned p = 0; p < hw::kNumPipelines; ++p) {
+      cb_ring_[p] = std::make_unique<HostBuffer>(dev, opt.cb_size[p] * hw::kCbBytes, DmaAccess::kDeviceReads);
+      rb_ring_[p] = std::make_unique<HostBuffer>(dev, opt.rb_size[p] * hw::kRbBytes, DmaAccess::kBoth);
+    }
+    program();
+  }
+
+  // Programs every ring register from scratch (after construction or a device reset).
+  void program() {
+    for (unsigned p = 0; p < hw::kNumPipelines; ++p) {
+      const Pipeline pl = static_cast<Pipeline>(p);
+      std::memset(rb_ring_[p]->data(), 0, rb_ring_[p]->size());
+      pi_[p] = 0;
+      rb_ci_[p] = 0;
+      dev_.write64(hw::reg::pipe(pl, hw::reg::kCbRingBase_64), cb_ring_[p]->iova());
+      dev_.write32(hw::reg::pipe(pl, hw::reg::kCbRingSize), opt_.cb_size[p]);
+      dev_.write64(hw::reg::pipe(pl, hw::reg::kRbRingBase_64), rb_ring_[p]->iova());
+      dev_.write32(hw::reg::pipe(pl, hw::reg::kRbRingSize), opt_.rb_size[p]);
+      dev_.write32(hw::reg::pipe(pl, hw::reg::kIrqEnable), opt_.irq_enable ? 1 : 0);
+      dev_.write32(hw::reg::pipe(pl, hw::reg::kQueueControl), opt_.enable ? hw::kQueueEnable : 0);
+    }
+    dev_.write32(hw::reg::kControl, opt_.enable ? hw::kControlEnable : 0);
+  }
+
+  // Writes the CB bytes into the next slot (no doorbell).
+  void write_cb(Pipeline p, const hw::CbBytes& bytes) {
+    const unsigned i = idx(p);
+    std::memcpy(cb_ring_[i]->data() + (pi_[i] & (opt_.cb_size[i] - 1)) * hw::kCbBytes, bytes.data(), bytes.size());
+    ++pi_[i];
+  }
+  void write_cb(Pipeline p, const hw::ControlBlock& cb) { write_cb(p, hw::encode(cb)); }
+  void ring(Pipeline p) { dev_.write32(hw::reg::pipe(p, hw::reg::kCbPi), pi_[idx(p)]); }
+  void submit(Pipeline p, const hw::ControlBlock& cb) {
+    write_cb(p, cb);
+    ring(p);
+  }
+  void submit(Pipeline p, const hw::CbBytes& bytes) {
+    write_cb(p, bytes);
+    ring(p);
+  }
+
+  // Whether the next RB of p has arrived (by its phase bit, read with acquire).
+  bool rb_ready(Pipeline p) const {
+    const unsigned i = idx(p);
+    const std::uint8_t* slot = slot_of(p);
+    const std::uint64_t w0 = __atomic_load_n(reinterpret_cast<const std::uint64_t*>(slot), __ATOMIC_ACQUIRE);
+    std::uint8_t b[8];
+    std::memcpy(b, &w0, 8);
+    return hw::rb_phase(b) == hw::expected_phase(rb_ci_[i], opt_.rb_size[i]);
+  }
+
+  // Waits for the next RB of p, decodes it and returns the slot to the device (RB_CI).
+  std::optional<hw::RbDecodeResult> wait_rb(Pipeline p, std::chrono::milliseconds timeout = 5000ms,
+                                            bool consume = true) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!rb_ready(p)) {
+      if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+      std::this_thread::sleep_for(20us);
+    }
+    hw::RbDecodeResult r = hw::decode_rb(slot_of(p));
+    if (consume) {
+      ++rb_ci_[idx(p)];
+      dev_.write32(hw::reg::pipe(p, hw::reg::kRbCi), rb_ci_[idx(p)]);
+    }
+    return r;
+  }
+
+  // Waits for the next RB and expects it to decode; returns it (default-constructed on timeout,
+  // tag 0, which no valid RB has).
+  hw::ResponseBlock next_rb(Pipeline p, std::chrono::milliseconds timeout = 5000ms) {
+    auto r = wait_rb(p, timeout);
+    if (!r || r->error) return hw::ResponseBlock{};
+    return r->rb;
+  }
+
+  std::uint32_t pi(Pipeline p) const { return pi_[idx(p)]; }
+  std::uint32_t rb_ci(Pipeline p) const { return rb_ci_[idx(p)]; }
+  HostBuffer& cb_ring(Pipeline p) { return *cb_ring_[idx(p)]; }
+  HostBuffer& rb_ring(Pipeline p) { return *rb_ring_[idx(p)]; }
+
+ private:
+  const std::uint8_t* slot_of(Pipeline p) const {
+    const unsigned i = idx(p);
+    return rb_ring_[i]->data() + (rb_ci_[i] & (opt_.rb_size[i] - 1)) * hw::kRbBytes;
+  }
+
+  spyre_dma::Device& dev_;
+  RingOptions opt_;
+  std::array<std::unique_ptr<HostBuffer>, hw::kNumPipelines> cb_ring_;
+  std::array<std::unique_ptr<HostBuffer>, hw::kNumPipelines> rb_ring_;
+  std::array<std::uint32_t, hw::kNumPipelines> pi_{};
+  std::array<std::uint32_t, hw::kNumPipelines> rb_ci_{};
+};
+
+// --- CB builders ---------------------------------------------------------------------------------
+
+// XLAT entry `segment` -> physical [base_flits, base_flits + length_flits).
+inline void set_xlat(hw::ControlBlock& cb, unsigned segment, std::uint64_t base_flits,
+                     std::uint32_t length_flits = hw::kSegmentFlits, hw::XlatMode mode = hw::XlatMode::kReadWrite) {
+  cb.xlat[segment] = hw::XlatEntry{mode, base_flits, length_flits};
+}
+
+// Flits and last-flit byte count for a byte length.
+inline void set_length(hw::DmaSection& s, std::uint64_t bytes) {
+  s.length_flits = static_cast<std::uint32_t>(hw::flits_for(bytes));
+  s.last_flit_bytes = static_cast<std::uint8_t>(bytes % hw::kFlitBytes);
+}
+
+// H2D: host IOVA -> device VA (segment 0, flit offset), identity XLAT of segment 0 onto physical
+// flit `phys_base_flits`.
+inline hw::ControlBlock h2d(std::uint32_t tag, std::uint64_t iova, std::uint32_t dev_flit, std::uint64_t bytes,
+                            std::uint64_t phys_base_flits = 0) {
+  hw::ControlBlock cb;
+  cb.tag = tag;
+  cb.dmi.type = hw::DmaType::kImmediate;
+  cb.dmi.device = hw::DeviceVa{0, dev_flit};
+  cb.dmi.host_iova_flits = iova / hw::kFlitBytes;
+  set_length(cb.dmi, bytes);
+  set_xlat(cb, 0, phys_base_flits);
+  return cb;
+}
+
+inline hw::ControlBlock d2h(std::uint32_t tag, std::uint64_t iova, std::uint32_t dev_flit, std::uint64_t bytes,
+                            std::uint64_t phys_base_flits = 0) {
+  hw::ControlBlock cb;
+  cb.tag = tag;
+  cb.dmo.type = hw::DmaType::kImmediate;
+  cb.dmo.device = hw::DeviceVa{0, dev_flit};
+  cb.dmo.host_iova_flits = iova / hw::kFlitBytes;
+  set_length(cb.dmo, bytes);
+  set_xlat(cb, 0, phys_base_flits);
+  return cb;
+}
+
+inline hw::ControlBlock fill(std::uint32_t tag, std::uint32_t dev_flit, std::uint64_t bytes, std::uint32_t pattern) {
+  hw::ControlBlock cb;
+  cb.tag = tag;
+  cb.dmi.type = hw::DmaType::kMemoryFill;
+  cb.dmi.device = hw::DeviceVa{0, dev_flit};
+  cb.dmi.fill_pattern = pattern;
+  set_length(cb.dmi, bytes);
+  set_xlat(cb, 0, 0);
+  return cb;
+}
+
+inline hw::ControlBlock device_copy(std::uint32_t tag, std::uint32_t dst_flit, std::uint32_t src_flit,
+                                    std::uint64_t bytes) {
+  hw::ControlBlock cb;
+  cb.tag = tag;
+  cb.dmi.type = hw::DmaType::kDeviceCopy;
+  cb.dmi.device = hw::DeviceVa{0, dst_flit};
+  cb.dmi.source = hw::DeviceVa{0, src_flit};
+  set_length(cb.dmi, bytes);
+  set_xlat(cb, 0, 0);
+  return cb;
+}
+
+inline hw::ControlBlock compute(std::uint32_t tag, std::uint64_t duration_ns) {
+  hw::ControlBlock cb;
+  cb.tag = tag;
+  cb.cmpt.type = hw::ComputeType::kTimed;
+  cb.cmpt.duration_ns = duration_ns;
+  return cb;
+}
+
+// Deterministic test bytes.
+inline void pattern_bytes(std::uint8_t* p, std::size_t n, std::uint32_t seed) {
+  std::uint32_t x = seed * 2654435761u + 12345u;
+  for (std::size_t i = 0; i < n; ++i) {
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    p[i] = static_cast<std::uint8_t>(x);
+  }
+}
+
+}  // namespace refdev_test
