@@ -221,6 +221,9 @@ bool EngineCore::issue_cb(StreamState& s, const std::shared_ptr<OpState>& op,
 }
 
 void EngineCore::push_cb(std::uint32_t tag, const hw::ControlBlock& cb, bool from_reservation) {
+  // A barrier orders a CB after the CBs of *earlier doorbells*: hand over everything pushed so
+  // far first, or a CB pushed before it on another pipeline could share a later doorbell.
+  if (cb.barrier) ring_doorbells();
   Inflight& f = inflight_[tag];
   f.state = CbState::kLive;
   f.deadline = Clock::now() + options_.cb_timeout;

@@ -7,10 +7,13 @@
 
 #include <array>
 #include <chrono>
+#include <condition_variable>
+#include <cstdio>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <thread>
@@ -91,9 +94,9 @@ class RingDriver {
       dev_.write64(hw::reg::pipe(pl, hw::reg::kRbRingBase_64), rb_ring_[p]->iova());
       dev_.write32(hw::reg::pipe(pl, hw::reg::kRbRingSize), opt_.rb_size[p]);
       dev_.write32(hw::reg::pipe(pl, hw::reg::kIrqEnable), opt_.irq_enable ? 1 : 0);
-      dev_.write32(hw::reg::pipe(pl, hw::reg::kQueueControl), opt_.enable ? hw::kQueueEnable : 0);
+      dev_.write32(hw::reg::pipe(pl, hw::reg::kQueueControl), opt_.enable ? hw::kQueueEnable : 0u);
     }
-    dev_.write32(hw::reg::kControl, opt_.enable ? hw::kControlEnable : 0);
+    dev_.write32(hw::reg::kControl, opt_.enable ? std::uint32_t{hw::kControlEnable} : 0u);
   }
 
   // Writes the CB bytes into the next slot (no doorbell).
@@ -165,6 +168,44 @@ class RingDriver {
   std::array<std::uint32_t, hw::kNumPipelines> pi_{};
   std::array<std::uint32_t, hw::kNumPipelines> rb_ci_{};
 };
+
+// Aborts the test binary when a scope takes longer than `limit`: a hang must fail, not stall CI.
+class Watchdog {
+ public:
+  explicit Watchdog(std::chrono::milliseconds limit, const char* what) : thread_([this, limit, what] {
+      std::unique_lock<std::mutex> lock(mutex_);
+      if (!cv_.wait_for(lock, limit, [this] { return done_; })) {
+        std::fprintf(stderr, "watchdog: %s did not finish within %lld ms\n", what,
+                     static_cast<long long>(limit.count()));
+        std::abort();
+      }
+    }) {}
+  ~Watchdog() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+// Polls `pred` until it holds or `timeout` passes.
+template <class Pred>
+bool eventually(Pred pred, std::chrono::milliseconds timeout = 5000ms) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(50us);
+  }
+  return true;
+}
 
 // --- CB builders ---------------------------------------------------------------------------------
 
