@@ -63,6 +63,7 @@ bool EngineCore::drain_rbs(Work& work) {
         continue;
       }
       q.pop_rb(true);
+      work.freed = true;
       if (f.state == CbState::kTimedOut) {
         // A late answer: the device is done with the tag and the buffer after all.
         if (f.staging != StagingPool::kNone) staging_->release(f.staging);
@@ -201,11 +202,14 @@ void EngineCore::retire(StreamState& s, Work& work) {
 }
 
 void EngineCore::settle(Work& work) {
-  while (!work.touched.empty()) {
+  while (!work.touched.empty() || work.freed) {
     std::vector<std::shared_ptr<StreamState>> touched;
     std::swap(touched, work.touched);
     for (const auto& s : touched) retire(*s, work);
-    if (work.touched.empty()) pump_blocked(work);
+    if (work.touched.empty()) {
+      work.freed = false;
+      pump_blocked(work);
+    }
   }
 }
 

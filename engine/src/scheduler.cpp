@@ -2,6 +2,9 @@
 // work (staging copies, callbacks) that runs outside the engine lock.
 #include <algorithm>
 #include <cstring>
+#include <cstdio>
+#include <pthread.h>
+#include <cstdlib>
 #include <string>
 
 #include "engine_core.hpp"
@@ -60,10 +63,12 @@ void EngineCore::pump(const std::shared_ptr<StreamState>& s, Work& work, bool fr
   }
   std::vector<CopyIn> copy_ins;
   bool blocked = false;
+  if (getenv("SPY_DBG")) fprintf(stderr, "pump enter cursor %zu window %zu submit %d\n", s->cursor, s->window.size(), from_submit);
   while (!blocked && s->cursor < s->window.size()) {
     const std::shared_ptr<OpState> op = s->window[s->cursor];
     if (!op->started) {
       if (!can_start(*s, s->cursor, *op)) {
+        if (getenv("SPY_DBG")) fprintf(stderr, "cannot start op %lu staged %d live_d2h %u live_staged %u\n", (unsigned long)op->id, op->staged, s->live_d2h, s->live_staged_d2h);
         blocked = true;
         break;
       }
@@ -105,6 +110,7 @@ void EngineCore::pump(const std::shared_ptr<StreamState>& s, Work& work, bool fr
         break;
       }
     }
+    if (getenv("SPY_DBG")) fprintf(stderr, "pump tid %lu op %lu blocked %d next %lu/%lu\n", (unsigned long)pthread_self(), (unsigned long)op->id, blocked, (unsigned long)op->next, (unsigned long)op->bytes);
     if (!blocked) ++s->cursor;
   }
   if (s->gate && !s->gate->done && s->gate->kind == OpKind::kEventWait) blocked = true;
@@ -276,6 +282,7 @@ void EngineCore::run_work(Lock& lock, Work& work) {
     if (!w.copy_outs.empty()) draining_ = false;
     for (const CopyOut& c : w.copy_outs) {
       staging_->release(c.slot);
+      work.freed = true;
       --c.op->cbs_live;
       maybe_complete(c.op, work);
     }

@@ -165,7 +165,9 @@ void DeviceCore::write_pipe32(std::uint64_t offset, std::uint32_t value) {
   switch (pipe_reg(offset)) {
     case reg::kCbPi:  // the doorbell: the hot path
       doorbells_.ring(p, value, r.cb_pi, r.rb_pi.load(std::memory_order_acquire));
-      return wake(p);
+      // A worker that may not fetch (paused, disabled, faulted) is woken by whatever lifts that.
+      if (worker(p).sleeping.load() && can_fetch(p)) wake(p);
+      return;
     case reg::kRbCi:
       r.rb_ci.store(value);
       return notify_progress();

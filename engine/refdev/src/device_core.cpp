@@ -9,7 +9,8 @@ DeviceCore::DeviceCore(RefDeviceConfig config)
     : config_(std::move(config)),
       t0_(std::chrono::steady_clock::now()),
       memory_(config_.device_memory_bytes),
-      executor_(memory_, iommu_, config_.max_cb_bytes) {
+      executor_(memory_, iommu_, config_.max_cb_bytes),
+      doorbells_(config_.depth) {
   for (unsigned p = 0; p < hw::kNumPipelines; ++p) {
     workers_[p].thread = std::thread([this, p] { worker_main(static_cast<hw::Pipeline>(p)); });
   }
@@ -87,12 +88,17 @@ std::uint32_t DeviceCore::wait_for_interrupt(std::chrono::nanoseconds timeout) {
   if (timeout <= std::chrono::nanoseconds::zero()) return 0;
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   irq_waiters_.fetch_add(1);
+  std::uint32_t mask = 0;
   {
     std::unique_lock<std::mutex> lock(irq_mutex_);
-    irq_cv_.wait_until(lock, deadline, [this] { return irq_pending_.load() != 0 || shutdown_.load(); });
+    // Several waiters may wake for one raise; the ones that find nothing wait on.
+    while (mask == 0 && !shutdown_.load() &&
+           irq_cv_.wait_until(lock, deadline, [this] { return irq_pending_.load() != 0 || shutdown_.load(); })) {
+      mask = irq_pending_.exchange(0);
+    }
   }
   irq_waiters_.fetch_sub(1);
-  return irq_pending_.exchange(0);
+  return mask != 0 ? mask : irq_pending_.exchange(0);
 }
 
 // --- Reset and fatal errors -------------------------------------------------------------------

@@ -9,7 +9,14 @@ void DoorbellOrder::ring(hw::Pipeline p, std::uint32_t new_pi, std::atomic<std::
   auto& recs = records_[static_cast<unsigned>(p)];
   while (!recs.empty() && index_reached(retired, recs.front().pi_end)) recs.pop_front();
   const std::uint64_t seq = ++seq_;
-  if (new_pi != cb_pi.load(std::memory_order_relaxed)) recs.push_back(Record{new_pi, seq});
+  if (new_pi != cb_pi.load(std::memory_order_relaxed)) {
+    // Unretired CBs: those in the ring plus the one the worker holds, so records <= depth + 1.
+    if (recs.size() <= std::size_t{depth_[static_cast<unsigned>(p)]} + 1) {
+      recs.push_back(Record{new_pi, seq});
+    } else {
+      recs.back().pi_end = new_pi;  // overrun: more doorbells in flight than the ring can hold
+    }
+  }
   cb_pi.store(new_pi, std::memory_order_seq_cst);
 }
 

@@ -9,6 +9,11 @@
 // of the first P record with pi_end > i; every other pipeline Q must have retired up to the pi_end
 // of its last record with seq < S. Waits only ever point at strictly lower sequence numbers, so no
 // cycle (deadlock) can form.
+//
+// Records stay bounded: at most one per unretired CB, so never more than the ring depth plus the
+// one CB the worker holds; a producer
+// that overruns its ring (a queue fault the worker reports) has its extra doorbells merged into
+// the newest record instead of growing the list.
 #pragma once
 
 #include <array>
@@ -25,6 +30,8 @@ namespace spyre_dma::refdev::detail {
 class DoorbellOrder {
  public:
   using Targets = std::array<std::optional<std::uint32_t>, hw::kNumPipelines>;
+
+  explicit DoorbellOrder(const std::array<std::uint32_t, hw::kNumPipelines>& depth) : depth_(depth) {}
 
   // Records a doorbell moving pipeline p's producer index to new_pi and publishes it by storing
   // `cb_pi` under the same lock, so that numbering and publication are one instant. `retired` is
@@ -44,6 +51,7 @@ class DoorbellOrder {
     std::uint32_t pi_end;
     std::uint64_t seq;
   };
+  const std::array<std::uint32_t, hw::kNumPipelines> depth_;
   mutable std::mutex mutex_;
   std::uint64_t seq_ = 0;
   std::array<std::deque<Record>, hw::kNumPipelines> records_;

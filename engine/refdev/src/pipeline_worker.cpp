@@ -1,4 +1,5 @@
 // One pipeline's worker: fetch a CB, check and execute it, write its RB (see device_core.hpp).
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -28,12 +29,8 @@ void publish_rb(std::uint8_t* slot, const hw::RbBytes& rb) noexcept {
   std::memcpy(slot + 8, rb.data() + 8, hw::kRbBytes - 8);
   std::uint64_t word0 = 0;
   std::memcpy(&word0, rb.data(), sizeof word0);  // host byte order of the little-endian bytes
-  if (reinterpret_cast<std::uintptr_t>(slot) % alignof(std::uint64_t) == 0) {
-    __atomic_store_n(reinterpret_cast<std::uint64_t*>(slot), word0, __ATOMIC_RELEASE);
-  } else {  // cannot happen for a 4 KiB aligned ring; kept for safety
-    std::atomic_thread_fence(std::memory_order_release);
-    std::memcpy(slot, &word0, sizeof word0);
-  }
+  // Aligned: the ring base IOVA is 4 KiB aligned and an IOVA keeps its host page offset.
+  __atomic_store_n(reinterpret_cast<std::uint64_t*>(slot), word0, __ATOMIC_RELEASE);
 }
 
 std::uint64_t section_va(const hw::ControlBlock& cb) noexcept {
@@ -61,6 +58,7 @@ bool DeviceCore::has_work(hw::Pipeline p) const noexcept {
 }
 
 void DeviceCore::wait_for_work(hw::Pipeline p) {
+  if (shutdown_.load() || has_work(p)) return;  // the common case under load: no clock read
   const auto spin_until = std::chrono::steady_clock::now() + config_.idle_spin;
   do {
     if (shutdown_.load() || has_work(p)) return;
@@ -82,7 +80,13 @@ void DeviceCore::worker_main(hw::Pipeline p) {
     // busy (and waits) or is seen here (has_work fails), and the epoch read is the old one.
     w.busy.store(true);
     const std::uint64_t epoch = epoch_.load();
-    if (has_work(p) && !shutdown_.load()) process_one(p, epoch);
+    if (has_work(p) && !shutdown_.load()) {
+      try {
+        process_one(p, epoch);
+      } catch (const std::exception&) {  // nothing else should throw; never let it end the thread
+        raise_fatal(hw::ErrorKind::kDeviceMemoryFault, 0);
+      }
+    }
     w.busy.store(false);
   }
 }

@@ -22,6 +22,13 @@ std::uint8_t* map_page() {
   return static_cast<std::uint8_t*>(p);
 }
 
+bool is_little_endian() noexcept {
+  const std::uint16_t probe = 1;
+  std::uint8_t first = 0;
+  std::memcpy(&first, &probe, 1);
+  return first == 1;
+}
+
 // Bytes from `addr` to the end of its page.
 std::uint64_t to_page_end(std::uint64_t addr) noexcept { return kPage - addr % kPage; }
 
@@ -94,10 +101,15 @@ void SparseMemory::fill32(std::uint64_t addr, std::uint32_t pattern, std::size_t
   const auto b0 = static_cast<std::uint8_t>(pattern);
   const bool uniform = pattern == b0 * 0x01010101u;
   // A block of the pattern, long enough that a copy may start at any phase 0..3.
+  // Built only as far as this fill needs it (a small fill must not pay for 4 KiB).
   constexpr std::size_t kBlock = 4096;
-  std::array<std::uint8_t, kBlock + 4> block{};
+  std::array<std::uint8_t, kBlock + 4> block;
   if (!uniform) {
-    for (std::size_t i = 0; i < block.size(); ++i) block[i] = static_cast<std::uint8_t>(pattern >> (8 * (i % 4)));
+    const std::size_t used = std::min<std::size_t>(n, kBlock) + 3;
+    for (std::size_t i = 0; i < used; i += 4) std::memcpy(block.data() + i, &pattern, 4);
+    if (!is_little_endian()) {
+      for (std::size_t i = 0; i < used; ++i) block[i] = static_cast<std::uint8_t>(pattern >> (8 * (i % 4)));
+    }
   }
   std::uint64_t offset = 0;  // position within the range: decides the phase of the pattern
   while (offset < n) {

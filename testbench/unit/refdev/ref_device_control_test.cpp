@@ -67,6 +67,28 @@ TEST(RefDeviceIrq, WaiterIsWokenByALaterRaise) {
   EXPECT_EQ(drv.next_rb(Pipeline::kDmao).status, hw::RbStatus::kError);
 }
 
+TEST(RefDeviceIrq, OneRaiseIsCollectedOnce) {
+  RefDevice dev;
+  RingDriver drv(dev, RingOptions{{16, 16, 16}, {16, 16, 16}, /*irq_enable=*/true});
+  std::array<std::uint32_t, 2> masks{};
+  std::array<std::chrono::steady_clock::duration, 2> took{};
+  std::vector<std::thread> waiters;
+  for (int i = 0; i < 2; ++i) {
+    waiters.emplace_back([&, i] {
+      const auto t0 = std::chrono::steady_clock::now();
+      masks[i] = dev.wait_for_interrupt(300ms);
+      took[i] = std::chrono::steady_clock::now() - t0;
+    });
+  }
+  std::this_thread::sleep_for(20ms);
+  drv.submit(Pipeline::kDmai, fill(1, 0, 128, 1));
+  for (auto& t : waiters) t.join();
+  EXPECT_EQ(masks[0] | masks[1], bit(Pipeline::kDmai));
+  EXPECT_EQ(masks[0] & masks[1], 0u);
+  const int loser = masks[0] == 0 ? 0 : 1;
+  EXPECT_GE(took[loser], 300ms);  // the other waiter returned 0 only at its timeout
+}
+
 TEST(RefDevicePause, DoorbellsAreRecordedButNothingIsFetched) {
   RefDevice dev;
   RingDriver drv(dev);

@@ -183,6 +183,25 @@ TEST(RefDeviceRings, UnmappedCbRingFaultsUntilFixedAndCleared) {
   EXPECT_EQ(drv.next_rb(Pipeline::kDmai).tag, 5u);
 }
 
+TEST(RefDeviceRings, UnmappedRbRingHoldsTheRbUntilFixedAndCleared) {
+  RefDevice dev;
+  RingDriver drv(dev);
+  const auto base = reg::pipe(Pipeline::kCompute, reg::kRbRingBase_64);
+  const auto es = reg::pipe(Pipeline::kCompute, reg::kErrorStatus);
+  dev.write64(base, 0x7700'0000'0000ull);  // aligned but unmapped: found only when the RB is due
+  drv.submit(Pipeline::kCompute, compute(3, 0));
+  drv.submit(Pipeline::kCompute, compute(4, 0));
+  ASSERT_TRUE(eventually([&] { return dev.read32(es) != 0; }));
+  EXPECT_EQ(dev.read32(es), static_cast<std::uint32_t>(hw::ErrorKind::kQueueFault));
+  EXPECT_EQ(dev.queue_fault_register(Pipeline::kCompute), reg::kRbRingBase_64);
+  EXPECT_EQ(dev.read32(reg::pipe(Pipeline::kCompute, reg::kCbCi)), 1u);  // the second waits
+  EXPECT_EQ(dev.read32(reg::pipe(Pipeline::kCompute, reg::kRbPi)), 0u);
+  dev.write64(base, drv.rb_ring(Pipeline::kCompute).iova());
+  dev.write32(es, 1);
+  EXPECT_EQ(drv.next_rb(Pipeline::kCompute).tag, 3u);
+  EXPECT_EQ(drv.next_rb(Pipeline::kCompute).tag, 4u);
+}
+
 TEST(RefDeviceRings, InvalidRingSizesFault) {
   RefDevice dev;
   RingDriver drv(dev);

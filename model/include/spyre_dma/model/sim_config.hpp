@@ -1,0 +1,85 @@
+// Configuration of the SystemC model: the PCIe link, the host side, the device side and how the
+// simulation runs. Every field has a default (the spyre-gen5x16 preset); JSON files and presets
+// override them (see config_loader.hpp and docs/model.md).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+namespace spyre_dma::model {
+
+// Flow-control credits a receiver advertises (PCIe: header credits count TLPs, data credits
+// count 16-byte units). 0 means infinite, as PCIe allows for completions at an endpoint.
+struct Credits {
+  // Enough posted credits to keep a Gen5 x16 link busy across the credit loop (about 0.4 us).
+  std::uint32_t posted_header = 256;
+  std::uint32_t posted_data = 4096;
+  std::uint32_t nonposted_header = 128;
+  std::uint32_t nonposted_data = 64;
+  std::uint32_t completion_header = 0;
+  std::uint32_t completion_data = 0;
+};
+
+struct LinkConfig {
+  std::uint32_t generation = 5;  // 1..5: GT/s per lane and encoding follow from it
+  std::uint32_t lanes = 16;      // 1, 2, 4, 8, 16
+  std::uint32_t mps = 512;       // max payload size, bytes
+  std::uint32_t mrrs = 4096;     // max read request size, bytes
+  std::uint32_t rcb = 64;        // read completion boundary, bytes
+  bool ecrc = false;
+  bool addr64 = true;            // 64-bit addressing: 16 B headers for MRd/MWr
+  bool dllp_overhead = true;     // charge ACK and UpdateFC DLLPs and SKP ordered sets
+  double latency_ns = 150.0;     // one-way: PHY, wire and data-link latency
+  Credits device_rx;             // what the device's receiver advertises (host -> device)
+  Credits host_rx;               // what the root complex advertises (device -> host)
+  double credit_update_ns = 200.0;  // from a TLP's arrival until its credits are back
+  double lcrc_error_rate = 0.0;     // per TLP; a corrupted TLP is replayed (timing only)
+  double replay_ns = 500.0;         // replay timer: extra delay of a replayed TLP
+};
+
+struct HostConfig {
+  double memory_latency_ns = 90.0;      // DRAM read latency behind the root complex
+  double root_complex_ns = 100.0;       // completer processing per read request
+  double iommu_ns = 0.0;                // added per TLP when translation is charged
+  double memory_gbps = 100.0;           // host memory bandwidth available to DMA, GB/s
+};
+
+struct DeviceConfig {
+  std::array<std::uint32_t, 3> depth{256, 1024, 1024};  // per pipeline, powers of two
+  std::uint32_t max_cb_bytes = 64u << 20;
+  std::uint32_t read_tags = 256;         // outstanding MRd requests of the DMAI read engine
+  std::uint32_t cb_prefetch = 8;         // CBs fetched ahead per pipeline
+  double cb_overhead_ns = 50.0;          // controller work per CB (decode, XLAT, RB build)
+  double dma_engine_gbps = 0.0;          // the device's own DMA data path limit; 0: none
+  double dram_gbps = 200.0;              // LPDDR5 into the on-chip ring
+  double dram_latency_ns = 100.0;
+  std::uint64_t memory_bytes = 128ull << 30;
+  std::uint64_t usable_bytes = 112ull << 30;
+  std::uint64_t capabilities = 0xF;      // hw::Capability bits
+};
+
+// Host-side engine actions in simulated time: a register write (doorbell) reaches the device
+// this long after the instant the engine issued it. Never measured from the wall clock.
+struct HostCostConfig {
+  double register_write_ns = 100.0;
+  double interrupt_ns = 500.0;  // MSI-X write until the engine's wait returns
+};
+
+enum class Fidelity : std::uint8_t {
+  kTlp,    // every TLP is a timed transaction
+  kBurst,  // the same arithmetic applied per burst
+};
+
+struct SimConfig {
+  std::string preset = "spyre-gen5x16";
+  LinkConfig link;
+  HostConfig host;
+  DeviceConfig device;
+  HostCostConfig host_cost;
+  Fidelity fidelity = Fidelity::kTlp;
+  std::uint64_t seed = 1;
+  bool trace_tlps = false;  // include TLPs in the Perfetto trace (large)
+};
+
+}  // namespace spyre_dma::model

@@ -1,0 +1,55 @@
+// The `sim` backend: the SystemC model of the device behind spyre_dma::Device.
+//
+// Simulated time advances only inside wait_for_interrupt() (Progress::kHostDriven): the engine
+// then runs its completion path in the threads that wait, never in a background poller, and a
+// workload submitted from one thread gives the same RBs, memory contents and simulated timestamps
+// on every run, whatever the machine's load. Register writes take effect at the current simulated
+// instant plus HostCostConfig::register_write_ns; a register read first lets earlier writes land
+// (PCIe: a read does not pass posted writes).
+//
+// SystemC has one kernel per process: one SimDevice may exist at a time (a second throws
+// std::logic_error); each gets a fresh simulation context. All SystemC work runs on one thread the
+// device owns; the Device methods may be called from any thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "spyre_dma/device.hpp"
+#include "spyre_dma/model/sim_config.hpp"
+#include "spyre_dma/refdev/sparse_memory.hpp"
+
+namespace spyre_dma::model {
+
+class SimDevice final : public Device {
+ public:
+  explicit SimDevice(SimConfig config = {});
+  ~SimDevice() override;
+
+  DeviceDescription describe() const override;  // backend "sim", Progress::kHostDriven
+  std::uint32_t read32(std::uint64_t offset) override;
+  void write32(std::uint64_t offset, std::uint32_t value) override;
+  std::uint64_t read64(std::uint64_t offset) override;
+  void write64(std::uint64_t offset, std::uint64_t value) override;
+  std::uint64_t map(void* host, std::size_t bytes, DmaAccess access) override;
+  void unmap(std::uint64_t iova) override;
+  std::uint32_t wait_for_interrupt(std::chrono::nanoseconds timeout) override;
+
+  const SimConfig& config() const noexcept;
+  // Simulated time now, in ns.
+  double now_ns();
+  // The statistics tree (link, controller, memories) as JSON, with the resolved configuration.
+  nlohmann::json statistics();
+  // Backdoor to device memory, for checks (not used by the engine).
+  refdev::SparseMemory& memory();
+
+  class Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace spyre_dma::model

@@ -1,0 +1,45 @@
+#include "device/device_memory.hpp"
+
+#include "sim/sim_time.hpp"
+
+namespace spyre_dma::model {
+
+using namespace sc_core;
+
+DeviceMemory::DeviceMemory(sc_module_name name, const DeviceConfig& config)
+    : sc_module(name),
+      socket("socket"),
+      storage_(config.memory_bytes),
+      rate_(rate_for_gbps(config.dram_gbps)),
+      latency_ps_(pcie::ns_to_ps(config.dram_latency_ns)) {
+  socket.register_b_transport(this, &DeviceMemory::b_transport);
+}
+
+void DeviceMemory::b_transport(tlm::tlm_generic_payload& gp, sc_time& delay) {
+  const pcie::Ps t0 = to_ps(sc_time_stamp() + delay);
+  const std::uint64_t addr = gp.get_address(), len = gp.get_data_length();
+  if (!storage_.contains(addr, len)) {
+    gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+    return;
+  }
+  const DeviceMemoryCommand* cmd = gp.get_extension<DeviceMemoryCommand>();
+  // A copy reads and writes: twice the bus time.
+  const std::uint64_t bus_bytes = cmd && cmd->kind == DeviceMemoryCommand::Kind::kCopy ? 2 * len : len;
+  const pcie::Ps d = rate_.ceil_ps(bus_bytes);
+  const pcie::Ps start = bus_.reserve(t0, d);
+  if (cmd) {
+    if (cmd->kind == DeviceMemoryCommand::Kind::kFill32) storage_.fill32(addr, cmd->pattern, len);
+    else storage_.copy(addr, cmd->source, len);
+    bytes_written_ += len;
+  } else if (gp.is_read()) {
+    storage_.read(addr, gp.get_data_ptr(), len);
+    bytes_read_ += len;
+  } else {
+    storage_.write(addr, gp.get_data_ptr(), len);
+    bytes_written_ += len;
+  }
+  gp.set_response_status(tlm::TLM_OK_RESPONSE);
+  delay = delay_until(start + d + latency_ps_);
+}
+
+}  // namespace spyre_dma::model

@@ -1,0 +1,494 @@
+// CB pipelines, the read and write engines and the RB writer of the DMA controller.
+#include "device/dma_controller.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "device/device_memory.hpp"
+#include "host/root_complex.hpp"
+#include "sim/sim_time.hpp"
+#include "sim/tlp.hpp"
+
+namespace spyre_dma::model {
+
+using namespace sc_core;
+using pcie::Ps;
+
+namespace {
+// MSI-X messages go to this address (outside any IOVA the IOMMU hands out).
+constexpr std::uint64_t kMsiAddress = 0xFEE0'0000ull;
+constexpr Ps kPsPerNs = 1000;
+}  // namespace
+
+DmaController::DmaController(sc_module_name name, const SimConfig& config, refdev::Iommu& iommu,
+                             RootComplex& root_complex)
+    : sc_module(name),
+      pcie("pcie"),
+      memory("memory"),
+      config_(config),
+      iommu_(iommu),
+      rc_(root_complex),
+      tags_(config.device.read_tags),
+      dma_engine_rate_(rate_for_gbps(config.device.dma_engine_gbps > 0 ? config.device.dma_engine_gbps : 1)),
+      dma_engine_limited_(config.device.dma_engine_gbps > 0),
+      cb_overhead_ps_(pcie::ns_to_ps(config.device.cb_overhead_ns)),
+      quantum_ps_(10'000'000) {  // 10 us of run-ahead before a pipeline yields
+  for (unsigned i = 0; i < hw::kNumPipelines; ++i) {
+    pipes_[i].id = static_cast<hw::Pipeline>(i);
+    sc_spawn([this, i] { pipeline_thread(i); }, sc_gen_unique_name("pipeline"));
+  }
+}
+
+Ps DmaController::horizon_ps() const {
+  Ps h = to_ps(sc_time_stamp());
+  for (const Pipe& p : pipes_) h = std::min(h, std::max(p.local_ps, h));
+  return h;
+}
+
+bool DmaController::fetchable(const Pipe& p) const {
+  return (control_ & hw::kControlEnable) && (p.queue_control & hw::kQueueEnable) &&
+         p.error_status == 0 && p.cb_size != 0 && p.cb_pi != p.cb_ci;
+}
+
+void DmaController::sync_to(Ps local) {
+  const Ps now = to_ps(sc_time_stamp());
+  if (local > now) wait(from_ps(local - now));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Host memory through the link, device memory through its socket
+// ---------------------------------------------------------------------------------------------
+
+Ps DmaController::link_read(std::uint64_t iova, std::uint8_t* dst, std::uint64_t len, Ps at,
+                            bool burst, bool& ok) {
+  tlm::tlm_generic_payload gp;
+  TlpExtension ext;
+  ext.type = pcie::TlpType::kMRd;
+  ext.burst = burst;
+  ext.tags = config_.device.read_tags;
+  gp.set_extension(&ext);
+  gp.set_command(tlm::TLM_READ_COMMAND);
+  gp.set_address(iova);
+  gp.set_data_ptr(dst);
+  gp.set_data_length(static_cast<unsigned>(len));
+  gp.set_streaming_width(static_cast<unsigned>(len));
+  sc_time delay = delay_until(at);
+  pcie->b_transport(gp, delay);
+  gp.clear_extension(&ext);
+  ok = ext.status == CompletionStatus::kSuccess;
+  return to_ps(sc_time_stamp() + delay);
+}
+
+Ps DmaController::link_write(std::uint64_t iova, const std::uint8_t* src, std::uint64_t len, Ps at,
+                             bool burst, bool ordered, Ps* arrival, bool& ok) {
+  tlm::tlm_generic_payload gp;
+  TlpExtension ext;
+  ext.type = pcie::TlpType::kMWr;
+  ext.burst = burst;
+  ext.ordered_visible = ordered;
+  ext.msi = iova == kMsiAddress;
+  ext.epoch = rc_.epoch();
+  gp.set_extension(&ext);
+  gp.set_command(tlm::TLM_WRITE_COMMAND);
+  gp.set_address(iova);
+  gp.set_data_ptr(const_cast<std::uint8_t*>(src));
+  gp.set_data_length(static_cast<unsigned>(len));
+  gp.set_streaming_width(static_cast<unsigned>(len));
+  sc_time delay = delay_until(at);
+  pcie->b_transport(gp, delay);
+  gp.clear_extension(&ext);
+  ok = gp.get_response_status() == tlm::TLM_OK_RESPONSE;
+  if (arrival) *arrival = ext.ready_ps;
+  ++counters_.write_tlps;
+  return to_ps(sc_time_stamp() + delay);
+}
+
+Ps DmaController::memory_access(bool write, std::uint64_t phys, std::uint8_t* data, std::uint64_t len,
+                                Ps at, const void* command) {
+  tlm::tlm_generic_payload gp;
+  gp.set_command(write ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);
+  gp.set_address(phys);
+  gp.set_data_ptr(data);
+  gp.set_data_length(static_cast<unsigned>(len));
+  gp.set_streaming_width(static_cast<unsigned>(len));
+  DeviceMemoryCommand cmd;
+  if (command) {
+    cmd = *static_cast<const DeviceMemoryCommand*>(command);
+    gp.set_extension(&cmd);
+  }
+  sc_time delay = delay_until(at);
+  memory->b_transport(gp, delay);
+  if (command) gp.clear_extension(&cmd);
+  return to_ps(sc_time_stamp() + delay);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Barriers: a CB with BARRIER starts after every CB handed by an earlier doorbell has retired
+// ---------------------------------------------------------------------------------------------
+
+std::uint64_t DmaController::doorbell_seq_of(const Pipe& p, std::uint32_t index) const {
+  for (const Doorbell& d : p.doorbells) {
+    if (static_cast<std::int32_t>(index - d.pi_end) < 0) return d.seq;
+  }
+  return doorbell_seq_;
+}
+
+Ps DmaController::retire_time(const Pipe& q, std::uint32_t bound) const {
+  // The CB at index bound - 1 retired at retire_ps[...]; retirement is in index order.
+  if (q.retire_ps.empty()) return q.last_retire_ps;
+  const std::uint32_t first = q.retired - static_cast<std::uint32_t>(q.retire_ps.size());
+  const std::int64_t k = static_cast<std::int32_t>(bound - 1 - first);
+  if (k < 0) return 0;
+  if (k >= static_cast<std::int64_t>(q.retire_ps.size())) return q.last_retire_ps;
+  return q.retire_ps[static_cast<std::size_t>(k)];
+}
+
+Ps DmaController::wait_barrier(Pipe& p, std::uint32_t index, Ps start) {
+  const std::uint64_t seq = doorbell_seq_of(p, index);
+  const std::uint64_t epoch = epoch_;
+  Ps ready = std::max(start, p.last_retire_ps);  // earlier CBs of this pipeline, all doorbells
+  bool waited = false;
+  for (Pipe& q : pipes_) {
+    if (&q == &p) continue;
+    // The CBs q had been handed by doorbells earlier than ours.
+    std::uint32_t bound = q.retired;
+    bool any = false;
+    for (const Doorbell& d : q.doorbells) {
+      if (d.seq < seq) bound = d.pi_end, any = true;
+    }
+    if (!any) continue;
+    while (static_cast<std::int32_t>(q.retired - bound) < 0) {
+      if (epoch != epoch_) return ready;
+      waited = true;
+      sync_to(p.local_ps);
+      wait(retired_ | p.kick);
+    }
+    ready = std::max(ready, retire_time(q, bound));
+  }
+  PipelineCounters& c = counters_.pipe[static_cast<std::size_t>(p.id)];
+  if (waited || ready > start) {
+    ++c.barrier_waits;
+    c.barrier_wait_ps += ready - start;
+  }
+  return ready;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The pipelines
+// ---------------------------------------------------------------------------------------------
+
+void DmaController::pipeline_thread(unsigned index) {
+  Pipe& p = pipes_[index];
+  PipelineCounters& c = counters_.pipe[index];
+  const std::uint32_t batch_max = std::max<std::uint32_t>(
+      1, std::min<std::uint32_t>(config_.device.cb_prefetch, config_.link.mrrs / hw::kCbBytes));
+  std::vector<std::uint8_t> batch(std::size_t(batch_max) * hw::kCbBytes);
+  for (;;) {
+    while (!fetchable(p)) {
+      wait(p.kick);
+      p.local_ps = std::max(p.local_ps, to_ps(sc_time_stamp()));
+    }
+    const std::uint64_t epoch = epoch_;
+    // Fetch: contiguous slots, not past the ring's end (or a 4 KiB page: the ring is aligned).
+    const std::uint32_t slot = p.cb_ci & (p.cb_size - 1);
+    std::uint32_t n = std::min<std::uint32_t>(p.cb_pi - p.cb_ci, batch_max);
+    n = std::min(n, p.cb_size - slot);
+    n = std::min<std::uint32_t>(n, static_cast<std::uint32_t>((4096 - (slot * hw::kCbBytes) % 4096) / hw::kCbBytes));
+    // Prefetch: the next batch is fetched while the previous one starts executing, but never
+    // before the present (the doorbell that handed it has been applied by now).
+    const Ps fetch_at = std::max(p.next_fetch_ps, to_ps(sc_time_stamp()));
+    bool ok = true;
+    const pcie::TagGrant tag = tags_.acquire(fetch_at);
+    const Ps fetched = link_read(p.cb_base + std::uint64_t(slot) * hw::kCbBytes, batch.data(),
+                                 std::uint64_t(n) * hw::kCbBytes, tag.at_ps, false, ok);
+    tags_.release(tag.tag, fetched);
+    ++c.fetches;
+    if (!ok) {  // the ring itself is unreachable: a queue fault, no RB possible
+      p.error_status = static_cast<std::uint32_t>(hw::ErrorKind::kQueueFault);
+      continue;
+    }
+    const std::uint32_t first_index = p.cb_ci;
+    p.cb_ci += n;
+    for (std::uint32_t i = 0; i < n; ++i) {
+      if (epoch != epoch_) break;
+      const std::uint32_t cb_index = first_index + i;
+      Ps start = std::max(p.local_ps, fetched);
+      if (i == 0) p.next_fetch_ps = start;
+      const std::uint8_t* raw = batch.data() + std::size_t(i) * hw::kCbBytes;
+      if (raw[4] & 1u) start = wait_barrier(p, cb_index, start);  // CTRL bit 32: BARRIER
+      if (epoch != epoch_) break;
+      const CbResult r = execute(p, raw, start);
+      p.local_ps = std::max(p.local_ps, r.issue_end_ps);
+      // Retire in order: the RB follows the CB's data (posted writes stay ordered on the link).
+      while (p.rb_pi - p.rb_ci >= p.rb_size && epoch == epoch_) {
+        ++c.rb_ring_stalls;
+        sync_to(std::max(p.local_ps, r.done_ps));
+        wait(p.kick);
+      }
+      if (epoch != epoch_) break;
+      hw::ResponseBlock rb;
+      // The tag as the CB carries it, even when the CB is malformed (the engine matches it).
+      rb.tag = static_cast<std::uint32_t>((hw::load_le64(raw) >> 8) & 0xFFFFFF);
+      rb.status = r.status;
+      rb.locator = p.id;
+      rb.error = r.error;
+      rb.field = r.field;
+      rb.detail = r.detail;
+      rb.start_ns = start / kPsPerNs;
+      rb.end_ns = r.done_ps / kPsPerNs;
+      rb.bytes = r.bytes;
+      const Ps rb_at = std::max(r.done_ps, p.last_retire_ps);
+      Ps arrival = rb_at;
+      if (!write_rb(p, rb, rb_at, arrival)) break;
+      p.last_retire_ps = arrival;
+      ++p.retired;
+      p.retire_ps.push_back(arrival);
+      if (p.retire_ps.size() > 4096) p.retire_ps.pop_front();
+      while (!p.doorbells.empty() && static_cast<std::int32_t>(p.retired - p.doorbells.front().pi_end) >= 0 &&
+             p.doorbells.size() > 1) {
+        p.doorbells.pop_front();
+      }
+      ++c.cbs;
+      if (r.status != hw::RbStatus::kGood) ++c.error_rbs;
+      c.bytes += r.bytes;
+      c.busy_ps += r.done_ps > start ? r.done_ps - start : 0;
+      retired_.notify(SC_ZERO_TIME);
+      // Bounded run-ahead keeps the bookings of all pipelines close together in time.
+      if (p.local_ps > to_ps(sc_time_stamp()) + quantum_ps_) sync_to(p.local_ps - quantum_ps_ / 2);
+    }
+  }
+}
+
+bool DmaController::write_rb(Pipe& p, const hw::ResponseBlock& rb_in, Ps at, Ps& arrival) {
+  hw::ResponseBlock rb = rb_in;
+  rb.phase = hw::expected_phase(p.rb_pi, p.rb_size);
+  const hw::RbBytes bytes = hw::encode(rb);
+  const std::uint64_t iova = p.rb_base + std::uint64_t(p.rb_pi & (p.rb_size - 1)) * hw::kRbBytes;
+  bool ok = true;
+  link_write(iova, bytes.data(), bytes.size(), at, false, true, &arrival, ok);
+  if (!ok) {
+    p.error_status = static_cast<std::uint32_t>(hw::ErrorKind::kQueueFault);
+    return false;
+  }
+  ++p.rb_pi;
+  if (p.irq_enable & 1u) {
+    const std::uint32_t vector = p.irq_vector;
+    bool msi_ok = true;
+    link_write(kMsiAddress, reinterpret_cast<const std::uint8_t*>(&vector), sizeof vector, at, false, true,
+               nullptr, msi_ok);
+    ++counters_.interrupts;
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Executing one CB. Every check comes before any memory is touched.
+// ---------------------------------------------------------------------------------------------
+
+DmaController::CbResult DmaController::execute(Pipe& p, const std::uint8_t* raw, Ps start) {
+  CbResult r;
+  r.issue_end_ps = r.done_ps = start + cb_overhead_ps_;
+  auto fail = [&](hw::ErrorKind kind, hw::CbField field, std::uint64_t detail) {
+    r.status = hw::RbStatus::kError;
+    r.error = kind;
+    r.field = field;
+    r.detail = detail;
+    return r;
+  };
+  const hw::CbDecodeResult d = hw::decode_cb(raw);
+  if (d.error) return fail(hw::ErrorKind::kMalformedCb, d.error->field, d.error->value);
+  if (d.pipeline != p.id) {
+    return fail(hw::ErrorKind::kMalformedCb, hw::CbField::kPipeline, static_cast<std::uint64_t>(d.pipeline));
+  }
+  const hw::ControlBlock& cb = d.cb;
+  const Ps t = start + cb_overhead_ps_;
+  switch (p.id) {
+    case hw::Pipeline::kCompute: {
+      r.done_ps = r.issue_end_ps = t + pcie::ns_to_ps(static_cast<double>(cb.cmpt.duration_ns));
+      return r;
+    }
+    case hw::Pipeline::kDmai:
+      if (cb.dmi.type == hw::DmaType::kImmediate) return h2d(cb, t);
+      return device_side(cb, t);
+    case hw::Pipeline::kDmao: return d2h(cb, t);
+  }
+  return r;
+}
+
+namespace {
+struct Checked {
+  bool ok = false;
+  hw::ErrorKind error = hw::ErrorKind::kNone;
+  hw::CbField field = hw::CbField::kNone;
+  std::uint64_t detail = 0;
+  std::uint64_t phys = 0;
+};
+
+Checked check_device(const hw::ControlBlock& cb, const hw::DeviceVa& va, std::uint32_t flits, bool write,
+                     hw::CbField field, std::uint64_t memory_bytes, std::uint64_t bytes) {
+  Checked c;
+  const hw::XlatResult x = hw::translate(cb, va, flits, write);
+  const std::uint64_t raw_va = (std::uint64_t(va.segment) << hw::kSegmentOffsetBits) | va.flit_offset;
+  if (x.error != hw::ErrorKind::kNone) {
+    c.error = x.error, c.field = field, c.detail = raw_va;
+    return c;
+  }
+  c.phys = x.phys_flits * hw::kFlitBytes;
+  if (c.phys + bytes > memory_bytes || c.phys + bytes < c.phys) {
+    c.error = hw::ErrorKind::kDeviceMemoryFault, c.field = field, c.detail = c.phys;
+    return c;
+  }
+  c.ok = true;
+  return c;
+}
+}  // namespace
+
+DmaController::CbResult DmaController::h2d(const hw::ControlBlock& cb, Ps t) {
+  CbResult r;
+  const hw::DmaSection& s = cb.dmi;
+  const std::uint64_t bytes = s.byte_count();
+  if (bytes > config_.device.max_cb_bytes) {
+    r.status = hw::RbStatus::kError, r.error = hw::ErrorKind::kMalformedCb;
+    r.field = hw::CbField::kDmiLength, r.detail = s.length_flits, r.done_ps = r.issue_end_ps = t;
+    return r;
+  }
+  const Checked dev = check_device(cb, s.device, s.length_flits, true, hw::CbField::kDmiDeviceVa,
+                                   config_.device.memory_bytes, bytes);
+  const std::uint64_t iova = s.host_iova_flits * hw::kFlitBytes;
+  r.done_ps = r.issue_end_ps = t;
+  if (!dev.ok) {
+    r.status = hw::RbStatus::kError, r.error = dev.error, r.field = dev.field, r.detail = dev.detail;
+    return r;
+  }
+  // The device checks its access with the IOMMU (ATS) before moving data, so a fault leaves
+  // device memory untouched; the root complex checks every TLP again.
+  if (!iommu_.translate(iova, bytes, false)) {
+    r.status = hw::RbStatus::kError, r.error = hw::ErrorKind::kIommuFault;
+    r.field = hw::CbField::kDmiHostIova, r.detail = iova;
+    return r;
+  }
+  Pipe& p = pipes_[static_cast<std::size_t>(hw::Pipeline::kDmai)];
+  p.scratch.resize(bytes);
+  const bool burst = config_.fidelity == Fidelity::kBurst;
+  bool ok = true;
+  Ps issue = t, done = t;
+  if (burst) {
+    bool good = true;
+    const Ps arrived = link_read(iova, p.scratch.data(), bytes, t, true, good);
+    ok = good;
+    const pcie::LinkParams lp = pcie::link_params(config_.link);
+    const pcie::PsPerByte wire = pcie::tlp_ps_per_byte(lp);
+    const pcie::WireBytes w = pcie::read_wire(lp, iova, bytes);
+    issue = t + wire.ceil_ps(w.upstream);
+    // Device memory takes the data as the completions stream in, from the first one on.
+    const Ps first = arrived - std::min(arrived - t, wire.ceil_ps(w.downstream));
+    done = std::max(arrived, memory_access(true, dev.phys, p.scratch.data(), bytes, first));
+  } else {
+    for (const pcie::Segment& seg : pcie::read_requests(iova, bytes, config_.link.mrrs)) {
+      const pcie::TagGrant g = tags_.acquire(issue);
+      if (g.at_ps > issue) ++counters_.tag_stalls, counters_.tag_stall_ps += g.at_ps - issue;
+      bool good = true;
+      std::uint8_t* dst = p.scratch.data() + (seg.addr - iova);
+      const Ps arrived = link_read(seg.addr, dst, seg.len, g.at_ps, false, good);
+      tags_.release(g.tag, arrived);
+      ++counters_.read_requests;
+      ok = ok && good;
+      done = std::max(done, memory_access(true, dev.phys + (seg.addr - iova), dst, seg.len, arrived));
+      issue = g.at_ps;
+    }
+  }
+  if (dma_engine_limited_) done = std::max(done, dma_engine_.reserve(t, dma_engine_rate_.ceil_ps(bytes)) +
+                                                   dma_engine_rate_.ceil_ps(bytes));
+  r.issue_end_ps = issue;
+  r.done_ps = done;
+  if (!ok) {
+    r.status = hw::RbStatus::kError, r.error = hw::ErrorKind::kPcieError;
+    r.field = hw::CbField::kDmiHostIova, r.detail = iova;
+    return r;
+  }
+  r.bytes = bytes;
+  return r;
+}
+
+DmaController::CbResult DmaController::d2h(const hw::ControlBlock& cb, Ps t) {
+  CbResult r;
+  const hw::DmaSection& s = cb.dmo;
+  const std::uint64_t bytes = s.byte_count();
+  r.done_ps = r.issue_end_ps = t;
+  if (bytes > config_.device.max_cb_bytes) {
+    r.status = hw::RbStatus::kError, r.error = hw::ErrorKind::kMalformedCb;
+    r.field = hw::CbField::kDmoLength, r.detail = s.length_flits;
+    return r;
+  }
+  const Checked dev = check_device(cb, s.device, s.length_flits, false, hw::CbField::kDmoDeviceVa,
+                                   config_.device.memory_bytes, bytes);
+  if (!dev.ok) {
+    r.status = hw::RbStatus::kError, r.error = dev.error, r.field = dev.field, r.detail = dev.detail;
+    return r;
+  }
+  const std::uint64_t iova = s.host_iova_flits * hw::kFlitBytes;
+  if (!iommu_.translate(iova, bytes, true)) {
+    r.status = hw::RbStatus::kError, r.error = hw::ErrorKind::kIommuFault;
+    r.field = hw::CbField::kDmoHostIova, r.detail = iova;
+    return r;
+  }
+  Pipe& p = pipes_[static_cast<std::size_t>(hw::Pipeline::kDmao)];
+  p.scratch.resize(bytes);
+  bool ok = true;
+  Ps sent = t;
+  if (config_.fidelity == Fidelity::kBurst) {
+    const Ps ready = memory_access(false, dev.phys, p.scratch.data(), bytes, t);
+    const Ps first = t + pcie::ns_to_ps(config_.device.dram_latency_ns);
+    sent = std::max(ready, link_write(iova, p.scratch.data(), bytes, first, true, false, nullptr, ok));
+  } else {
+    for (const pcie::Segment& seg : pcie::write_segments(iova, bytes, config_.link.mps)) {
+      std::uint8_t* src = p.scratch.data() + (seg.addr - iova);
+      const Ps ready = memory_access(false, dev.phys + (seg.addr - iova), src, seg.len, t);
+      bool good = true;
+      sent = link_write(seg.addr, src, seg.len, std::max(ready, sent), false, false, nullptr, good);
+      ok = ok && good;
+    }
+  }
+  if (dma_engine_limited_) sent = std::max(sent, dma_engine_.reserve(t, dma_engine_rate_.ceil_ps(bytes)) +
+                                                   dma_engine_rate_.ceil_ps(bytes));
+  r.issue_end_ps = r.done_ps = sent;
+  if (!ok) {
+    r.status = hw::RbStatus::kError, r.error = hw::ErrorKind::kIommuFault;
+    r.field = hw::CbField::kDmoHostIova, r.detail = iova;
+    return r;
+  }
+  r.bytes = bytes;
+  return r;
+}
+
+DmaController::CbResult DmaController::device_side(const hw::ControlBlock& cb, Ps t) {
+  CbResult r;
+  const hw::DmaSection& s = cb.dmi;
+  const std::uint64_t bytes = s.byte_count();
+  r.done_ps = r.issue_end_ps = t;
+  const Checked dst = check_device(cb, s.device, s.length_flits, true, hw::CbField::kDmiDeviceVa,
+                                   config_.device.memory_bytes, bytes);
+  if (!dst.ok) {
+    r.status = hw::RbStatus::kError, r.error = dst.error, r.field = dst.field, r.detail = dst.detail;
+    return r;
+  }
+  DeviceMemoryCommand cmd;
+  if (s.type == hw::DmaType::kMemoryFill) {
+    cmd.kind = DeviceMemoryCommand::Kind::kFill32;
+    cmd.pattern = s.fill_pattern;
+  } else {
+    const Checked src = check_device(cb, s.source, s.length_flits, false, hw::CbField::kDmiSource,
+                                     config_.device.memory_bytes, bytes);
+    if (!src.ok) {
+      r.status = hw::RbStatus::kError, r.error = src.error, r.field = src.field, r.detail = src.detail;
+      return r;
+    }
+    cmd.kind = DeviceMemoryCommand::Kind::kCopy;
+    cmd.source = src.phys;
+  }
+  r.done_ps = r.issue_end_ps = memory_access(true, dst.phys, nullptr, bytes, t, &cmd);
+  r.bytes = bytes;
+  return r;
+}
+
+}  // namespace spyre_dma::model

@@ -1,0 +1,139 @@
+// The device's DMA controller: the BAR0 register file of the contract, the three CB pipelines
+// (COMPUTE, DMAI, DMAO) with CB fetch and prefetch, the DMAI read engine (MRd cut at MRRS and
+// 4 KiB, a tag pool), the DMAO write engine (MWr cut at MPS and 4 KiB), XLAT and segment checks,
+// the RB writer and MSI-X, and barrier ordering across pipelines.
+//
+// Each pipeline is an SC_THREAD that runs ahead of simulated time (temporal decoupling) and books
+// shared resources (link serializers, tags, DRAM) at the times it computes; it synchronises only
+// when it has to wait for something the host does (a doorbell, RB ring space) or another pipeline
+// (a barrier). Host-visible effects (RBs, interrupts) take effect at their own times through the
+// root complex, so running ahead never shows the host anything early.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include <systemc>
+#include <tlm>
+#include <tlm_utils/simple_initiator_socket.h>
+
+#include "pcie/timing.hpp"
+#include "spyre_dma/hw/contract.hpp"
+#include "spyre_dma/model/sim_config.hpp"
+#include "spyre_dma/refdev/iommu.hpp"
+
+namespace spyre_dma::model {
+
+class RootComplex;
+
+struct PipelineCounters {
+  std::uint64_t cbs = 0;
+  std::uint64_t error_rbs = 0;
+  std::uint64_t bytes = 0;
+  std::uint64_t barrier_waits = 0;
+  pcie::Ps barrier_wait_ps = 0;
+  std::uint64_t rb_ring_stalls = 0;
+  std::uint64_t fetches = 0;
+  pcie::Ps busy_ps = 0;  // sum over CBs of (end - start)
+};
+
+struct ControllerCounters {
+  std::array<PipelineCounters, hw::kNumPipelines> pipe{};
+  std::uint64_t tag_stalls = 0;  // read requests that waited for a free tag
+  pcie::Ps tag_stall_ps = 0;
+  std::uint64_t read_requests = 0;
+  std::uint64_t write_tlps = 0;
+  std::uint64_t interrupts = 0;
+  std::uint64_t resets = 0;
+};
+
+class DmaController : public sc_core::sc_module {
+ public:
+  tlm_utils::simple_initiator_socket<DmaController> pcie;    // to the link (device is master)
+  tlm_utils::simple_initiator_socket<DmaController> memory;  // to device memory
+
+  DmaController(sc_core::sc_module_name name, const SimConfig& config, refdev::Iommu& iommu,
+                RootComplex& root_complex);
+
+  // BAR0. Writes take effect at the current simulated time (the device's caller schedules them).
+  std::uint64_t read_register(std::uint64_t offset, unsigned width) const;
+  void write_register(std::uint64_t offset, std::uint64_t value, unsigned width);
+
+  const ControllerCounters& counters() const noexcept { return counters_; }
+  // Earliest local time of any pipeline: nothing will be booked before it again.
+  pcie::Ps horizon_ps() const;
+
+ private:
+  struct Doorbell {
+    std::uint32_t pi_end;  // CBs below this index were handed by this doorbell or earlier
+    std::uint64_t seq;     // global doorbell order (barriers)
+    pcie::Ps at_ps;
+  };
+  struct Pipe {
+    hw::Pipeline id = hw::Pipeline::kDmai;
+    std::uint64_t cb_base = 0, rb_base = 0;
+    std::uint32_t cb_size = 0, rb_size = 0;
+    std::uint32_t cb_pi = 0, cb_ci = 0, rb_pi = 0, rb_ci = 0;
+    std::uint32_t irq_enable = 0, irq_vector = 0, error_status = 0, queue_control = 0;
+    std::deque<Doorbell> doorbells;  // pruned as CBs retire
+    std::uint32_t retired = 0;       // CBs retired (free-running, like the indices)
+    std::deque<pcie::Ps> retire_ps;  // retire time of CB (retired - retire_ps.size() + i)
+    pcie::Ps last_retire_ps = 0;
+    pcie::Ps local_ps = 0;           // how far this pipeline has scheduled itself
+    pcie::Ps next_fetch_ps = 0;
+    sc_core::sc_event kick;          // doorbell, enable, RB space, reset
+    std::vector<std::uint8_t> scratch;  // data in flight through this pipeline
+  };
+  struct CbResult {
+    hw::RbStatus status = hw::RbStatus::kGood;
+    hw::ErrorKind error = hw::ErrorKind::kNone;
+    hw::CbField field = hw::CbField::kNone;
+    std::uint64_t detail = 0;
+    std::uint64_t bytes = 0;
+    pcie::Ps issue_end_ps = 0;  // when the pipeline may start issuing the next CB
+    pcie::Ps done_ps = 0;       // when the CB's work is complete
+  };
+
+  void pipeline_thread(unsigned index);
+  bool fetchable(const Pipe& p) const;
+  void sync_to(pcie::Ps local);
+  std::uint64_t doorbell_seq_of(const Pipe& p, std::uint32_t index) const;
+  pcie::Ps wait_barrier(Pipe& p, std::uint32_t index, pcie::Ps start);
+  pcie::Ps retire_time(const Pipe& q, std::uint32_t bound) const;
+  CbResult execute(Pipe& p, const std::uint8_t* raw, pcie::Ps start);
+  CbResult h2d(const hw::ControlBlock& cb, pcie::Ps start);
+  CbResult d2h(const hw::ControlBlock& cb, pcie::Ps start);
+  CbResult device_side(const hw::ControlBlock& cb, pcie::Ps start);
+  bool write_rb(Pipe& p, const hw::ResponseBlock& rb, pcie::Ps at, pcie::Ps& arrival);
+  // Host memory through the link; returns when the data arrived (reads) or left (writes).
+  pcie::Ps link_read(std::uint64_t iova, std::uint8_t* dst, std::uint64_t len, pcie::Ps at,
+                     bool burst, bool& ok);
+  pcie::Ps link_write(std::uint64_t iova, const std::uint8_t* src, std::uint64_t len, pcie::Ps at,
+                      bool burst, bool ordered, pcie::Ps* arrival, bool& ok);
+  pcie::Ps memory_access(bool write, std::uint64_t phys, std::uint8_t* data, std::uint64_t len,
+                         pcie::Ps at, const void* command = nullptr);
+  void reset();
+  Pipe& pipe_at(std::uint64_t offset, std::uint64_t& reg);
+  const Pipe* pipe_at(std::uint64_t offset, std::uint64_t& reg) const;
+
+  const SimConfig& config_;
+  refdev::Iommu& iommu_;
+  RootComplex& rc_;
+  std::array<Pipe, hw::kNumPipelines> pipes_;
+  sc_core::sc_event retired_;  // any pipeline retired a CB (barrier waiters)
+  pcie::TagPool tags_;
+  pcie::Serializer dma_engine_;  // the device's own data-path limit (dma_engine_gbps)
+  pcie::PsPerByte dma_engine_rate_;
+  bool dma_engine_limited_ = false;
+  std::uint32_t control_ = 0;
+  std::uint64_t doorbell_seq_ = 0;
+  std::uint64_t epoch_ = 0;
+  pcie::Ps cb_overhead_ps_;
+  pcie::Ps quantum_ps_;
+  ControllerCounters counters_;
+  std::uint64_t start_ps_base_ = 0;
+};
+
+}  // namespace spyre_dma::model

@@ -1,0 +1,178 @@
+#include "link/pcie_link.hpp"
+
+#include <algorithm>
+
+#include "sim/sim_time.hpp"
+#include "sim/tlp.hpp"
+
+namespace spyre_dma::model {
+
+using namespace sc_core;
+using pcie::Ps;
+using pcie::TlpType;
+
+PcieLink::PcieLink(sc_module_name name, const SimConfig& config)
+    : sc_module(name),
+      device_side("device_side"),
+      host_side("host_side"),
+      config_(config),
+      params_(pcie::link_params(config.link)),
+      latency_ps_(pcie::ns_to_ps(config.link.latency_ns)),
+      credit_update_ps_(pcie::ns_to_ps(config.link.credit_update_ns)),
+      replay_ps_(pcie::ns_to_ps(config.link.replay_ns)),
+      service_ps_(pcie::ns_to_ps(config.host.root_complex_ns + config.host.memory_latency_ns +
+                                 config.host.iommu_ns)),
+      up_clock_(pcie::tlp_ps_per_byte(params_)),
+      down_clock_(pcie::tlp_ps_per_byte(params_)),
+      posted_(config.link.host_rx.posted_header, config.link.host_rx.posted_data),
+      nonposted_(config.link.host_rx.nonposted_header, config.link.host_rx.nonposted_data),
+      checker_(params_),
+      rng_(config.seed ^ 0x9e3779b97f4a7c15ull) {
+  device_side.register_b_transport(this, &PcieLink::b_transport);
+}
+
+void PcieLink::prune(Ps ps) {
+  up_.prune(ps);
+  down_.prune(ps);
+  posted_.prune(ps);
+  nonposted_.prune(ps);
+}
+
+std::uint32_t PcieLink::replays_for(std::uint64_t tlps) {
+  const double p = config_.link.lcrc_error_rate;
+  if (p <= 0) return 0;
+  std::uint32_t n = 0;
+  // Deterministic: the generator is seeded from the configuration and drawn in call order.
+  if (tlps <= 64) {
+    for (std::uint64_t i = 0; i < tlps; ++i) n += uniform_(rng_) < p ? 1 : 0;
+  } else {
+    const double expected = p * static_cast<double>(tlps);
+    n = static_cast<std::uint32_t>(expected);
+    n += uniform_(rng_) < expected - n ? 1 : 0;
+  }
+  counters_.replays += n;
+  return n;
+}
+
+Ps PcieLink::send_up(Ps earliest, std::uint64_t wire_bytes) {
+  const Ps d = up_clock_.duration_ps(wire_bytes);
+  counters_.up_bytes += wire_bytes;
+  return up_.reserve(earliest, d) + d;
+}
+
+Ps PcieLink::send_down(Ps earliest, std::uint64_t wire_bytes) {
+  const Ps d = down_clock_.duration_ps(wire_bytes);
+  counters_.down_bytes += wire_bytes;
+  return down_.reserve(earliest, d) + d;
+}
+
+Ps PcieLink::forward(tlm::tlm_generic_payload& gp, Ps arrival) {
+  sc_time d = delay_until(arrival);
+  host_side->b_transport(gp, d);
+  return arrival;
+}
+
+void PcieLink::b_transport(tlm::tlm_generic_payload& gp, sc_time& delay) {
+  ++counters_.transactions;
+  const Ps t0 = to_ps(sc_time_stamp() + delay);
+  if (gp.is_read()) read(gp, t0, delay);
+  else write(gp, t0, delay);
+}
+
+void PcieLink::read(tlm::tlm_generic_payload& gp, Ps t0, sc_time& delay) {
+  TlpExtension* ext = gp.get_extension<TlpExtension>();
+  const std::uint64_t addr = gp.get_address(), len = gp.get_data_length();
+  const std::uint64_t mrd_wire = pcie::tlp_wire_bytes(params_, TlpType::kMRd, 0);
+  if (!ext->burst) {
+    checker_.request(TlpType::kMRd, addr, len);
+    const pcie::CreditGrant g = nonposted_.acquire(t0, 1, 0);
+    if (g.at_ps > t0) ++counters_.credit_stalls, counters_.credit_stall_ps += g.at_ps - t0;
+    Ps sent = send_up(g.at_ps, mrd_wire);
+    if (replays_for(1)) sent = send_up(sent + replay_ps_, mrd_wire);
+    const Ps arrival = sent + latency_ps_;
+    nonposted_.release(g, arrival + credit_update_ps_);
+    ++counters_.mrd;
+    forward(gp, arrival);
+    Ps t = std::max(ext->ready_ps, arrival);
+    if (ext->status != CompletionStatus::kSuccess) {  // a Cpl without data
+      t = send_down(t, pcie::tlp_wire_bytes(params_, TlpType::kCpl, 0));
+      ++counters_.cpl;
+    } else {
+      for (const pcie::Segment& c : pcie::completions(addr, len, params_.rcb, pcie::completion_limit(params_))) {
+        checker_.completion(c.addr, c.len);
+        t = send_down(t, pcie::tlp_wire_bytes(params_, TlpType::kCplD, c.len));
+        if (replays_for(1)) t = send_down(t + replay_ps_, pcie::tlp_wire_bytes(params_, TlpType::kCplD, c.len));
+        ++counters_.cpld;
+      }
+      counters_.payload_down += len;
+    }
+    delay = delay_until(t + latency_ps_);
+    return;
+  }
+
+  // Burst: N requests with T tags in flight. Unloaded round trip of one request r0 = its MRd on
+  // the wire + latency + completer service + its completions + latency; the run ends when the
+  // downstream serializer has carried every completion, or after ceil(N / T) round trips when the
+  // tags, not the wire, are the limit (Little's law), whichever is later.
+  const pcie::WireBytes w = pcie::read_wire(params_, addr, len);
+  const std::uint64_t n = w.upstream_tlps;
+  const std::uint64_t first_len = std::min<std::uint64_t>(len, pcie::request_step(addr, len, params_.mrrs));
+  const pcie::WireBytes w1 = pcie::read_wire(params_, addr, first_len);
+  const std::uint32_t replays = replays_for(w.upstream_tlps + w.downstream_tlps);
+  const Ps u1 = up_clock_.rate().ceil_ps(w1.upstream);
+  const Ps d1 = down_clock_.rate().ceil_ps(w1.downstream);
+  const Ps up_end = send_up(t0, w.upstream);
+  const Ps first_sent = up_end - up_clock_.rate().ceil_ps(w.upstream) + u1;
+  const Ps arrival = first_sent + latency_ps_;
+  counters_.mrd += n;
+  forward(gp, arrival);
+  Ps last;
+  if (ext->status != CompletionStatus::kSuccess) {
+    last = send_down(std::max(ext->ready_ps, arrival), pcie::tlp_wire_bytes(params_, TlpType::kCpl, 0));
+    ++counters_.cpl;
+  } else {
+    // The unloaded round trip: a completer that is busy delays the start (ready_ps), not the
+    // spacing of the waves.
+    const Ps r0 = u1 + latency_ps_ + service_ps_ + d1 + latency_ps_;
+    const std::uint64_t tags = std::max<std::uint32_t>(1, ext->tags);
+    const std::uint64_t waves = (n + tags - 1) / tags;
+    const Ps wire_time = down_clock_.rate().ceil_ps(w.downstream) + replays * replay_ps_;
+    const Ps tag_time = (waves - 1) * r0 + d1;
+    const Ps d = std::max(wire_time, tag_time);
+    counters_.down_bytes += w.downstream;
+    const Ps start = down_.reserve(ext->ready_ps, d);
+    last = start + d;
+    counters_.cpld += w.downstream_tlps;
+    counters_.payload_down += len;
+  }
+  delay = delay_until(last + latency_ps_);
+}
+
+void PcieLink::write(tlm::tlm_generic_payload& gp, Ps t0, sc_time& delay) {
+  TlpExtension* ext = gp.get_extension<TlpExtension>();
+  const std::uint64_t addr = gp.get_address(), len = gp.get_data_length();
+  Ps sent;
+  if (!ext->burst || ext->msi) {
+    checker_.request(TlpType::kMWr, addr, len);
+    const std::uint32_t data = static_cast<std::uint32_t>(pcie::data_credits(len));
+    const pcie::CreditGrant g = posted_.acquire(t0, 1, data);
+    if (g.at_ps > t0) ++counters_.credit_stalls, counters_.credit_stall_ps += g.at_ps - t0;
+    const std::uint64_t wire = pcie::tlp_wire_bytes(params_, TlpType::kMWr, len);
+    sent = send_up(g.at_ps, wire);
+    if (replays_for(1)) sent = send_up(sent + replay_ps_, wire);
+    posted_.release(g, sent + latency_ps_ + credit_update_ps_);
+    ++counters_.mwr;
+  } else {
+    const pcie::WireBytes w = pcie::write_wire(params_, addr, len);
+    const std::uint32_t replays = replays_for(w.upstream_tlps);
+    sent = send_up(t0, w.upstream) + replays * replay_ps_;
+    counters_.mwr += w.upstream_tlps;
+  }
+  counters_.payload_up += len;
+  const Ps arrival = sent + latency_ps_;
+  forward(gp, arrival);
+  ext->ready_ps = arrival;  // when the write takes effect at the host
+  delay = delay_until(sent);
+}
+
+}  // namespace spyre_dma::model

@@ -1,0 +1,85 @@
+// The PCIe link between the device and the root complex, at TLP level: each direction is its own
+// serializer (TLP framing, headers and the DLLP/SKP overhead of the pcie-bench arithmetic, exact
+// over a run), flow-control credits of the receiving side with their update latency, the one-way
+// latency, and optional LCRC errors that cost a replay. Requests come from the device through
+// `device_side` (the device is the bus master both ways) and go on to the root complex through
+// `host_side`; read completions come back as the return of the read's b_transport, and the link
+// charges them on the downstream serializer.
+//
+// Loosely timed with temporal decoupling: a b_transport's annotated delay says when the requester
+// hands the TLP over, and on return when the requester is done with it (a posted write: once it
+// left the wire; a read: once its last completion arrived). Requests may come out of time order
+// from decoupled initiators; the serializers fill the earliest free gap, so the schedule does not
+// depend on the order of calls within a quantum.
+//
+// In burst fidelity one transaction stands for every TLP of a transfer; the same arithmetic is
+// applied to the run as a whole (see docs/model.md for the read formula and its agreement bound).
+#pragma once
+
+#include <cstdint>
+#include <random>
+
+#include <systemc>
+#include <tlm>
+#include <tlm_utils/simple_initiator_socket.h>
+#include <tlm_utils/simple_target_socket.h>
+
+#include "link/protocol_checker.hpp"
+#include "pcie/link_math.hpp"
+#include "pcie/timing.hpp"
+#include "spyre_dma/model/sim_config.hpp"
+
+namespace spyre_dma::model {
+
+struct LinkCounters {
+  std::uint64_t mwr = 0, mrd = 0, cpld = 0, cpl = 0;  // TLPs (burst mode: the TLPs stood for)
+  std::uint64_t up_bytes = 0, down_bytes = 0;         // wire bytes incl. framing
+  std::uint64_t payload_up = 0, payload_down = 0;
+  std::uint64_t credit_stalls = 0;  // TLPs that waited for credits
+  pcie::Ps credit_stall_ps = 0;
+  std::uint64_t replays = 0;
+  std::uint64_t transactions = 0;   // b_transport calls
+};
+
+class PcieLink : public sc_core::sc_module {
+ public:
+  tlm_utils::simple_target_socket<PcieLink> device_side;
+  tlm_utils::simple_initiator_socket<PcieLink> host_side;
+
+  PcieLink(sc_core::sc_module_name name, const SimConfig& config);
+
+  const pcie::LinkParams& params() const noexcept { return params_; }
+  const LinkCounters& counters() const noexcept { return counters_; }
+  ProtocolChecker& checker() noexcept { return checker_; }
+  pcie::Ps latency_ps() const noexcept { return latency_ps_; }
+  pcie::Ps up_busy_ps() const noexcept { return up_.busy_ps(); }
+  pcie::Ps down_busy_ps() const noexcept { return down_.busy_ps(); }
+  // Drops serializer and credit history before `ps` (nothing can be booked before now anyway).
+  void prune(pcie::Ps ps);
+
+ private:
+  void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
+  void read(tlm::tlm_generic_payload& gp, pcie::Ps t0, sc_core::sc_time& delay);
+  void write(tlm::tlm_generic_payload& gp, pcie::Ps t0, sc_core::sc_time& delay);
+  // One TLP on the upstream wire from `earliest`; returns the time it has fully left.
+  pcie::Ps send_up(pcie::Ps earliest, std::uint64_t wire_bytes);
+  pcie::Ps send_down(pcie::Ps earliest, std::uint64_t wire_bytes);
+  std::uint32_t replays_for(std::uint64_t tlps);
+  pcie::Ps forward(tlm::tlm_generic_payload& gp, pcie::Ps arrival);  // to the root complex
+
+  const SimConfig& config_;
+  pcie::LinkParams params_;
+  pcie::Ps latency_ps_;
+  pcie::Ps credit_update_ps_;
+  pcie::Ps replay_ps_;
+  pcie::Ps service_ps_;  // the root complex's unloaded service time of one read (burst reads)
+  pcie::WireClock up_clock_, down_clock_;
+  pcie::Serializer up_, down_;
+  pcie::CreditPool posted_, nonposted_;  // the root complex's receive buffers
+  ProtocolChecker checker_;
+  std::mt19937_64 rng_;
+  std::uniform_real_distribution<double> uniform_{0.0, 1.0};
+  LinkCounters counters_;
+};
+
+}  // namespace spyre_dma::model

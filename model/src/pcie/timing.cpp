@@ -1,0 +1,320 @@
+// Deterministic timing primitives for the PCIe link model; see timing.hpp.
+#include "pcie/timing.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+namespace spyre_dma::model::pcie {
+namespace {
+
+constexpr Ps kPsMax = std::numeric_limits<Ps>::max();
+
+Ps checked_end(Ps start, Ps duration) {
+  if (duration > kPsMax - start) throw std::overflow_error("pcie: time overflows 64 bits of ps");
+  return start + duration;
+}
+
+}  // namespace
+
+Ps ns_to_ps(double ns) {
+  if (!std::isfinite(ns) || ns < 0.0) {
+    throw std::invalid_argument("pcie: time " + std::to_string(ns) +
+                                " ns is not a finite value >= 0");
+  }
+  const double ps = std::round(ns * 1000.0);
+  if (ps >= 18446744073709551616.0) throw std::overflow_error("pcie: time overflows 64 bits of ps");
+  return static_cast<Ps>(ps);
+}
+
+// ---------------------------------------------------------------------------------------------
+// WireClock
+// ---------------------------------------------------------------------------------------------
+
+WireClock::WireClock(PsPerByte rate) : rate_(rate) {
+  if (rate_.num == 0 || rate_.den == 0) throw std::invalid_argument("pcie: WireClock rate is 0");
+}
+
+Ps WireClock::duration_ps(std::uint64_t bytes) {
+  if (bytes > std::numeric_limits<std::uint64_t>::max() - bytes_) {
+    throw std::overflow_error("pcie: WireClock byte count overflows");
+  }
+  const Ps total = rate_.ceil_ps(bytes_ + bytes);
+  const Ps d = total - ps_;
+  bytes_ += bytes;
+  ps_ = total;
+  return d;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Serializer
+// ---------------------------------------------------------------------------------------------
+
+Serializer::Serializer(std::size_t max_intervals) : max_intervals_(max_intervals) {
+  if (max_intervals_ == 0) throw std::invalid_argument("pcie: Serializer needs max_intervals >= 1");
+}
+
+Ps Serializer::find(Ps earliest_ps, Ps duration_ps, std::size_t* index) const {
+  Ps t = std::max(earliest_ps, floor_);
+  // First booking that ends after t; every earlier one is over by t.
+  auto it = std::partition_point(busy_.begin(), busy_.end(),
+                                 [t](const Interval& iv) { return iv.end <= t; });
+  for (; it != busy_.end(); ++it) {
+    checked_end(t, duration_ps);
+    if (it->start >= t && it->start - t >= duration_ps) break;  // fits in the gap before *it
+    t = std::max(t, it->end);
+  }
+  checked_end(t, duration_ps);
+  *index = static_cast<std::size_t>(it - busy_.begin());
+  return t;
+}
+
+Ps Serializer::peek(Ps earliest_ps, Ps duration_ps) const {
+  std::size_t index = 0;
+  return find(earliest_ps, duration_ps, &index);
+}
+
+Ps Serializer::reserve(Ps earliest_ps, Ps duration_ps) {
+  std::size_t i = 0;
+  const Ps start = find(earliest_ps, duration_ps, &i);
+  ++reservations_;
+  if (duration_ps == 0) return start;
+  const Ps end = start + duration_ps;
+  const bool join_prev = i > 0 && busy_[i - 1].end == start;
+  const bool join_next = i < busy_.size() && busy_[i].start == end;
+  if (join_prev && join_next) {
+    busy_[i - 1].end = busy_[i].end;
+    busy_.erase(busy_.begin() + static_cast<std::ptrdiff_t>(i));
+  } else if (join_prev) {
+    busy_[i - 1].end = end;
+  } else if (join_next) {
+    busy_[i].start = start;
+  } else {
+    busy_.insert(busy_.begin() + static_cast<std::ptrdiff_t>(i), Interval{start, end});
+  }
+  busy_total_ += duration_ps;
+  while (busy_.size() > max_intervals_) {  // give up the oldest gap
+    floor_ = busy_.front().end;
+    busy_.pop_front();
+  }
+  return start;
+}
+
+void Serializer::prune(Ps before_ps) {
+  if (before_ps <= floor_) return;
+  floor_ = before_ps;
+  while (!busy_.empty() && busy_.front().end <= floor_) busy_.pop_front();
+  if (!busy_.empty() && busy_.front().start < floor_) busy_.front().start = floor_;
+}
+
+Ps Serializer::busy_until_ps() const { return busy_.empty() ? floor_ : busy_.back().end; }
+
+// ---------------------------------------------------------------------------------------------
+// CreditPool
+// ---------------------------------------------------------------------------------------------
+
+CreditPool::CreditPool(std::uint32_t header_capacity, std::uint32_t data_capacity,
+                       std::size_t max_events)
+    : header_cap_(header_capacity), data_cap_(data_capacity), max_events_(max_events) {
+  if (max_events_ < 2) throw std::invalid_argument("pcie: CreditPool needs max_events >= 2");
+}
+
+bool CreditPool::fits(std::int64_t used_h, std::int64_t used_d, std::uint32_t h,
+                      std::uint32_t d) const {
+  return (header_cap_ == 0 || used_h + h <= static_cast<std::int64_t>(header_cap_)) &&
+         (data_cap_ == 0 || used_d + d <= static_cast<std::int64_t>(data_cap_));
+}
+
+std::optional<Ps> CreditPool::find(Ps earliest_ps, std::uint32_t h, std::uint32_t d) const {
+  const Ps start = std::max(earliest_ps, floor_);
+  // Walk the usage steps from the last one back: the answer is the end of the last step that
+  // does not leave room, or start if none from start on does.
+  std::int64_t used_h = total_.header;
+  std::int64_t used_d = total_.data;
+  std::optional<Ps> next;  // time of the step after the current one
+  for (auto it = events_.rbegin(); it != events_.rend(); ++it) {
+    if (!fits(used_h, used_d, h, d)) {
+      if (!next) return std::nullopt;  // short of credits forever: an unreleased grant holds them
+      return *next;
+    }
+    if (it->first <= start) return start;
+    used_h -= it->second.header;
+    used_d -= it->second.data;
+    next = it->first;
+  }
+  if (!fits(used_h, used_d, h, d)) return next;  // the step before the first event: base_
+  return start;
+}
+
+std::optional<CreditGrant> CreditPool::try_acquire(Ps earliest_ps, std::uint32_t header,
+                                                   std::uint32_t data) {
+  if (header_cap_ != 0 && header > header_cap_) {
+    throw std::invalid_argument("pcie: " + std::to_string(header) +
+                                " header credits exceed the capacity " +
+                                std::to_string(header_cap_));
+  }
+  if (data_cap_ != 0 && data > data_cap_) {
+    throw std::invalid_argument("pcie: " + std::to_string(data) +
+                                " data credits exceed the capacity " + std::to_string(data_cap_));
+  }
+  const std::uint32_t th = header_cap_ != 0 ? header : 0;
+  const std::uint32_t td = data_cap_ != 0 ? data : 0;
+  const std::optional<Ps> at = find(earliest_ps, th, td);
+  if (!at) return std::nullopt;
+  CreditGrant grant{*at, header, data, next_id_};
+  open_.emplace(next_id_, Open{*at, th, td});
+  ++next_id_;
+  if (th != 0 || td != 0) add_event(*at, th, td);
+  return grant;
+}
+
+CreditGrant CreditPool::acquire(Ps earliest_ps, std::uint32_t header, std::uint32_t data) {
+  std::optional<CreditGrant> grant = try_acquire(earliest_ps, header, data);
+  if (!grant) {
+    throw std::logic_error("pcie: credits can only come from grants not yet released (" +
+                           std::to_string(open_.size()) + " open): release them first");
+  }
+  return *grant;
+}
+
+void CreditPool::release(const CreditGrant& grant, Ps at_ps) {
+  const auto it = open_.find(grant.id);
+  if (it == open_.end()) {
+    throw std::logic_error("pcie: credit grant " + std::to_string(grant.id) +
+                           " was never acquired or is already released");
+  }
+  const Open open = it->second;
+  if (grant.at_ps != open.at_ps) {
+    throw std::logic_error("pcie: credit grant " + std::to_string(grant.id) + " does not match");
+  }
+  if (at_ps < open.at_ps) {
+    throw std::logic_error("pcie: credits released at " + std::to_string(at_ps) +
+                           " ps, before their grant at " + std::to_string(open.at_ps) + " ps");
+  }
+  open_.erase(it);
+  if (open.header == 0 && open.data == 0) return;
+  if (at_ps <= floor_) {  // the past is folded: it is back by the floor
+    base_.header -= open.header;
+    base_.data -= open.data;
+    total_.header -= open.header;
+    total_.data -= open.data;
+  } else {
+    add_event(at_ps, -static_cast<std::int64_t>(open.header),
+              -static_cast<std::int64_t>(open.data));
+  }
+  if (base_.header < 0 || base_.data < 0 || total_.header < 0 || total_.data < 0) {
+    throw std::logic_error("pcie: credit usage went negative (internal error)");
+  }
+}
+
+void CreditPool::add_event(Ps t, std::int64_t header, std::int64_t data) {
+  Delta& delta = events_[t];
+  delta.header += header;
+  delta.data += data;
+  total_.header += header;
+  total_.data += data;
+  if (delta.header == 0 && delta.data == 0) events_.erase(t);
+  while (events_.size() > max_events_) fold_before(events_.begin()->first);
+}
+
+void CreditPool::fold_before(Ps t) {
+  while (!events_.empty() && events_.begin()->first <= t) {
+    base_.header += events_.begin()->second.header;
+    base_.data += events_.begin()->second.data;
+    events_.erase(events_.begin());
+  }
+  floor_ = std::max(floor_, t);
+}
+
+void CreditPool::prune(Ps before_ps) {
+  if (before_ps <= floor_) return;
+  fold_before(before_ps);
+}
+
+std::uint64_t CreditPool::header_in_use_at(Ps t) const {
+  if (t < floor_) throw std::invalid_argument("pcie: credit history before the floor is pruned");
+  std::int64_t used = base_.header;
+  for (auto it = events_.begin(); it != events_.end() && it->first <= t; ++it) {
+    used += it->second.header;
+  }
+  return static_cast<std::uint64_t>(used);
+}
+
+std::uint64_t CreditPool::data_in_use_at(Ps t) const {
+  if (t < floor_) throw std::invalid_argument("pcie: credit history before the floor is pruned");
+  std::int64_t used = base_.data;
+  for (auto it = events_.begin(); it != events_.end() && it->first <= t; ++it) {
+    used += it->second.data;
+  }
+  return static_cast<std::uint64_t>(used);
+}
+
+// ---------------------------------------------------------------------------------------------
+// TagPool
+// ---------------------------------------------------------------------------------------------
+
+TagPool::TagPool(std::uint32_t tags) : free_at_(tags, 0), granted_at_(tags, 0), busy_(tags, false) {
+  if (tags == 0) throw std::invalid_argument("pcie: TagPool needs at least one tag");
+  for (std::uint32_t tag = 0; tag < tags; ++tag) free_.emplace(0, tag);
+}
+
+std::optional<TagGrant> TagPool::try_acquire(Ps earliest_ps) {
+  if (free_.empty()) return std::nullopt;
+  auto it = free_.upper_bound({earliest_ps, std::numeric_limits<std::uint32_t>::max()});
+  if (it != free_.begin()) {
+    // Free by `earliest`: the one freed last, lowest tag among equals.
+    it = free_.lower_bound({std::prev(it)->first, 0});
+  }  // else none is free by then: the one freed first (begin()), lowest tag among equals
+  const TagGrant grant{it->second, std::max(earliest_ps, it->first)};
+  free_.erase(it);
+  busy_[grant.tag] = true;
+  granted_at_[grant.tag] = grant.at_ps;
+  ++outstanding_;
+  return grant;
+}
+
+TagGrant TagPool::acquire(Ps earliest_ps) {
+  std::optional<TagGrant> grant = try_acquire(earliest_ps);
+  if (!grant) {
+    throw std::logic_error("pcie: all " + std::to_string(capacity()) +
+                           " tags are outstanding: release one first");
+  }
+  return *grant;
+}
+
+void TagPool::release(std::uint32_t tag, Ps at_ps) {
+  if (tag >= capacity()) {
+    throw std::invalid_argument("pcie: tag " + std::to_string(tag) + " out of range");
+  }
+  if (!busy_[tag]) {
+    throw std::logic_error("pcie: tag " + std::to_string(tag) + " is not outstanding");
+  }
+  if (at_ps < granted_at_[tag]) {
+    throw std::logic_error("pcie: tag " + std::to_string(tag) + " released at " +
+                           std::to_string(at_ps) + " ps, before its grant at " +
+                           std::to_string(granted_at_[tag]) + " ps");
+  }
+  busy_[tag] = false;
+  free_at_[tag] = at_ps;
+  free_.emplace(at_ps, tag);
+  --outstanding_;
+}
+
+bool TagPool::is_outstanding(std::uint32_t tag) const {
+  if (tag >= capacity()) {
+    throw std::invalid_argument("pcie: tag " + std::to_string(tag) + " out of range");
+  }
+  return busy_[tag];
+}
+
+Ps TagPool::free_at_ps(std::uint32_t tag) const {
+  if (is_outstanding(tag)) {
+    throw std::logic_error("pcie: tag " + std::to_string(tag) + " is outstanding");
+  }
+  return free_at_[tag];
+}
+
+}  // namespace spyre_dma::model::pcie

@@ -1,0 +1,259 @@
+// SimDevice: the SystemC model behind spyre_dma::Device. One thread owns the SystemC kernel;
+// every Device call that touches the model is run on it, in call order.
+#include "spyre_dma/model/sim_device.hpp"
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <deque>
+#include <functional>
+#include <future>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+
+#include "sim/sim_top.hpp"
+#include "spyre_dma/refdev/iommu.hpp"
+
+namespace spyre_dma::model {
+
+using namespace sc_core;
+
+namespace {
+std::atomic<bool> g_device_alive{false};
+}
+
+class SimDevice::Impl {
+ public:
+  explicit Impl(SimConfig config) : config_(std::move(config)) {
+    bool expected = false;
+    if (!g_device_alive.compare_exchange_strong(expected, true)) {
+      throw std::logic_error("SimDevice: one simulated device per process at a time (SystemC has one kernel)");
+    }
+    try {
+      thread_ = std::thread([this] { loop(); });
+      call([] {});  // elaboration done (or its exception rethrown here)
+    } catch (...) {
+      shutdown();
+      g_device_alive = false;
+      throw;
+    }
+  }
+
+  ~Impl() {
+    shutdown();
+    g_device_alive = false;
+  }
+
+  template <class F>
+  auto call(F&& f) -> decltype(f()) {
+    using R = decltype(f());
+    std::packaged_task<R()> task(std::forward<F>(f));
+    std::future<R> result = task.get_future();
+    {
+      std::lock_guard lock(mu_);
+      if (stopped_) throw std::logic_error("SimDevice: the simulation thread has stopped");
+      commands_.emplace_back([&task] { task(); });
+    }
+    cv_.notify_one();
+    return result.get();
+  }
+
+  void post_write(std::uint64_t offset, std::uint64_t value, unsigned width) {
+    if (offset + width > hw::reg::kBar0Bytes) {
+      throw std::out_of_range("SimDevice: BAR0 offset " + std::to_string(offset) + " beyond the 4 MiB BAR");
+    }
+    std::lock_guard lock(mu_);
+    writes_.push_back({offset, value, width});
+  }
+
+  // On the simulation thread: hands queued register writes to the model at the current instant.
+  void take_writes() {
+    std::vector<QueuedWrite> w;
+    {
+      std::lock_guard lock(mu_);
+      w.swap(writes_);
+    }
+    for (const QueuedWrite& q : w) top_->post_write(q.offset, q.value, q.width);
+  }
+
+  // Runs the model until `done()` or until nothing is left to simulate.
+  void run_until(const std::function<bool()>& done) {
+    while (!done()) {
+      if (!sc_pending_activity()) return;
+      sc_start();
+    }
+  }
+
+  std::uint64_t read_register(std::uint64_t offset, unsigned width) {
+    if (offset + width > hw::reg::kBar0Bytes) {
+      throw std::out_of_range("SimDevice: BAR0 offset " + std::to_string(offset) + " beyond the 4 MiB BAR");
+    }
+    return call([&] {
+      take_writes();
+      if (top_->writes_pending()) {
+        top_->pause_when_written();
+        run_until([&] { return !top_->writes_pending(); });
+      }
+      return top_->controller.read_register(offset, width);
+    });
+  }
+
+  std::uint32_t wait_for_interrupt() {
+    return call([&] {
+      take_writes();
+      run_until([&] { return irq_mask_ != 0; });
+      const std::uint32_t m = irq_mask_;
+      irq_mask_ = 0;
+      return m;
+    });
+  }
+
+  const SimConfig& config() const noexcept { return config_; }
+  refdev::Iommu& iommu() noexcept { return iommu_; }
+  SimTop& top() noexcept { return *top_; }
+
+ private:
+  struct QueuedWrite {
+    std::uint64_t offset;
+    std::uint64_t value;
+    unsigned width;
+  };
+
+  void loop() {
+    // A fresh kernel for this device: SystemC keeps one global simulation context.
+    ::setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
+    sc_curr_simcontext = new sc_simcontext();
+    sc_default_global_context = sc_curr_simcontext;
+    sc_report_handler::set_actions(SC_ID_NO_SC_START_ACTIVITY_, SC_DO_NOTHING);
+    std::exception_ptr elaboration_error;
+    try {
+      top_ = std::make_unique<SimTop>("spyre", config_, iommu_, [this](std::uint32_t vector) {
+        irq_mask_ |= 1u << (vector & 31u);
+        sc_pause();
+      });
+    } catch (...) {
+      elaboration_error = std::current_exception();
+    }
+    for (;;) {
+      std::function<void()> cmd;
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [&] { return stop_ || !commands_.empty(); });
+        if (commands_.empty()) break;
+        cmd = std::move(commands_.front());
+        commands_.pop_front();
+        if (elaboration_error) {
+          stopped_ = true;
+          lock.unlock();
+          // The first command is the constructor's handshake: fail it with the cause.
+          cmd = [elaboration_error, c = std::move(cmd)] { (void)c; std::rethrow_exception(elaboration_error); };
+        }
+      }
+      try {
+        cmd();
+      } catch (...) {
+      }
+      if (elaboration_error) break;
+    }
+    top_.reset();
+  }
+
+  void shutdown() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_one();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  SimConfig config_;
+  refdev::Iommu iommu_;
+  std::unique_ptr<SimTop> top_;
+  std::uint32_t irq_mask_ = 0;  // simulation thread only
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> commands_;
+  std::vector<QueuedWrite> writes_;
+  bool stop_ = false;
+  bool stopped_ = false;
+};
+
+SimDevice::SimDevice(SimConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}
+SimDevice::~SimDevice() = default;
+
+DeviceDescription SimDevice::describe() const {
+  const SimConfig& c = impl_->config();
+  return DeviceDescription{"sim",
+                           "SystemC model, preset " + c.preset + ", PCIe Gen" + std::to_string(c.link.generation) +
+                               " x" + std::to_string(c.link.lanes) +
+                               (c.fidelity == Fidelity::kTlp ? ", TLP fidelity" : ", burst fidelity"),
+                           Progress::kHostDriven};
+}
+
+std::uint32_t SimDevice::read32(std::uint64_t offset) {
+  return static_cast<std::uint32_t>(impl_->read_register(offset, 4));
+}
+std::uint64_t SimDevice::read64(std::uint64_t offset) { return impl_->read_register(offset, 8); }
+void SimDevice::write32(std::uint64_t offset, std::uint32_t value) { impl_->post_write(offset, value, 4); }
+void SimDevice::write64(std::uint64_t offset, std::uint64_t value) { impl_->post_write(offset, value, 8); }
+
+std::uint64_t SimDevice::map(void* host, std::size_t bytes, DmaAccess access) {
+  return impl_->iommu().map(host, bytes, access);
+}
+void SimDevice::unmap(std::uint64_t iova) { impl_->iommu().unmap(iova); }
+
+std::uint32_t SimDevice::wait_for_interrupt(std::chrono::nanoseconds) { return impl_->wait_for_interrupt(); }
+
+const SimConfig& SimDevice::config() const noexcept { return impl_->config(); }
+
+double SimDevice::now_ns() {
+  return impl_->call([] { return sc_time_stamp().to_seconds() * 1e9; });
+}
+
+refdev::SparseMemory& SimDevice::memory() { return impl_->top().device_memory.storage(); }
+
+nlohmann::json SimDevice::statistics() {
+  return impl_->call([this] {
+    SimTop& t = impl_->top();
+    const LinkCounters& l = t.link.counters();
+    const ControllerCounters& c = t.controller.counters();
+    nlohmann::json j;
+    j["time_ns"] = sc_time_stamp().to_seconds() * 1e9;
+    j["link"] = {{"tlps", {{"MWr", l.mwr}, {"MRd", l.mrd}, {"CplD", l.cpld}, {"Cpl", l.cpl}}},
+                 {"wire_bytes", {{"up", l.up_bytes}, {"down", l.down_bytes}}},
+                 {"payload_bytes", {{"up", l.payload_up}, {"down", l.payload_down}}},
+                 {"busy_ns", {{"up", t.link.up_busy_ps() / 1000.0}, {"down", t.link.down_busy_ps() / 1000.0}}},
+                 {"credit_stalls", l.credit_stalls},
+                 {"credit_stall_ns", l.credit_stall_ps / 1000.0},
+                 {"replays", l.replays},
+                 {"protocol", {{"tlps_checked", t.link.checker().tlps_checked()},
+                               {"violations", t.link.checker().violations()}}}};
+    nlohmann::json pipes = nlohmann::json::object();
+    for (unsigned i = 0; i < hw::kNumPipelines; ++i) {
+      const PipelineCounters& p = c.pipe[i];
+      pipes[std::string(hw::to_string(static_cast<hw::Pipeline>(i)))] = {
+          {"cbs", p.cbs}, {"error_rbs", p.error_rbs}, {"bytes", p.bytes},
+          {"barrier_waits", p.barrier_waits}, {"barrier_wait_ns", p.barrier_wait_ps / 1000.0},
+          {"rb_ring_stalls", p.rb_ring_stalls}, {"fetches", p.fetches}, {"busy_ns", p.busy_ps / 1000.0}};
+    }
+    j["controller"] = {{"pipelines", pipes},
+                       {"read_requests", c.read_requests},
+                       {"tag_stalls", c.tag_stalls},
+                       {"tag_stall_ns", c.tag_stall_ps / 1000.0},
+                       {"write_tlps", c.write_tlps},
+                       {"interrupts", c.interrupts},
+                       {"resets", c.resets}};
+    j["root_complex"] = {{"read_requests", t.root_complex.read_requests()},
+                         {"write_requests", t.root_complex.write_requests()},
+                         {"iommu_faults", t.root_complex.iommu_faults()}};
+    j["device_memory"] = {{"bytes_read", t.device_memory.bytes_read()},
+                          {"bytes_written", t.device_memory.bytes_written()},
+                          {"bytes_resident", t.device_memory.storage().bytes_resident()}};
+    return j;
+  });
+}
+
+}  // namespace spyre_dma::model

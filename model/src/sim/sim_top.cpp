@@ -1,0 +1,45 @@
+#include "sim/sim_top.hpp"
+
+namespace spyre_dma::model {
+
+using namespace sc_core;
+
+SimTop::SimTop(sc_module_name name, const SimConfig& config, refdev::Iommu& iommu,
+               std::function<void(std::uint32_t)> on_interrupt)
+    : sc_module(name),
+      root_complex("root_complex", config, iommu, std::move(on_interrupt)),
+      link("link", config),
+      controller("controller", config, iommu, root_complex),
+      device_memory("device_memory", config.device),
+      write_cost_ps_(pcie::ns_to_ps(config.host_cost.register_write_ns)) {
+  controller.pcie.bind(link.device_side);
+  link.host_side.bind(root_complex.socket);
+  controller.memory.bind(device_memory.socket);
+  SC_METHOD(apply_writes);
+  sensitive << write_due_;
+  dont_initialize();
+}
+
+void SimTop::post_write(std::uint64_t offset, std::uint64_t value, unsigned width) {
+  const pcie::Ps at = to_ps(sc_time_stamp()) + write_cost_ps_;
+  const bool first = writes_.empty();
+  writes_.emplace(at, Write{offset, value, width});
+  if (first) write_due_.notify(delay_until(at));
+}
+
+void SimTop::apply_writes() {
+  const pcie::Ps now = to_ps(sc_time_stamp());
+  while (!writes_.empty() && writes_.begin()->first <= now) {
+    const Write w = writes_.begin()->second;
+    writes_.erase(writes_.begin());
+    controller.write_register(w.offset, w.value, w.width);
+  }
+  if (!writes_.empty()) {
+    write_due_.notify(delay_until(writes_.begin()->first));
+  } else if (pause_when_written_) {
+    pause_when_written_ = false;
+    sc_pause();
+  }
+}
+
+}  // namespace spyre_dma::model

@@ -1,0 +1,52 @@
+// The elaborated model: root complex (with host memory behind the IOMMU), PCIe link, DMA
+// controller and device memory, wired through their TLM sockets, plus the host port that applies
+// the engine's register writes at their simulated instants.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+
+#include <systemc>
+
+#include "device/device_memory.hpp"
+#include "device/dma_controller.hpp"
+#include "host/root_complex.hpp"
+#include "link/pcie_link.hpp"
+#include "sim/sim_time.hpp"
+
+namespace spyre_dma::model {
+
+class SimTop : public sc_core::sc_module {
+ public:
+  SC_HAS_PROCESS(SimTop);
+  SimTop(sc_core::sc_module_name name, const SimConfig& config, refdev::Iommu& iommu,
+         std::function<void(std::uint32_t)> on_interrupt);
+
+  // A register write the host issued now: it reaches the device after the configured cost.
+  // Writes keep their order.
+  void post_write(std::uint64_t offset, std::uint64_t value, unsigned width);
+  bool writes_pending() const noexcept { return !writes_.empty(); }
+  // Pause the simulation once every posted write has landed.
+  void pause_when_written() noexcept { pause_when_written_ = true; }
+
+  RootComplex root_complex;
+  PcieLink link;
+  DmaController controller;
+  DeviceMemory device_memory;
+
+ private:
+  struct Write {
+    std::uint64_t offset;
+    std::uint64_t value;
+    unsigned width;
+  };
+  void apply_writes();  // SC_METHOD
+
+  pcie::Ps write_cost_ps_;
+  std::multimap<pcie::Ps, Write> writes_;
+  sc_core::sc_event write_due_;
+  bool pause_when_written_ = false;
+};
+
+}  // namespace spyre_dma::model

@@ -1,0 +1,34 @@
+// What a TLM generic payload carries between the model's PCIe components: the TLP (or, in burst
+// mode, the run of TLPs) it stands for. The payload's address, data pointer and length are those
+// of the request; the extension adds what PCIe needs on top.
+#pragma once
+
+#include <cstdint>
+#include <tlm>
+
+#include "pcie/link_math.hpp"
+
+namespace spyre_dma::model {
+
+enum class CompletionStatus : std::uint8_t { kSuccess, kUnsupportedRequest, kCompleterAbort };
+
+struct TlpExtension : tlm::tlm_extension<TlpExtension> {
+  pcie::TlpType type = pcie::TlpType::kMRd;  // kMRd: a read request, kMWr: a posted write
+  bool burst = false;            // a whole run of TLPs charged at once (burst fidelity)
+  std::uint32_t tags = 1;        // burst reads: tags the requester keeps in flight
+  bool ordered_visible = false;  // MWr whose effect the host must see only at its arrival (RBs)
+  bool msi = false;              // MWr that is an MSI-X message
+  std::uint32_t msi_vector = 0;
+  std::uint64_t epoch = 0;       // device reset epoch: ordered writes of an older epoch are dropped
+  // Filled by the completer and the link on the way back.
+  CompletionStatus status = CompletionStatus::kSuccess;
+  std::uint64_t ready_ps = 0;    // host side: when the completion data was ready (reads)
+  std::uint32_t replays = 0;     // LCRC replays the link charged
+
+  tlm::tlm_extension_base* clone() const override { return new TlpExtension(*this); }
+  void copy_from(const tlm::tlm_extension_base& other) override {
+    *this = static_cast<const TlpExtension&>(other);
+  }
+};
+
+}  // namespace spyre_dma::model

@@ -1,0 +1,195 @@
+#include "demo_command.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
+#include <unistd.h>
+
+#include "backend.hpp"
+#include "json_report.hpp"
+#include "report_table.hpp"
+#include "size_spec.hpp"
+#include "spyre_dma/spyre_dma.hpp"
+#include "sweep.hpp"
+
+namespace spyre_dma_cli {
+namespace {
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+SweepConfig sweep_config(const DemoOptions& o) {
+  SweepConfig c;
+  c.sizes = parse_size_list(o.sizes);  // validated at parse time already
+  c.directions.clear();
+  for (const auto& d : o.directions) {
+    const Direction v = lower(d) == "h2d" ? Direction::kH2D : Direction::kD2H;
+    if (std::find(c.directions.begin(), c.directions.end(), v) == c.directions.end()) c.directions.push_back(v);
+  }
+  c.memories.clear();
+  for (const auto& m : o.memory) {
+    const HostMemory v = lower(m) == "registered" ? HostMemory::kRegistered : HostMemory::kPageable;
+    if (std::find(c.memories.begin(), c.memories.end(), v) == c.memories.end()) c.memories.push_back(v);
+  }
+  c.repeat = o.repeat;
+  c.streams = o.streams;
+  c.timeout = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(o.timeout_s));
+  return c;
+}
+
+nlohmann::json options_json(const DemoOptions& o, const SweepConfig& c) {
+  nlohmann::json dirs = nlohmann::json::array(), mems = nlohmann::json::array();
+  for (Direction d : c.directions) dirs.push_back(std::string(to_string(d)));
+  for (HostMemory m : c.memories) mems.push_back(std::string(to_string(m)));
+  return {{"sizes", o.sizes},       {"sizes_bytes", c.sizes}, {"repeat", c.repeat},
+          {"streams", c.streams},   {"backend", o.backend},   {"directions", dirs},
+          {"host_memory", mems},    {"timeout_s", o.timeout_s}, {"statistic", "median"},
+          {"json", o.json}};
+}
+
+}  // namespace
+
+CLI::App* add_demo_command(CLI::App& app, DemoOptions& o) {
+  CLI::App* demo = app.add_subcommand(
+      "demo", "Open an engine on a device backend and sweep H2D/D2H transfer sizes over registered and "
+              "pageable host memory; prints the median time and GB/s of every point, checks every D2H");
+  demo->add_option("--sizes", o.sizes,
+                   "Transfer sizes: a comma-separated list of sizes (4096, 4K, 64MiB; binary units) and "
+                   "ranges A..B (x4 steps) or A..B*F (xF steps)")
+      ->capture_default_str()
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            try {
+              (void)parse_size_list(v);
+              return std::string();
+            } catch (const std::exception& e) {
+              return std::string(e.what());
+            }
+          },
+          "SIZES"));
+  demo->add_option("--repeat", o.repeat, "Timed runs per point (the median is reported)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  demo->add_option("--streams", o.streams, "Split each transfer's bytes across N streams")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  demo->add_option("--json", o.json, "Also write the results, the resolved options and the device limits to FILE")
+      ->type_name("FILE");
+  demo->add_option("--backend", o.backend, "Device backend")
+      ->capture_default_str()
+      ->check(CLI::Validator([](std::string& v) { return check_backend(v); }, "{refdev}"));
+  demo->add_option("--directions", o.directions, "Directions to measure")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->check(CLI::IsMember({"h2d", "d2h"}, CLI::ignore_case));
+  demo->add_option("--memory", o.memory, "Host memory kinds to measure")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->check(CLI::IsMember({"registered", "pageable"}, CLI::ignore_case));
+  demo->add_option("--timeout", o.timeout_s, "Seconds one transfer may take before the demo calls it a stall")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 3600.0));
+  return demo;
+}
+
+int run_demo(const DemoOptions& o) {
+  const SweepConfig config = sweep_config(o);
+  if (!o.json.empty()) {  // find out now, not after the sweep, that the file cannot be written
+    std::ofstream probe(o.json, std::ios::out | std::ios::app);
+    if (!probe) {
+      fmt::print(stderr, "spyre-dma demo: --json: cannot write '{}': {}\n", o.json, std::strerror(errno));
+      return 2;
+    }
+  }
+
+  auto device = open_backend(o.backend);
+  const spyre_dma::DeviceDescription desc = device->describe();
+  std::unique_ptr<spyre_dma::Engine> engine = spyre_dma::Engine::open(device);
+  const spyre_dma::DeviceLimits& lim = engine->limits();
+  const spyre_dma::EngineOptions& eo = engine->options();
+
+  // Sizes the machine cannot hold are option errors, reported before anything runs.
+  const std::uint64_t max_bytes = *std::max_element(config.sizes.begin(), config.sizes.end());
+  if (max_bytes > lim.device_memory_usable) {
+    fmt::print(stderr, "spyre-dma demo: --sizes: {} exceeds the device's usable memory ({})\n", format_size(max_bytes),
+               format_size(lim.device_memory_usable));
+    return 2;
+  }
+  // Source and destination per host memory kind, plus (refdev) the device pages it touches.
+  const double host_needed = static_cast<double>(max_bytes) * static_cast<double>(2 * config.memories.size() + 1);
+  const double host_ram = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+  if (host_ram > 0 && host_needed > 0.9 * host_ram) {
+    fmt::print(stderr, "spyre-dma demo: --sizes: {} needs about {:.1f} GiB of host memory, this machine has {:.1f} GiB\n",
+               format_size(max_bytes), host_needed / (1u << 30), host_ram / (1u << 30));
+    return 2;
+  }
+
+  fmt::print("spyre-dma demo: backend {} ({}), contract {}.{}, ring slots {}/{}/{} (compute/DMAI/DMAO), "
+             "CBs up to {}, staging {} x {}\n",
+             desc.backend, desc.name, lim.version >> 16, lim.version & 0xFFFF, lim.ring_slots[0], lim.ring_slots[1],
+             lim.ring_slots[2], format_size(lim.max_cb_bytes), eo.staging_buffers, format_size(eo.staging_buffer_bytes));
+  fmt::print("{} sizes ({} .. {}), {} direction(s), {} host memory kind(s), {} run(s) per point (median), "
+             "{} stream(s)\n\n",
+             config.sizes.size(), format_size(*std::min_element(config.sizes.begin(), config.sizes.end())),
+             format_size(*std::max_element(config.sizes.begin(), config.sizes.end())), config.directions.size(),
+             config.memories.size(), config.repeat, config.streams);
+
+  nlohmann::json doc = {{"tool", "spyre-dma demo"}, {"version", SPYRE_DMA_VERSION},
+                        {"options", options_json(o, config)}, {"device", device_json(*engine, desc)}};
+  auto write_json = [&](const char* status, const std::string& error) {
+    if (o.json.empty()) return true;
+    doc["status"] = status;
+    if (!error.empty()) doc["error"] = error;
+    try {
+      write_json_file(o.json, doc);
+      return true;
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "spyre-dma demo: --json: {}\n", e.what());
+      return false;
+    }
+  };
+
+  const auto t0 = std::chrono::steady_clock::now();
+  ReportTable table(stdout);
+  std::unique_ptr<Sweep> sweep;
+  try {
+    sweep = std::make_unique<Sweep>(*engine, config);
+    table.header();
+    sweep->run([&](const PointResult& r) { table.row(r); });
+  } catch (const std::exception& e) {  // SweepError, or spyre_dma::Error from allocation
+    std::fflush(stdout);
+    fmt::print(stderr, "\nspyre-dma demo: FAILED: {}\n", e.what());
+    if (sweep) doc["results"] = results_json(sweep->results());
+    (void)write_json("failed", e.what());
+    return 1;
+  }
+  table.rule();
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::size_t verified_runs = 0;
+  for (const PointResult& r : sweep->results()) verified_runs += r.verified ? r.run_ns.size() : 0;
+  fmt::print("{} points in {:.2f} s; {} D2H runs verified byte-exact against the data sent\n",
+             sweep->results().size(), secs, verified_runs);
+
+  doc["results"] = results_json(sweep->results());
+  const spyre_dma::EngineStats s = engine->stats();
+  doc["engine_stats"] = {{"ops_submitted", s.ops_submitted}, {"ops_completed", s.ops_completed},
+                         {"ops_failed", s.ops_failed},       {"cbs_submitted", s.cbs_submitted},
+                         {"doorbells", s.doorbells},         {"bytes_h2d", s.bytes_h2d},
+                         {"bytes_d2h", s.bytes_d2h},         {"bytes_staged", s.bytes_staged},
+                         {"queue_full_stalls", s.queue_full_stalls}, {"staging_stalls", s.staging_stalls}};
+  doc["elapsed_s"] = secs;
+  if (!write_json("ok", "")) return 1;
+  if (!o.json.empty()) fmt::print("results written to {}\n", o.json);
+  return 0;
+}
+
+}  // namespace spyre_dma_cli

@@ -1,0 +1,57 @@
+#include "json_report.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
+
+namespace spyre_dma_cli {
+
+nlohmann::json device_json(const spyre_dma::Engine& engine, const spyre_dma::DeviceDescription& device) {
+  const spyre_dma::DeviceLimits& l = engine.limits();
+  const spyre_dma::EngineOptions& o = engine.options();
+  return {
+      {"backend", device.backend},
+      {"name", device.name},
+      {"id", l.id},
+      {"contract_version", std::to_string(l.version >> 16) + "." + std::to_string(l.version & 0xFFFF)},
+      {"capabilities", l.capabilities},
+      {"depth", {{"compute", l.depth[0]}, {"dmai", l.depth[1]}, {"dmao", l.depth[2]}}},
+      {"ring_slots", {{"compute", l.ring_slots[0]}, {"dmai", l.ring_slots[1]}, {"dmao", l.ring_slots[2]}}},
+      {"max_cb_bytes", l.max_cb_bytes},
+      {"device_memory_bytes", l.device_memory_bytes},
+      {"device_memory_usable", l.device_memory_usable},
+      {"engine_options",
+       {{"max_cb_bytes", o.max_cb_bytes},
+        {"staging_buffer_bytes", o.staging_buffer_bytes},
+        {"staging_buffers", o.staging_buffers}}},
+  };
+}
+
+nlohmann::json results_json(const std::vector<PointResult>& results) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const PointResult& r : results) {
+    out.push_back({
+        {"size_bytes", r.bytes},
+        {"direction", std::string(to_string(r.direction))},
+        {"host_memory", std::string(to_string(r.memory))},
+        {"streams_used", r.streams_used},
+        {"runs_ns", r.run_ns},
+        {"median_ns", r.median_ns},
+        {"gb_per_s", r.gb_per_s},
+        {"bytes_staged", r.bytes_staged},
+        {"verified", r.verified},
+    });
+  }
+  return out;
+}
+
+void write_json_file(const std::string& path, const nlohmann::json& doc) {
+  std::ofstream f(path, std::ios::out | std::ios::trunc);
+  if (!f) throw std::runtime_error("cannot write '" + path + "': " + std::strerror(errno));
+  f << doc.dump(2) << '\n';
+  f.close();
+  if (!f) throw std::runtime_error("error while writing '" + path + "'");
+}
+
+}  // namespace spyre_dma_cli

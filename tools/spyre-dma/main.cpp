@@ -1,0 +1,37 @@
+// spyre-dma: the project's command-line tool. Subcommands:
+//   demo   sweep transfer sizes on a device backend and print the throughput table
+//
+// Exit status: 0 success; 1 a run-time failure (a transfer failed, stalled or delivered wrong
+// data); 2 a usage error (unknown option, bad option value).
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <exception>
+
+#include "demo_command.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"spyre-dma: DMA engine tool for the Spyre-class accelerator", "spyre-dma"};
+  app.set_version_flag("--version", std::string("spyre-dma ") + SPYRE_DMA_VERSION);
+  app.require_subcommand(1);
+
+  spyre_dma_cli::DemoOptions demo_options;
+  CLI::App* demo = spyre_dma_cli::add_demo_command(app, demo_options);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {  // --help, --version
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    (void)app.exit(e);  // prints the message (it names the option and the value)
+    return 2;
+  }
+
+  try {
+    if (demo->parsed()) return spyre_dma_cli::run_demo(demo_options);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "spyre-dma: error: {}\n", e.what());
+    return 1;
+  }
+  return 2;
+}
