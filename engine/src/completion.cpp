@@ -163,19 +163,22 @@ bool EngineCore::expire_timeouts(Work& work) {
 }
 
 void EngineCore::maybe_complete(const std::shared_ptr<OpState>& op, Work& work) {
-  if (!op->done.load(std::memory_order_relaxed) && op->fully_issued() && op->cbs_live == 0) {
+  if (!op->finished && op->fully_issued() && op->cbs_live == 0) {
     complete(op, op->first_error, work);
   }
 }
 
 void EngineCore::complete(std::shared_ptr<OpState> op, Status status, Work& work) {
-  if (op->done.load(std::memory_order_relaxed)) return;  // exactly once
+  if (op->finished) return;  // exactly once
+  op->finished = true;
   op->final_status = std::move(status);
-  op->done.store(true, std::memory_order_release);
   ++stats_.ops_completed;
   if (!op->final_status.ok()) ++stats_.ops_failed;
-  work.completed_any = true;
-  if (const auto& s = op->stream) {
+  const auto& s = op->stream;
+  // Pipeline-FIFO orders nothing across pipelines, nor its completions; retire() publishes the
+  // ops of the other modes in submission order.
+  if (!s || s->options.ordering == Ordering::kPipelineFifo) publish(op, work);
+  if (s) {
     if (!op->final_status.ok() && s->first_error.ok()) s->first_error = op->final_status;
     if (op->kind == OpKind::kD2H && op->started) {
       --s->live_d2h;
@@ -184,16 +187,23 @@ void EngineCore::complete(std::shared_ptr<OpState> op, Status status, Work& work
     if (s->gate == op) s->gate = nullptr;
     work.touched.push_back(s);
   }
+}
+
+void EngineCore::publish(const std::shared_ptr<OpState>& op, Work& work) {
+  if (op->done.load(std::memory_order_relaxed)) return;
+  op->done.store(true, std::memory_order_release);
+  work.completed_any = true;
   if (op->on_complete) work.finished.push_back(op);
 }
 
 void EngineCore::retire(StreamState& s, Work& work) {
   while (!s.window.empty()) {
     const std::shared_ptr<OpState> front = s.window.front();
-    if (!front->done.load(std::memory_order_relaxed)) {
+    if (!front->finished) {
       if (front->kind != OpKind::kEventRecord) break;
       complete(front, Status(), work);  // everything before the record has completed
     }
+    publish(front, work);  // every op before it is done: in submission order
     front->stream.reset();  // breaks the stream <-> op cycle
     s.window.pop_front();
     if (s.cursor > 0) --s.cursor;
@@ -217,24 +227,31 @@ void EngineCore::fail_everything(const Status& why, Work& work) {
   for (std::uint32_t tag = hw::kMinTag; tag <= hw::kMaxTag; ++tag) {
     Inflight& f = inflight_[tag];
     if (f.state == CbState::kFree) continue;
-    if (f.staging != StagingPool::kNone) staging_->release(f.staging);
     if (f.op) {
       if (f.op->first_error.ok()) f.op->first_error = why;
       --f.op->cbs_live;
       maybe_complete(f.op, work);
     }
-    if (f.state != CbState::kFree) tags_.release(tag);
+    if (f.state == CbState::kStaging) {
+      // A thread is copying into the staging buffer outside the lock: it gives the buffer and the
+      // tag back when it sees the new epoch (run_work).
+      f.op = nullptr;
+      continue;
+    }
+    if (f.staging != StagingPool::kNone) staging_->release(f.staging);
+    tags_.release(tag);
     f = Inflight{};
   }
   for (auto& order : ring_order_) order.clear();
   for (const auto& s : streams_) {
     for (const auto& op : s->window) {
-      if (op->done) continue;
+      if (op->finished) continue;
       if (op->kind == OpKind::kHostCallback && op->started) continue;  // running: completes itself
       if (op->first_error.ok()) op->first_error = why;
       op->next = op->bytes;
       op->compute_issued = true;
-      op->started = true;
+      // `started` stays as it is: complete() undoes the D2H counts of started ops only, and the
+      // cursor below keeps the rest from starting.
       if (op->cbs_live == 0) complete(op, op->first_error, work);
     }
     s->cursor = s->window.size();

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <string>
 
 namespace spyre_dma::detail {
@@ -102,6 +103,7 @@ void EngineCore::shutdown() {
   {
     Lock lock(mu_);
     closed_ = true;
+    ++epoch_;
     fail_everything(Status(ErrorCode::kCancelled, "engine closed"), work);
     stop_poller_ = true;
   }
@@ -110,6 +112,10 @@ void EngineCore::shutdown() {
   {
     Lock lock(mu_);
     run_work(lock, work);
+    // A submitting or waiting thread may still be copying or calling back outside the lock; the
+    // queues and staging buffers it returns to must outlive it. (Bounded: a callback that never
+    // returns must not keep the destructor forever.)
+    (void)wait_for_quiet(lock, options_.cb_timeout + 1s);
   }
   try {
     device_->write32(hw::reg::kControl, hw::kControlReset);
@@ -155,6 +161,10 @@ std::shared_ptr<AllocationState> EngineCore::allocate(std::uint64_t bytes, Alloc
 std::shared_ptr<HostRegistrationState> EngineCore::register_host(void* ptr, std::size_t bytes, bool owned) {
   if (!ptr) throw InvalidArgument("register_host: null pointer");
   if (bytes == 0) throw InvalidArgument("register_host: zero bytes");
+  if (bytes > std::numeric_limits<std::uintptr_t>::max() - reinterpret_cast<std::uintptr_t>(ptr)) {
+    throw InvalidArgument("register_host: range at " + std::to_string(reinterpret_cast<std::uintptr_t>(ptr)) +
+                          " (+" + std::to_string(bytes) + " bytes) wraps around the address space");
+  }
   registry_->check_disjoint(ptr, bytes);
   auto r = std::make_shared<HostRegistrationState>();
   r->data = static_cast<std::uint8_t*>(ptr);
@@ -319,7 +329,6 @@ Status EngineCore::reset(std::chrono::nanoseconds timeout) {
   Work work;
   Lock lock(mu_);
   if (closed_) return Status(ErrorCode::kClosed, "reset: engine closed");
-  ++epoch_;
   device_->write32(hw::reg::kControl, hw::kControlReset);
   const auto deadline = Clock::now() + timeout;
   while (device_->read32(hw::reg::kStatus) & hw::kStatusResetting) {
@@ -328,6 +337,7 @@ Status EngineCore::reset(std::chrono::nanoseconds timeout) {
     }
     std::this_thread::yield();
   }
+  ++epoch_;  // with fail_everything: copy-ins still running outside the lock are abandoned
   fail_everything(Status(ErrorCode::kCancelled, "device reset"), work);
   for (auto& q : queues_) q->program();
   staging_->release_quarantined();

@@ -92,6 +92,7 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
     std::uint8_t* staging;
     const std::uint8_t* src;
     std::uint64_t len;
+    std::uint64_t epoch;  // a reset or shutdown meanwhile abandons the CB
   };
   struct CopyOut {
     std::shared_ptr<OpState> op;
@@ -132,6 +133,7 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   void finish_cb(std::uint32_t tag, const hw::ResponseBlock& rb, Work& work);
   void maybe_complete(const std::shared_ptr<OpState>& op, Work& work);
   void complete(std::shared_ptr<OpState> op, Status status, Work& work);  // by value: callers pass fields it clears
+  void publish(const std::shared_ptr<OpState>& op, Work& work);  // done + on_complete, once
   void retire(StreamState& s, Work& work);
   void settle(Work& work);  // retires touched streams, feeds blocked ones, rings doorbells
   void fail_everything(const Status& why, Work& work);
@@ -158,7 +160,7 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   bool draining_ = false;  // one thread at a time consumes RBs (copy-outs stay in order)
   int unlocked_work_ = 0;  // threads copying or calling back outside the lock
   int batch_depth_ = 0;    // open submission batches: submit() defers doorbells
-  std::uint64_t epoch_ = 0;  // bumped by reset(): staged work of an older epoch is abandoned
+  std::uint64_t epoch_ = 0;  // bumped by reset() and shutdown(): copy-ins of an older one are abandoned
   std::array<std::unique_ptr<HwQueue>, hw::kNumPipelines> queues_;
   std::array<std::deque<std::uint32_t>, hw::kNumPipelines> ring_order_;  // tags, oldest first
   std::array<bool, hw::kNumPipelines> timed_out_{};  // a pipeline with a timed-out CB

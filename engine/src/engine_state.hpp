@@ -57,7 +57,13 @@ struct OpState {
   std::uint32_t cbs_live = 0;   // CBs handed over (or being staged) and not yet finished
   Status first_error;
 
-  // Completion: final_status and the timestamps are written before `done` is released.
+  // Completion. `finished` (engine lock): the op's own work is over and final_status is set; what
+  // the scheduler orders by. `done`: published to the user, with on_complete queued; in a strict
+  // or op-ordered stream only once every earlier op of the stream is done too, so that completions
+  // (done(), wait(), callbacks) come in submission order even when a DMAI RB is drained before
+  // the DMAO RB of the op ahead of it, or a staged D2H still copies out. final_status and the
+  // timestamps are written before `done` is released.
+  bool finished = false;
   std::atomic<bool> done{false};
   Status final_status;
   std::uint64_t start_ns = 0, end_ns = 0;

@@ -4,8 +4,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
-#include <cstdio>
-#include <pthread.h>
 
 namespace spyre_dma::detail {
 namespace {
@@ -76,7 +74,6 @@ bool HwQueue::doorbell() {
   std::atomic_thread_fence(std::memory_order_release);
   device_.write32(hw::reg::pipe(pipe_, hw::reg::kCbPi), pi_);
   published_pi_ = pi_;
-  if (getenv("SPY_DBG")) fprintf(stderr, "doorbell pipe %d pi %u tid %lu\n", int(pipe_), pi_, (unsigned long)pthread_self());
   return true;
 }
 

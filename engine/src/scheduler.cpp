@@ -2,9 +2,6 @@
 // work (staging copies, callbacks) that runs outside the engine lock.
 #include <algorithm>
 #include <cstring>
-#include <cstdio>
-#include <pthread.h>
-#include <cstdlib>
 #include <string>
 
 #include "engine_core.hpp"
@@ -30,10 +27,10 @@ void EngineCore::pump_blocked(Work& work) {
 }
 
 bool EngineCore::can_start(StreamState& s, std::size_t index, const OpState& op) const {
-  if (s.gate && !s.gate->done.load(std::memory_order_relaxed)) return false;
+  if (s.gate && !s.gate->finished) return false;
   auto earlier_done = [&] {
     for (std::size_t i = 0; i < index; ++i) {
-      if (!s.window[i]->done.load(std::memory_order_relaxed)) return false;
+      if (!s.window[i]->finished) return false;
     }
     return true;
   };
@@ -57,18 +54,22 @@ void EngineCore::pump(const std::shared_ptr<StreamState>& s, Work& work, bool fr
     set_blocked(s, true);
     return;
   }
-  if (s->gate && s->gate->kind == OpKind::kEventWait && !s->gate->done &&
-      (!s->gate->awaited || s->gate->awaited->done)) {
+  if (s->gate && s->gate->kind == OpKind::kEventWait && !s->gate->finished &&
+      (!s->gate->awaited || s->gate->awaited->finished)) {
     complete(s->gate, Status(), work);
   }
   std::vector<CopyIn> copy_ins;
   bool blocked = false;
-  if (getenv("SPY_DBG")) fprintf(stderr, "pump enter cursor %zu window %zu submit %d\n", s->cursor, s->window.size(), from_submit);
   while (!blocked && s->cursor < s->window.size()) {
     const std::shared_ptr<OpState> op = s->window[s->cursor];
+    // The staged CBs collected so far reach the ring only after their copy-in, outside the lock.
+    // A later device op pushed now would overtake them: an earlier ring index on the same
+    // pipeline, a BARRIER rung before the CBs it must follow, a D2H writing host memory the
+    // copy-in still reads. It starts at the pump that follows the copy-in (the stream is busy
+    // until then). More staged H2D pieces join the same copy-in and keep their order.
+    if (!copy_ins.empty() && op->device_work() && !(op->kind == OpKind::kH2D && op->staged)) break;
     if (!op->started) {
       if (!can_start(*s, s->cursor, *op)) {
-        if (getenv("SPY_DBG")) fprintf(stderr, "cannot start op %lu staged %d live_d2h %u live_staged %u\n", (unsigned long)op->id, op->staged, s->live_d2h, s->live_staged_d2h);
         blocked = true;
         break;
       }
@@ -80,7 +81,7 @@ void EngineCore::pump(const std::shared_ptr<StreamState>& s, Work& work, bool fr
           ++s->cursor;
           continue;
         case OpKind::kEventWait:
-          if (!op->awaited || op->awaited->done) complete(op, Status(), work);
+          if (!op->awaited || op->awaited->finished) complete(op, Status(), work);
           else s->gate = op;
           ++s->cursor;
           continue;
@@ -110,10 +111,9 @@ void EngineCore::pump(const std::shared_ptr<StreamState>& s, Work& work, bool fr
         break;
       }
     }
-    if (getenv("SPY_DBG")) fprintf(stderr, "pump tid %lu op %lu blocked %d next %lu/%lu\n", (unsigned long)pthread_self(), (unsigned long)op->id, blocked, (unsigned long)op->next, (unsigned long)op->bytes);
     if (!blocked) ++s->cursor;
   }
-  if (s->gate && !s->gate->done && s->gate->kind == OpKind::kEventWait) blocked = true;
+  if (s->gate && !s->gate->finished && s->gate->kind == OpKind::kEventWait) blocked = true;
   set_blocked(s, blocked);
   if (!copy_ins.empty()) {
     s->busy = true;
@@ -218,7 +218,7 @@ bool EngineCore::issue_cb(StreamState& s, const std::shared_ptr<OpState>& op,
   if (op->staged && op->kind == OpKind::kH2D) {
     f.state = CbState::kStaging;
     q.reserve();
-    copy_ins.push_back(CopyIn{op, tag, cb, staging_->data(slot), op->host_src + start, piece});
+    copy_ins.push_back(CopyIn{op, tag, cb, staging_->data(slot), op->host_src + start, piece, epoch_});
   } else {
     if (op->staged) f.copy_out = op->host_dst + start;
     push_cb(tag, cb, false);
@@ -288,6 +288,16 @@ void EngineCore::run_work(Lock& lock, Work& work) {
     }
     for (auto& batch : w.copy_ins) {
       for (const CopyIn& c : batch.second) {
+        if (c.epoch != epoch_) {
+          // fail_everything() completed the op and left the tag and the buffer to this thread;
+          // the rings were reprogrammed, so there is no reservation to consume either.
+          Inflight& f = inflight_[c.tag];
+          staging_->release(f.staging);
+          f = Inflight{};
+          tags_.release(c.tag);
+          work.freed = true;
+          continue;
+        }
         stats_.bytes_staged += c.len;
         push_cb(c.tag, c.cb, true);
       }

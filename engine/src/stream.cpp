@@ -2,6 +2,7 @@
 // queued) and the hand-over to EngineCore.
 #include "spyre_dma/stream.hpp"
 
+#include <limits>
 #include <string>
 
 #include "engine_core.hpp"
@@ -40,6 +41,16 @@ const std::shared_ptr<AllocationState>& check_range(const char* what, const char
   return buf.state();
 }
 
+// A host range must not wrap around the address space (the device range check bounds `bytes`,
+// not the pointer).
+void check_host_range(const char* what, const char* role, const void* p, std::uint64_t bytes) {
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  if (bytes > std::numeric_limits<std::uintptr_t>::max() - a) {
+    reject(what, std::string(role) + " range at " + std::to_string(a) + " (+" + std::to_string(bytes) +
+                     " bytes) wraps around the address space");
+  }
+}
+
 void check_owner(const char* what, const EngineCore& core, const AllocationState& a) {
   if (!core.owns(a)) reject(what, "DeviceBuffer " + std::to_string(a.id) + " belongs to another engine");
 }
@@ -75,6 +86,7 @@ Op Stream::copy_h2d(const DeviceBuffer& dst, std::uint64_t dst_offset, const voi
   if (!src) reject(what, "source pointer is null");
   if (bytes == 0) reject(what, "zero bytes");
   const auto& a = check_range(what, "destination", dst, dst_offset, bytes);
+  check_host_range(what, "source", src, bytes);
   check_owner(what, *core, *a);
   auto op = new_op(*core, OpKind::kH2D, std::move(on_complete));
   op->dst = a;
@@ -93,6 +105,7 @@ Op Stream::copy_d2h(void* dst, const DeviceBuffer& src, std::uint64_t src_offset
   if (!dst) reject(what, "destination pointer is null");
   if (bytes == 0) reject(what, "zero bytes");
   const auto& a = check_range(what, "source", src, src_offset, bytes);
+  check_host_range(what, "destination", dst, bytes);
   check_owner(what, *core, *a);
   auto op = new_op(*core, OpKind::kD2H, std::move(on_complete));
   op->src = a;

@@ -70,7 +70,8 @@ void RootComplex::b_transport(tlm::tlm_generic_payload& gp, sc_time& delay) {
     if (first) due_.notify(from_ps(at) - sc_time_stamp());
     return;
   }
-  memory_.reserve(arrival, memory_rate_.ceil_ps(len));
+  // Posted writes are absorbed by the root complex's write buffers: they take no read bandwidth
+  // from host memory here (a burst of them booked as one block would stall unrelated reads).
   if (!write_host(iova, gp.get_data_ptr(), len)) {
     ++iommu_faults_;
     gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);

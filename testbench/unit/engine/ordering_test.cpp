@@ -319,6 +319,7 @@ TEST(OrderingModes, PipelineFifoRespectsStagedHostHazards) {
     std::vector<std::uint8_t> h(n, 0), check(n, 0);
     s.copy_d2h(h.data(), a, 0, n);  // RAW on h
     s.copy_h2d(c, 0, h.data(), n);
+    SPYRE_ASSERT_OK(s.synchronize(kWait));  // DMAI against DMAO: ordered only by synchronisation
     s.copy_d2h(check.data(), c, 0, n);
     SPYRE_ASSERT_OK(s.synchronize(kWait));
     EXPECT_TRUE(bytes_equal(pa.data(), check.data(), n)) << "read after write";
@@ -326,6 +327,7 @@ TEST(OrderingModes, PipelineFifoRespectsStagedHostHazards) {
     std::vector<std::uint8_t> g = pb;
     s.copy_h2d(c, 0, g.data(), n);  // WAR on g
     s.copy_d2h(g.data(), a, 0, n);
+    SPYRE_ASSERT_OK(s.synchronize(kWait));
     s.copy_d2h(check.data(), c, 0, n);
     SPYRE_ASSERT_OK(s.synchronize(kWait));
     EXPECT_TRUE(bytes_equal(pb.data(), check.data(), n)) << "write after read";
