@@ -63,7 +63,7 @@ bool EngineCore::drain_rbs(Work& work) {
         continue;
       }
       q.pop_rb(true);
-      work.freed = true;
+      work.repump = true;
       if (f.state == CbState::kTimedOut) {
         // A late answer: the device is done with the tag and the buffer after all.
         if (f.staging != StagingPool::kNone) staging_->release(f.staging);
@@ -156,6 +156,7 @@ bool EngineCore::expire_timeouts(Work& work) {
       }
       --op->cbs_live;
       maybe_complete(op, work);
+      work.repump = true;
       any = true;
     }
   }
@@ -212,12 +213,12 @@ void EngineCore::retire(StreamState& s, Work& work) {
 }
 
 void EngineCore::settle(Work& work) {
-  while (!work.touched.empty() || work.freed) {
+  while (!work.touched.empty() || work.repump) {
     std::vector<std::shared_ptr<StreamState>> touched;
     std::swap(touched, work.touched);
     for (const auto& s : touched) retire(*s, work);
     if (work.touched.empty()) {
-      work.freed = false;
+      work.repump = false;
       pump_blocked(work);
     }
   }

@@ -112,9 +112,10 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
     std::vector<std::shared_ptr<OpState>> finished;   // ops whose on_complete must run
     std::vector<std::shared_ptr<StreamState>> touched;  // streams with newly completed ops
     bool completed_any = false;
-    // A queue slot, tag or staging buffer came back: blocked streams may go on even when no op
-    // completed (an op of many CBs waits for its own CBs' resources).
-    bool freed = false;
+    // A queue slot, tag or staging buffer came back, or a CB failed: blocked streams must be fed
+    // again even when no op completed (an op of many CBs waits for its own CBs' resources, and a
+    // failed op that is only partly issued completes from pump()).
+    bool repump = false;
     bool host_work() const noexcept {
       return !copy_ins.empty() || !copy_outs.empty() || !callbacks.empty() || !finished.empty();
     }

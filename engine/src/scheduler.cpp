@@ -282,7 +282,7 @@ void EngineCore::run_work(Lock& lock, Work& work) {
     if (!w.copy_outs.empty()) draining_ = false;
     for (const CopyOut& c : w.copy_outs) {
       staging_->release(c.slot);
-      work.freed = true;
+      work.repump = true;
       --c.op->cbs_live;
       maybe_complete(c.op, work);
     }
@@ -295,7 +295,7 @@ void EngineCore::run_work(Lock& lock, Work& work) {
           staging_->release(f.staging);
           f = Inflight{};
           tags_.release(c.tag);
-          work.freed = true;
+          work.repump = true;
           continue;
         }
         stats_.bytes_staged += c.len;

@@ -17,8 +17,10 @@ namespace spyre_dma::model::config {
 // to_json(), operator== and docs/model-config.md). These sizes are the x86-64 / AArch64 LP64
 // layouts; when one fails, add the new field's row to fields() and update the size here.
 static_assert(sizeof(void*) != 8 || sizeof(Credits) == 24, "Credits changed: update fields()");
-static_assert(sizeof(void*) != 8 || sizeof(LinkConfig) == 104, "LinkConfig changed: update fields()");
-static_assert(sizeof(void*) != 8 || sizeof(HostConfig) == 32, "HostConfig changed: update fields()");
+static_assert(sizeof(void*) != 8 || sizeof(LinkConfig) == 104,
+              "LinkConfig changed: update fields()");
+static_assert(sizeof(void*) != 8 || sizeof(HostConfig) == 32,
+              "HostConfig changed: update fields()");
 static_assert(sizeof(void*) != 8 || sizeof(DeviceConfig) == 80,
               "DeviceConfig changed: update fields()");
 static_assert(sizeof(void*) != 8 || sizeof(HostCostConfig) == 16,
@@ -126,8 +128,10 @@ std::string describe(const Rule& rule, ValueType type) {
     case K::kAny:
       switch (type) {
         case ValueType::kBool: return "true or false";
-        case ValueType::kUint32: return "0.." + std::to_string(std::numeric_limits<std::uint32_t>::max());
-        case ValueType::kUint64: return "0.." + std::to_string(std::numeric_limits<std::uint64_t>::max());
+        case ValueType::kUint32:
+          return "0.." + std::to_string(std::numeric_limits<std::uint32_t>::max());
+        case ValueType::kUint64:
+          return "0.." + std::to_string(std::numeric_limits<std::uint64_t>::max());
         case ValueType::kDouble: return "any number";
         case ValueType::kString: return "any string";
       }
@@ -163,7 +167,8 @@ bool allows_int(const Rule& rule, std::uint64_t v) {
     case K::kIntRange: return v >= rule.ilo && v <= rule.ihi;
     case K::kPow2: return v >= rule.ilo && v <= rule.ihi && (v & (v - 1)) == 0;
     case K::kMultiple: return v >= rule.ilo && v <= rule.ihi && v % rule.step == 0;
-    case K::kOneOf: return std::find(rule.values.begin(), rule.values.end(), v) != rule.values.end();
+    case K::kOneOf:
+      return std::find(rule.values.begin(), rule.values.end(), v) != rule.values.end();
     case K::kMask: return (v & ~rule.step) == 0;
     default: return false;
   }
@@ -225,7 +230,8 @@ std::optional<std::string> check_value(const Field& f, const nlohmann::json& v) 
         const auto d = edit_distance(s, n);
         if (d < best) best = d, hint = n;
       }
-      if (best <= std::max<std::size_t>(2, s.size() / 3)) msg += " (did you mean \"" + hint + "\"?)";
+      if (best <= std::max<std::size_t>(2, s.size() / 3))
+        msg += " (did you mean \"" + hint + "\"?)";
       return msg;
     }
   }
@@ -241,11 +247,16 @@ const char* fidelity_name(Fidelity f) { return f == Fidelity::kBurst ? "burst" :
 
 template <class T>
 constexpr ValueType value_type_of() {
-  if constexpr (std::is_same_v<T, bool>) return ValueType::kBool;
-  else if constexpr (std::is_same_v<T, std::uint32_t>) return ValueType::kUint32;
-  else if constexpr (std::is_same_v<T, std::uint64_t>) return ValueType::kUint64;
-  else if constexpr (std::is_same_v<T, double>) return ValueType::kDouble;
-  else return ValueType::kString;  // std::string and Fidelity
+  if constexpr (std::is_same_v<T, bool>)
+    return ValueType::kBool;
+  else if constexpr (std::is_same_v<T, std::uint32_t>)
+    return ValueType::kUint32;
+  else if constexpr (std::is_same_v<T, std::uint64_t>)
+    return ValueType::kUint64;
+  else if constexpr (std::is_same_v<T, double>)
+    return ValueType::kDouble;
+  else
+    return ValueType::kString;  // std::string and Fidelity
 }
 
 // `access` is a generic lambda returning a reference to the field of a (const or not) SimConfig.
@@ -270,7 +281,8 @@ Field field(std::string path, Access access, Rule rule, std::string unit, std::s
   return f;
 }
 
-#define SPYRE_FIELD(expr) [](auto& c) -> auto& { return c.expr; }
+#define SPYRE_FIELD(expr) \
+  [](auto& c) -> auto& { return c.expr; }
 
 void add_credits(std::vector<Field>& out, const std::string& side, const std::string& who,
                  Credits LinkConfig::*member) {
@@ -293,9 +305,10 @@ void add_credits(std::vector<Field>& out, const std::string& side, const std::st
        "completion data credits (16 bytes each)"},
   };
   for (const auto& k : kinds) {
-    auto access = [member, m = k.m](auto& c) -> auto& { return (c.link.*member).*m; };
-    out.push_back(field("link." + side + "." + k.key, access, any(), k.unit,
-                        std::string("Initial ") + k.what + " " + who + " advertises; 0: infinite."));
+    auto access = [ member, m = k.m ](auto& c) -> auto& { return (c.link.*member).*m; };
+    out.push_back(
+        field("link." + side + "." + k.key, access, any(), k.unit,
+              std::string("Initial ") + k.what + " " + who + " advertises; 0: infinite."));
   }
 }
 
@@ -331,19 +344,21 @@ std::vector<Field> build_fields() {
               &LinkConfig::device_rx);
   add_credits(f, "host_rx", "the root complex (device -> host traffic)", &LinkConfig::host_rx);
   f.push_back(field("link.credit_update_ns", SPYRE_FIELD(link.credit_update_ns), non_negative(),
-                    "ns", "From a TLP's arrival at a receiver until its credits are back at the "
-                          "sender."));
+                    "ns",
+                    "From a TLP's arrival at a receiver until its credits are back at the "
+                    "sender."));
   f.push_back(field("link.lcrc_error_rate", SPYRE_FIELD(link.lcrc_error_rate), unit_interval(),
-                    "per TLP", "Probability that a TLP arrives with a bad LCRC and is replayed "
-                               "(timing only: data is never corrupted)."));
+                    "per TLP",
+                    "Probability that a TLP arrives with a bad LCRC and is replayed "
+                    "(timing only: data is never corrupted)."));
   f.push_back(field("link.replay_ns", SPYRE_FIELD(link.replay_ns), non_negative(), "ns",
                     "Replay timer: the extra delay of a replayed TLP."));
 
   // --- host ------------------------------------------------------------------------------
   f.push_back(field("host.memory_latency_ns", SPYRE_FIELD(host.memory_latency_ns), non_negative(),
                     "ns", "Host DRAM read latency behind the root complex."));
-  f.push_back(field("host.root_complex_ns", SPYRE_FIELD(host.root_complex_ns), non_negative(),
-                    "ns", "Root-complex processing of one read request (completer side)."));
+  f.push_back(field("host.root_complex_ns", SPYRE_FIELD(host.root_complex_ns), non_negative(), "ns",
+                    "Root-complex processing of one read request (completer side)."));
   f.push_back(field("host.iommu_ns", SPYRE_FIELD(host.iommu_ns), non_negative(), "ns",
                     "Translation cost added per TLP; 0: IOMMU off or every lookup an IOTLB hit."));
   f.push_back(field("host.memory_gbps", SPYRE_FIELD(host.memory_gbps), positive(), "GB/s",
@@ -354,11 +369,10 @@ std::vector<Field> build_fields() {
   static const char* const kRegisters[] = {"DEPTH_COMPUTE", "DEPTH_DMAI", "DEPTH_DMAO"};
   for (std::size_t p = 0; p < 3; ++p) {
     auto access = [p](auto& c) -> auto& { return c.device.depth[p]; };
-    f.push_back(field(std::string("device.depth.") + kPipelines[p], access,
-                      pow2(1, hw::kMaxTag), "CBs",
-                      std::string("Depth of the ") + kPipelines[p] +
-                          " pipeline: the largest CB ring it accepts (" + kRegisters[p] +
-                          " register)."));
+    f.push_back(
+        field(std::string("device.depth.") + kPipelines[p], access, pow2(1, hw::kMaxTag), "CBs",
+              std::string("Depth of the ") + kPipelines[p] +
+                  " pipeline: the largest CB ring it accepts (" + kRegisters[p] + " register)."));
   }
   f.push_back(field("device.max_cb_bytes", SPYRE_FIELD(device.max_cb_bytes),
                     multiple_of(128, 128, 0xFFFFFF80u), "bytes",
@@ -367,8 +381,9 @@ std::vector<Field> build_fields() {
                     "Outstanding MRd requests of the DMAI read engine (8-bit tags: 256; the "
                     "10-bit tag space: 1024)."));
   f.push_back(field("device.cb_prefetch", SPYRE_FIELD(device.cb_prefetch),
-                    int_range(1, hw::kMaxTag), "CBs", "CBs the controller fetches ahead per "
-                                                      "pipeline."));
+                    int_range(1, hw::kMaxTag), "CBs",
+                    "CBs the controller fetches ahead per "
+                    "pipeline."));
   f.push_back(field("device.cb_overhead_ns", SPYRE_FIELD(device.cb_overhead_ns), non_negative(),
                     "ns", "Controller work per CB: decode, XLAT, RB build."));
   f.push_back(field("device.dma_engine_gbps", SPYRE_FIELD(device.dma_engine_gbps), non_negative(),
@@ -386,8 +401,9 @@ std::vector<Field> build_fields() {
                     "Usable device memory (DEVICE_MEM_USABLE); at most device.memory_bytes."));
   f.push_back(field("device.capabilities", SPYRE_FIELD(device.capabilities),
                     mask(hw::kCapFill | hw::kCapDeviceCopy | hw::kCapCompute | hw::kCapTimestamps),
-                    "bits", "CAPABILITIES register: 1 fill, 2 device copy, 4 compute, 8 "
-                            "timestamps."));
+                    "bits",
+                    "CAPABILITIES register: 1 fill, 2 device copy, 4 compute, 8 "
+                    "timestamps."));
 
   // --- host_cost -------------------------------------------------------------------------
   f.push_back(field("host_cost.register_write_ns", SPYRE_FIELD(host_cost.register_write_ns),
@@ -395,8 +411,9 @@ std::vector<Field> build_fields() {
                     "Simulated time from the engine issuing a register write (doorbell) until "
                     "it reaches the device."));
   f.push_back(field("host_cost.interrupt_ns", SPYRE_FIELD(host_cost.interrupt_ns), non_negative(),
-                    "ns", "Simulated time from the MSI-X write until the engine's wait "
-                          "returns."));
+                    "ns",
+                    "Simulated time from the MSI-X write until the engine's wait "
+                    "returns."));
 
   // --- run -------------------------------------------------------------------------------
   f.push_back(field("fidelity", SPYRE_FIELD(fidelity), names({"tlp", "burst"}), "",
@@ -427,8 +444,7 @@ const Field* find_field(const std::string& path) {
 std::optional<std::pair<std::string, std::string>> check_cross_fields(const SimConfig& c) {
   if (c.device.usable_bytes > c.device.memory_bytes)
     return std::make_pair(std::string("device.usable_bytes"),
-                          std::to_string(c.device.usable_bytes) +
-                              " exceeds device.memory_bytes (" +
+                          std::to_string(c.device.usable_bytes) + " exceeds device.memory_bytes (" +
                               std::to_string(c.device.memory_bytes) + ")");
   // A receiver must be able to take one TLP of the largest payload, or nothing ever flows.
   const std::uint32_t need = c.link.mps / 16;

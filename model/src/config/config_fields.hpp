@@ -5,12 +5,11 @@
 
 #include <cstdint>
 #include <functional>
-#include <optional>
-#include <utility>
-#include <string>
-#include <vector>
-
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "spyre_dma/model/sim_config.hpp"
 
@@ -50,9 +49,9 @@ Rule pow2(std::uint64_t lo, std::uint64_t hi);
 Rule multiple_of(std::uint64_t step, std::uint64_t lo, std::uint64_t hi);
 Rule one_of(std::vector<std::uint64_t> values);
 Rule mask(std::uint64_t bits);
-Rule non_negative();  // >= 0
-Rule positive();      // > 0
-Rule unit_interval(); // 0..1
+Rule non_negative();   // >= 0
+Rule positive();       // > 0
+Rule unit_interval();  // 0..1
 Rule names(std::vector<std::string> names);
 
 std::string describe(const Rule& rule, ValueType type);

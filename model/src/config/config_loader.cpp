@@ -70,7 +70,8 @@ std::string hint_for(const std::string& path) {
   };
   for (const auto& f : config::fields()) consider(f.path);
   for (const auto& g : groups()) consider(g);
-  if (best_distance <= std::max<std::size_t>(2, path.size() / 8)) return " (did you mean " + best + "?)";
+  if (best_distance <= std::max<std::size_t>(2, path.size() / 8))
+    return " (did you mean " + best + "?)";
   // The right key at the wrong level ("mps" for "link.mps").
   const std::string leaf = last_segment(path);
   for (const auto& f : config::fields())
@@ -124,8 +125,10 @@ std::tuple<std::size_t, std::size_t, std::string> split_parse_error(const json::
   line = 1;
   column = 1;
   for (std::size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) {
-    if (text[i] == '\n') ++line, column = 1;
-    else ++column;
+    if (text[i] == '\n')
+      ++line, column = 1;
+    else
+      ++column;
   }
   const auto colon = what.find("] ");
   return {line, column, colon == std::string::npos ? what : what.substr(colon + 2)};

@@ -13,8 +13,10 @@ namespace {
 std::string cell(std::string text) {
   std::string out;
   for (char ch : text) {
-    if (ch == '|') out += "\\|";
-    else out += ch;
+    if (ch == '|')
+      out += "\\|";
+    else
+      out += ch;
   }
   return out;
 }

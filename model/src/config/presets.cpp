@@ -84,7 +84,8 @@ SimConfig preset_for(const std::string& name, const std::string& file) {
       if (dist < best) best = dist, hint = p.name;
     }
     std::string msg = "unknown preset \"" + name + "\" (known: " + known + ")";
-    if (best <= std::max<std::size_t>(2, name.size() / 3)) msg += " (did you mean \"" + hint + "\"?)";
+    if (best <= std::max<std::size_t>(2, name.size() / 3))
+      msg += " (did you mean \"" + hint + "\"?)";
     throw ConfigError(file, "preset", msg);
   }
   SimConfig c;

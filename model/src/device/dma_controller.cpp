@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "device/device_memory.hpp"
 #include "host/root_complex.hpp"
@@ -66,7 +67,7 @@ Ps DmaController::link_read(std::uint64_t iova, std::uint8_t* dst, std::uint64_t
   ext.type = pcie::TlpType::kMRd;
   ext.burst = burst;
   ext.tags = config_.device.read_tags;
-  gp.set_extension(&ext);
+  ScopedExtension<TlpExtension> attach(gp, ext);
   gp.set_command(tlm::TLM_READ_COMMAND);
   gp.set_address(iova);
   gp.set_data_ptr(dst);
@@ -74,7 +75,6 @@ Ps DmaController::link_read(std::uint64_t iova, std::uint8_t* dst, std::uint64_t
   gp.set_streaming_width(static_cast<unsigned>(len));
   sc_time delay = delay_until(at);
   pcie->b_transport(gp, delay);
-  gp.clear_extension(&ext);
   ok = ext.status == CompletionStatus::kSuccess;
   return to_ps(sc_time_stamp() + delay);
 }
@@ -88,7 +88,7 @@ Ps DmaController::link_write(std::uint64_t iova, const std::uint8_t* src, std::u
   ext.ordered_visible = ordered;
   ext.msi = iova == kMsiAddress;
   ext.epoch = rc_.epoch();
-  gp.set_extension(&ext);
+  ScopedExtension<TlpExtension> attach(gp, ext);
   gp.set_command(tlm::TLM_WRITE_COMMAND);
   gp.set_address(iova);
   gp.set_data_ptr(const_cast<std::uint8_t*>(src));
@@ -96,7 +96,6 @@ Ps DmaController::link_write(std::uint64_t iova, const std::uint8_t* src, std::u
   gp.set_streaming_width(static_cast<unsigned>(len));
   sc_time delay = delay_until(at);
   pcie->b_transport(gp, delay);
-  gp.clear_extension(&ext);
   ok = gp.get_response_status() == tlm::TLM_OK_RESPONSE;
   if (arrival) *arrival = ext.ready_ps;
   ++counters_.write_tlps;
@@ -112,13 +111,13 @@ Ps DmaController::memory_access(bool write, std::uint64_t phys, std::uint8_t* da
   gp.set_data_length(static_cast<unsigned>(len));
   gp.set_streaming_width(static_cast<unsigned>(len));
   DeviceMemoryCommand cmd;
+  std::optional<ScopedExtension<DeviceMemoryCommand>> attach;
   if (command) {
     cmd = *static_cast<const DeviceMemoryCommand*>(command);
-    gp.set_extension(&cmd);
+    attach.emplace(gp, cmd);
   }
   sc_time delay = delay_until(at);
   memory->b_transport(gp, delay);
-  if (command) gp.clear_extension(&cmd);
   return to_ps(sc_time_stamp() + delay);
 }
 

@@ -2,10 +2,9 @@
 #include "spyre_dma/model/stats.hpp"
 
 #include <algorithm>
+#include <boost/histogram.hpp>
 #include <charconv>
 #include <cmath>
-
-#include <boost/histogram.hpp>
 
 namespace spyre_dma::model {
 
@@ -52,8 +51,7 @@ unsigned bin_count(const HistogramAxis& a) {
 }
 
 HistogramAxis checked(HistogramAxis a) {
-  if (!(a.lo_ns > 0.0) || !(a.hi_ns > a.lo_ns) || a.bins_per_decade == 0 ||
-      !std::isfinite(a.hi_ns))
+  if (!(a.lo_ns > 0.0) || !(a.hi_ns > a.lo_ns) || a.bins_per_decade == 0 || !std::isfinite(a.hi_ns))
     throw StatsError("stats: histogram axis needs 0 < lo_ns < hi_ns and bins_per_decade > 0");
   return a;
 }
@@ -138,7 +136,8 @@ nlohmann::json LatencyHistogram::to_json() const {
   for (auto&& bin : bh::indexed(bins_->h, bh::coverage::all)) {
     if (*bin == 0) continue;
     const int i = bin.index();
-    const nlohmann::json lower = i < 0 ? nlohmann::json(0.0) : nlohmann::json(edge(bin.bin().lower()));
+    const nlohmann::json lower =
+        i < 0 ? nlohmann::json(0.0) : nlohmann::json(edge(bin.bin().lower()));
     const nlohmann::json upper = i >= static_cast<int>(bins_->h.axis().size())
                                      ? nlohmann::json(nullptr)
                                      : nlohmann::json(edge(bin.bin().upper()));
@@ -155,9 +154,12 @@ namespace {
 
 template <class T>
 constexpr const char* kind_name() {
-  if constexpr (std::is_same_v<T, Counter>) return "counter";
-  else if constexpr (std::is_same_v<T, Gauge>) return "gauge";
-  else return "histogram";
+  if constexpr (std::is_same_v<T, Counter>)
+    return "counter";
+  else if constexpr (std::is_same_v<T, Gauge>)
+    return "gauge";
+  else
+    return "histogram";
 }
 
 const char* kind_of(const std::variant<std::unique_ptr<Counter>, std::unique_ptr<Gauge>,
@@ -185,8 +187,8 @@ template <class T, class Make>
 T& StatsRegistry::get_or_add(std::string_view path, Make make) {
   if (auto it = stats_.find(path); it != stats_.end()) {
     if (auto* p = std::get_if<std::unique_ptr<T>>(&it->second)) return **p;
-    throw StatsError("stats: " + std::string(path) + " is a " + kind_of(it->second) +
-                     ", not a " + kind_name<T>());
+    throw StatsError("stats: " + std::string(path) + " is a " + kind_of(it->second) + ", not a " +
+                     kind_name<T>());
   }
   check_path(path);
   // A leaf cannot also be a group: no registered path may be a prefix of this one, nor the
@@ -256,9 +258,12 @@ nlohmann::json StatsRegistry::to_json(double now_ns) const {
     std::visit(
         [&](const auto& p) {
           using T = std::decay_t<decltype(*p)>;
-          if constexpr (std::is_same_v<T, Counter>) leaf = p->value();
-          else if constexpr (std::is_same_v<T, Gauge>) leaf = p->to_json(now_ns);
-          else leaf = p->to_json();
+          if constexpr (std::is_same_v<T, Counter>)
+            leaf = p->value();
+          else if constexpr (std::is_same_v<T, Gauge>)
+            leaf = p->to_json(now_ns);
+          else
+            leaf = p->to_json();
         },
         stat);
   }
@@ -270,8 +275,10 @@ void StatsRegistry::reset(double now_ns) {
     std::visit(
         [&](auto& p) {
           using T = std::decay_t<decltype(*p)>;
-          if constexpr (std::is_same_v<T, Gauge>) p->reset(now_ns);
-          else p->reset();
+          if constexpr (std::is_same_v<T, Gauge>)
+            p->reset(now_ns);
+          else
+            p->reset();
         },
         stat);
   }

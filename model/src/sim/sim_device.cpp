@@ -4,7 +4,6 @@
 
 #include <atomic>
 #include <condition_variable>
-#include <cstdlib>
 #include <deque>
 #include <functional>
 #include <future>
@@ -12,6 +11,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "sim/kernel.hpp"
 #include "sim/sim_top.hpp"
 #include "spyre_dma/refdev/iommu.hpp"
 
@@ -32,7 +32,9 @@ class SimDevice::Impl {
     }
     try {
       thread_ = std::thread([this] { loop(); });
-      call([] {});  // elaboration done (or its exception rethrown here)
+      call([this] {  // elaboration done, or its exception rethrown here
+        if (elaboration_error_) std::rethrow_exception(elaboration_error_);
+      });
     } catch (...) {
       shutdown();
       g_device_alive = false;
@@ -52,7 +54,7 @@ class SimDevice::Impl {
     std::future<R> result = task.get_future();
     {
       std::lock_guard lock(mu_);
-      if (stopped_) throw std::logic_error("SimDevice: the simulation thread has stopped");
+      if (stop_) throw std::logic_error("SimDevice: the simulation thread has stopped");
       commands_.emplace_back([&task] { task(); });
     }
     cv_.notify_one();
@@ -121,19 +123,14 @@ class SimDevice::Impl {
   };
 
   void loop() {
-    // A fresh kernel for this device: SystemC keeps one global simulation context.
-    ::setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
-    sc_curr_simcontext = new sc_simcontext();
-    sc_default_global_context = sc_curr_simcontext;
-    sc_report_handler::set_actions(SC_ID_NO_SC_START_ACTIVITY_, SC_DO_NOTHING);
-    std::exception_ptr elaboration_error;
+    fresh_kernel();
     try {
       top_ = std::make_unique<SimTop>("spyre", config_, iommu_, [this](std::uint32_t vector) {
         irq_mask_ |= 1u << (vector & 31u);
         sc_pause();
       });
     } catch (...) {
-      elaboration_error = std::current_exception();
+      elaboration_error_ = std::current_exception();
     }
     for (;;) {
       std::function<void()> cmd;
@@ -143,18 +140,8 @@ class SimDevice::Impl {
         if (commands_.empty()) break;
         cmd = std::move(commands_.front());
         commands_.pop_front();
-        if (elaboration_error) {
-          stopped_ = true;
-          lock.unlock();
-          // The first command is the constructor's handshake: fail it with the cause.
-          cmd = [elaboration_error, c = std::move(cmd)] { (void)c; std::rethrow_exception(elaboration_error); };
-        }
       }
-      try {
-        cmd();
-      } catch (...) {
-      }
-      if (elaboration_error) break;
+      cmd();  // a packaged task: its exceptions travel to the caller through the future
     }
     top_.reset();
   }
@@ -177,8 +164,8 @@ class SimDevice::Impl {
   std::condition_variable cv_;
   std::deque<std::function<void()>> commands_;
   std::vector<QueuedWrite> writes_;
+  std::exception_ptr elaboration_error_;
   bool stop_ = false;
-  bool stopped_ = false;
 };
 
 SimDevice::SimDevice(SimConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}

@@ -31,4 +31,19 @@ struct TlpExtension : tlm::tlm_extension<TlpExtension> {
   }
 };
 
+// Attaches a stack-allocated extension to a payload for one transport call and detaches it on
+// every way out, exceptions included (a payload deletes the extensions it still holds).
+template <class Ext>
+class ScopedExtension {
+ public:
+  ScopedExtension(tlm::tlm_generic_payload& gp, Ext& ext) : gp_(gp), ext_(ext) { gp_.set_extension(&ext_); }
+  ~ScopedExtension() { gp_.clear_extension(&ext_); }
+  ScopedExtension(const ScopedExtension&) = delete;
+  ScopedExtension& operator=(const ScopedExtension&) = delete;
+
+ private:
+  tlm::tlm_generic_payload& gp_;
+  Ext& ext_;
+};
+
 }  // namespace spyre_dma::model

@@ -189,6 +189,23 @@ TEST(StrictBarrier, SetExactlyWherePipelineChanges) {
   }
 }
 
+// The contract's rule for the engine: a barrier CB's doorbell comes after the doorbells of every
+// CB it must follow. Here every D2H CB precedes the DMAI barrier CB in program order.
+void expect_barrier_after_dmao(const std::vector<SeenCb>& cbs) {
+  std::uint64_t last_dmao = 0;
+  std::size_t barriers = 0;
+  for (const SeenCb& c : cbs) {
+    if (c.pipe == hw::Pipeline::kDmao) last_dmao = std::max(last_dmao, c.doorbell);
+  }
+  for (const SeenCb& c : cbs) {
+    if (c.pipe == hw::Pipeline::kDmai && c.barrier) {
+      ++barriers;
+      EXPECT_GT(c.doorbell, last_dmao) << "barrier CB tag " << c.tag << " shares or precedes a D2H doorbell";
+    }
+  }
+  EXPECT_GE(barriers, 1u);
+}
+
 // A strict stream's H2D that overwrites what an earlier D2H (of many CBs) still has to read must
 // wait for it, also when both are handed over in one doorbell round (a batch), where the DMAI
 // doorbell is written before the DMAO one.
@@ -213,6 +230,7 @@ TEST(StrictBarrier, CrossPipelineOrderHeldWithinABatch) {
   rig.dev().resume();
   SPYRE_ASSERT_OK(s.synchronize(kWait));
   EXPECT_TRUE(bytes_equal(old_data.data(), out.data(), n)) << "the D2H saw the later H2D";
+  expect_barrier_after_dmao(rig.spy->cbs());
 }
 
 // The same when the D2H did not fit the ring: its remaining CBs and the H2D behind it are handed
@@ -235,6 +253,8 @@ TEST(StrictBarrier, CrossPipelineOrderHeldWhenQueueFull) {
     s.copy_h2d(buf, n - tail, fresh.data(), tail);
     SPYRE_ASSERT_OK(s.synchronize(kWait));
     EXPECT_TRUE(bytes_equal(old_data.data(), out.data(), n)) << "round " << round;
+    expect_barrier_after_dmao(rig.spy->cbs());
+    rig.spy->clear();
     std::memcpy(static_cast<std::uint8_t*>(old_data.data()) + n - tail, fresh.data(), tail);
     fill_pattern(fresh.data(), tail, 10 + round);
   }

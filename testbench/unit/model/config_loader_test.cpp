@@ -1,13 +1,12 @@
 // Loading configurations: presets as bases, overrides, and every class of error with the file,
 // key path, value and allowed range in its message.
+#include "spyre_dma/model/config_loader.hpp"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
-#include <string>
-
 #include <nlohmann/json.hpp>
-
-#include "spyre_dma/model/config_loader.hpp"
+#include <string>
 
 namespace spyre_dma::model {
 namespace {
@@ -81,8 +80,9 @@ TEST(ConfigLoader, UnknownNestedKeyNamesFileAndPathWithHint) {
   const ConfigError e = load_error("spyre.json", R"({"link": {"mpss": 256}})");
   EXPECT_EQ(e.key_path(), "link.mpss");
   EXPECT_NE(e.file().find("spyre.json"), std::string::npos);
-  EXPECT_NE(std::string(e.what()).find("spyre.json: link.mpss: unknown key (did you mean link.mps?)"),
-            std::string::npos)
+  EXPECT_NE(
+      std::string(e.what()).find("spyre.json: link.mpss: unknown key (did you mean link.mps?)"),
+      std::string::npos)
       << e.what();
 }
 
@@ -107,13 +107,18 @@ TEST(ConfigLoader, WrongTypes) {
     const char* text;
   };
   const Case cases[] = {
-      {{{"link", {{"mps", "512"}}}}, "link.mps", "expected an unsigned integer, got string \"512\""},
+      {{{"link", {{"mps", "512"}}}},
+       "link.mps",
+       "expected an unsigned integer, got string \"512\""},
       {{{"link", {{"mps", 512.5}}}}, "link.mps", "expected an integer, got 512.5"},
       {{{"link", {{"ecrc", 1}}}}, "link.ecrc", "expected true or false, got 1"},
-      {{{"link", {{"latency_ns", "fast"}}}}, "link.latency_ns",
+      {{{"link", {{"latency_ns", "fast"}}}},
+       "link.latency_ns",
        "expected a number, got string \"fast\""},
       {{{"link", 5}}, "link", "expected an object, got 5"},
-      {{{"link", {{"device_rx", json::array()}}}}, "link.device_rx", "expected an object, got an array"},
+      {{{"link", {{"device_rx", json::array()}}}},
+       "link.device_rx",
+       "expected an object, got an array"},
       {{{"fidelity", 1}}, "fidelity", "expected a string, got 1"},
       {{{"preset", true}}, "preset", "expected a string, got true"},
   };
@@ -132,24 +137,39 @@ TEST(ConfigLoader, OutOfRangeNamesValueAndAllowedRange) {
     const char* text;
   };
   const Case cases[] = {
-      {{{"link", {{"mps", 500}}}}, "link.mps", "500 is out of range (allowed: 128..4096, power of two)"},
-      {{{"link", {{"mps", 8192}}}}, "link.mps", "8192 is out of range (allowed: 128..4096, power of two)"},
-      {{{"link", {{"mrrs", 64}}}}, "link.mrrs", "64 is out of range (allowed: 128..4096, power of two)"},
+      {{{"link", {{"mps", 500}}}},
+       "link.mps",
+       "500 is out of range (allowed: 128..4096, power of two)"},
+      {{{"link", {{"mps", 8192}}}},
+       "link.mps",
+       "8192 is out of range (allowed: 128..4096, power of two)"},
+      {{{"link", {{"mrrs", 64}}}},
+       "link.mrrs",
+       "64 is out of range (allowed: 128..4096, power of two)"},
       {{{"link", {{"rcb", 32}}}}, "link.rcb", "32 is out of range (allowed: one of 64, 128)"},
       {{{"link", {{"generation", 6}}}}, "link.generation", "6 is out of range (allowed: 1..5)"},
       {{{"link", {{"generation", -1}}}}, "link.generation", "-1 is out of range (allowed: 1..5)"},
-      {{{"link", {{"lanes", 3}}}}, "link.lanes",
+      {{{"link", {{"lanes", 3}}}},
+       "link.lanes",
        "3 is out of range (allowed: one of 1, 2, 4, 8, 12, 16, 32)"},
-      {{{"link", {{"lcrc_error_rate", 1.5}}}}, "link.lcrc_error_rate",
+      {{{"link", {{"lcrc_error_rate", 1.5}}}},
+       "link.lcrc_error_rate",
        "1.5 is out of range (allowed: 0..1)"},
-      {{{"link", {{"latency_ns", -1.0}}}}, "link.latency_ns", "-1.0 is out of range (allowed: >= 0)"},
+      {{{"link", {{"latency_ns", -1.0}}}},
+       "link.latency_ns",
+       "-1.0 is out of range (allowed: >= 0)"},
       {{{"host", {{"memory_gbps", 0}}}}, "host.memory_gbps", "0 is out of range (allowed: > 0)"},
-      {{{"device", {{"depth", {{"compute", 100}}}}}}, "device.depth.compute",
+      {{{"device", {{"depth", {{"compute", 100}}}}}},
+       "device.depth.compute",
        "100 is out of range (allowed: 1..32768, power of two)"},
-      {{{"device", {{"read_tags", 0}}}}, "device.read_tags", "0 is out of range (allowed: 1..1024)"},
-      {{{"device", {{"max_cb_bytes", 4294967296ull}}}}, "device.max_cb_bytes",
+      {{{"device", {{"read_tags", 0}}}},
+       "device.read_tags",
+       "0 is out of range (allowed: 1..1024)"},
+      {{{"device", {{"max_cb_bytes", 4294967296ull}}}},
+       "device.max_cb_bytes",
        "4294967296 is out of range (allowed: 128..4294967168, multiple of 128)"},
-      {{{"device", {{"capabilities", 16}}}}, "device.capabilities",
+      {{{"device", {{"capabilities", 16}}}},
+       "device.capabilities",
        "16 is out of range (allowed: 0..0xf, no bits outside 0xf)"},
   };
   for (const auto& c : cases) {
@@ -239,7 +259,8 @@ TEST(ConfigLoader, ValidateChecksConfigsBuiltInCode) {
     validate(c, "code");
     FAIL() << "no error";
   } catch (const ConfigError& e) {
-    EXPECT_EQ(std::string(e.what()), "code: link.mps: 300 is out of range (allowed: 128..4096, power of two)");
+    EXPECT_EQ(std::string(e.what()),
+              "code: link.mps: 300 is out of range (allowed: 128..4096, power of two)");
   }
 }
 

@@ -3,9 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "spyre_dma/model/config_loader.hpp"
 
@@ -20,10 +19,8 @@ struct LinkValues {
 };
 
 constexpr LinkValues kPresets[] = {
-    {"spyre-gen5x16", 5, 16, 512, 4096, 64},
-    {"gen4x16", 4, 16, 256, 512, 64},
-    {"gen3x8", 3, 8, 256, 4096, 64},
-    {"gen3x16", 3, 16, 256, 512, 64},
+    {"spyre-gen5x16", 5, 16, 512, 4096, 64}, {"gen4x16", 4, 16, 256, 512, 64},
+    {"gen3x8", 3, 8, 256, 4096, 64},         {"gen3x16", 3, 16, 256, 512, 64},
     {"h200-gen5x16", 5, 16, 256, 512, 64},
 };
 

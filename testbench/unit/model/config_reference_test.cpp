@@ -2,16 +2,16 @@
 // and the document's generated section is exactly config_reference_markdown().
 //
 // To regenerate the section after changing the field table or a preset:
-//   SPYRE_DMA_UPDATE_DOCS=1 build/default/testbench/unit/model_tests --gtest_filter='ConfigReference.*'
+//   SPYRE_DMA_UPDATE_DOCS=1 build/default/testbench/unit/model_tests
+//   --gtest_filter='ConfigReference.*'
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "spyre_dma/model/config_loader.hpp"
 
@@ -27,7 +27,8 @@ constexpr const char* kEnd = "<!-- END GENERATED -->\n";
 std::string doc_path() {
   std::string here = __FILE__;
   const auto pos = here.rfind("testbench/unit/model/");
-  return (pos == std::string::npos ? std::string("") : here.substr(0, pos)) + "docs/model-config.md";
+  return (pos == std::string::npos ? std::string("") : here.substr(0, pos)) +
+         "docs/model-config.md";
 }
 
 std::string read(const std::string& path) {
@@ -40,8 +41,10 @@ std::string read(const std::string& path) {
 void flatten(const json& j, const std::string& prefix, std::set<std::string>& out) {
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string path = prefix.empty() ? it.key() : prefix + "." + it.key();
-    if (it->is_object()) flatten(*it, path, out);
-    else out.insert(path);
+    if (it->is_object())
+      flatten(*it, path, out);
+    else
+      out.insert(path);
   }
 }
 
@@ -57,7 +60,8 @@ TEST(ConfigReference, EveryResolvedKeyIsInTheReference) {
   EXPECT_EQ(keys, documented);
   const std::string md = config_reference_markdown();
   for (const auto& k : keys) EXPECT_NE(md.find("| `" + k + "` |"), std::string::npos) << k;
-  for (const auto& p : preset_names()) EXPECT_NE(md.find("| `" + p + "` |"), std::string::npos) << p;
+  for (const auto& p : preset_names())
+    EXPECT_NE(md.find("| `" + p + "` |"), std::string::npos) << p;
 }
 
 TEST(ConfigReference, DocumentMatchesTheGeneratedTables) {

@@ -4,11 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "spyre_dma/model/stats.hpp"
 
@@ -45,9 +44,9 @@ TEST(ObserveStats, HandlesStayValidAsTheTreeGrows) {
 TEST(ObserveStats, PathRules) {
   StatsRegistry stats;
   stats.counter("dmai.read_engine.tag_stalls");
-  EXPECT_THROW(stats.gauge("dmai.read_engine.tag_stalls"), StatsError);       // other kind
-  EXPECT_THROW(stats.counter("dmai.read_engine.tag_stalls.x"), StatsError);   // leaf as group
-  EXPECT_THROW(stats.counter("dmai.read_engine"), StatsError);                // group as leaf
+  EXPECT_THROW(stats.gauge("dmai.read_engine.tag_stalls"), StatsError);      // other kind
+  EXPECT_THROW(stats.counter("dmai.read_engine.tag_stalls.x"), StatsError);  // leaf as group
+  EXPECT_THROW(stats.counter("dmai.read_engine"), StatsError);               // group as leaf
   for (const char* bad : {"", ".a", "a.", "a..b", "a b", "a/b", "a~b", "a\"b"})
     EXPECT_THROW(stats.counter(bad), StatsError) << bad;
   EXPECT_NO_THROW(stats.counter("dmai.read_engine_x"));  // a sibling sharing a prefix string
@@ -56,9 +55,9 @@ TEST(ObserveStats, PathRules) {
 }
 
 TEST(ObserveStats, GaugeIsTimeWeighted) {
-  Gauge g;             // 0 from t = 0
-  g.set(4.0, 10.0);    // 4 during [10, 30)
-  g.add(-2.0, 30.0);   // 2 during [30, ...)
+  Gauge g;            // 0 from t = 0
+  g.set(4.0, 10.0);   // 4 during [10, 30)
+  g.add(-2.0, 30.0);  // 2 during [30, ...)
   EXPECT_DOUBLE_EQ(g.value(), 2.0);
   EXPECT_DOUBLE_EQ(g.max(), 4.0);
   EXPECT_DOUBLE_EQ(g.min(), 0.0);
@@ -126,9 +125,9 @@ TEST(ObserveStats, HistogramSmallCountsAndOuterBins) {
   h.record(546.0);
   EXPECT_DOUBLE_EQ(h.quantile(0.5), 546.0);  // clamped to what was observed
   EXPECT_DOUBLE_EQ(h.quantile(0.99), 546.0);
-  h.record(2.0);    // underflow
-  h.record(5e4);    // overflow
-  h.record(-1.0);   // counts as 0
+  h.record(2.0);   // underflow
+  h.record(5e4);   // overflow
+  h.record(-1.0);  // counts as 0
   EXPECT_EQ(h.count(), 4u);
   EXPECT_DOUBLE_EQ(h.min(), 0.0);
   EXPECT_DOUBLE_EQ(h.max(), 5e4);
@@ -164,7 +163,8 @@ TEST(ObserveStats, JsonShape) {
   EXPECT_EQ(h["count"], 2);
   EXPECT_DOUBLE_EQ(h["mean"].get<double>(), 600.0);
   EXPECT_DOUBLE_EQ(h["max"].get<double>(), 700.0);
-  for (const char* key : {"min", "p50", "p90", "p99", "unit", "bins"}) EXPECT_TRUE(h.contains(key)) << key;
+  for (const char* key : {"min", "p50", "p90", "p99", "unit", "bins"})
+    EXPECT_TRUE(h.contains(key)) << key;
   // Keys sorted: the dump is a pure function of the registered values.
   EXPECT_EQ(j["link"]["up"]["tlps"].dump(), R"({"CplD":5,"MWr":3})");
 

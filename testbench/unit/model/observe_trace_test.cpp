@@ -4,10 +4,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "observe/trace_writer.hpp"
 
@@ -55,16 +54,20 @@ TEST(ObserveTrace, EventsComeBackAsGiven) {
   w.close();
   EXPECT_FALSE(w.is_open());
   w.complete("after", "x", 0.0, 1.0, {1, 1});  // ignored
-  w.close();                                  // idempotent
+  w.close();                                   // idempotent
 
   const json j = json::parse(read(path));
   EXPECT_EQ(j["otherData"]["preset"], "spyre-gen5x16");
   const json& ev = j["traceEvents"];
   ASSERT_EQ(ev.size(), 11u);  // 2 for the process, 2 per thread, 5 events
 
-  EXPECT_EQ(ev[0], json::parse(R"({"name":"process_name","ph":"M","pid":1,"args":{"name":"link"}})"));
-  EXPECT_EQ(ev[1], json::parse(R"({"name":"process_sort_index","ph":"M","pid":1,"args":{"sort_index":1}})"));
-  EXPECT_EQ(ev[2], json::parse(R"({"name":"thread_name","ph":"M","pid":1,"tid":1,"args":{"name":"up"}})"));
+  EXPECT_EQ(ev[0],
+            json::parse(R"({"name":"process_name","ph":"M","pid":1,"args":{"name":"link"}})"));
+  EXPECT_EQ(
+      ev[1],
+      json::parse(R"({"name":"process_sort_index","ph":"M","pid":1,"args":{"sort_index":1}})"));
+  EXPECT_EQ(ev[2],
+            json::parse(R"({"name":"thread_name","ph":"M","pid":1,"tid":1,"args":{"name":"up"}})"));
   EXPECT_EQ(ev[4]["args"]["name"], "down");
   EXPECT_EQ(ev[4]["tid"], 2);
 

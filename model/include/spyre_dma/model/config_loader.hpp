@@ -13,11 +13,10 @@
 #pragma once
 
 #include <cstddef>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "spyre_dma/model/sim_config.hpp"
 
@@ -36,8 +35,8 @@ class ConfigError : public std::runtime_error {
   const std::string& file() const noexcept { return file_; }          // file or source name
   const std::string& key_path() const noexcept { return key_path_; }  // "" if not about one key
   const std::string& message() const noexcept { return message_; }    // without file and key
-  std::size_t line() const noexcept { return line_; }                 // 1-based; 0: not a parse error
-  std::size_t column() const noexcept { return column_; }             // 1-based; 0: not a parse error
+  std::size_t line() const noexcept { return line_; }      // 1-based; 0: not a parse error
+  std::size_t column() const noexcept { return column_; }  // 1-based; 0: not a parse error
 
  private:
   std::string file_;
@@ -85,11 +84,11 @@ void from_json(const nlohmann::json& json, SimConfig& config);
 
 // The reference of every key, in the loader's table order.
 struct ConfigKeyInfo {
-  std::string key;            // dotted path, "link.mps"
-  std::string type;           // "uint32", "uint64", "double", "bool", "string"
+  std::string key;               // dotted path, "link.mps"
+  std::string type;              // "uint32", "uint64", "double", "bool", "string"
   nlohmann::json default_value;  // in the default preset (spyre-gen5x16)
-  std::string allowed;        // human-readable range, as error messages print it
-  std::string unit;           // "bytes", "ns", "GB/s", ... or ""
+  std::string allowed;           // human-readable range, as error messages print it
+  std::string unit;              // "bytes", "ns", "GB/s", ... or ""
   std::string description;
 };
 std::vector<ConfigKeyInfo> config_reference();

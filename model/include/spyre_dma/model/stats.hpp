@@ -16,13 +16,12 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <variant>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace spyre_dma::model {
 
@@ -105,7 +104,7 @@ class LatencyHistogram {
   double mean() const noexcept { return count_ ? sum_ / static_cast<double>(count_) : 0.0; }
   double min() const noexcept { return count_ ? min_ : 0.0; }
   double max() const noexcept { return count_ ? max_ : 0.0; }
-  double quantile(double q) const;  // q in [0, 1]; 0 while empty
+  double quantile(double q) const;    // q in [0, 1]; 0 while empty
   double bin_ratio() const noexcept;  // upper / lower edge of a bin: the relative resolution
   const HistogramAxis& axis() const noexcept { return axis_; }
   void reset();
