@@ -9,7 +9,8 @@
 // checks the data byte for byte.
 //
 // Counters:
-//   bytes_per_second  wall-clock throughput
+//   bytes_per_second  wall-clock throughput (Google Benchmark prints it with binary prefixes:
+//                     "G/s" is GiB/s)
 //   vs_memcpy         this benchmark's rate / BM_Memcpy's rate for the same size in this run
 //                     (the "refdev / memcpy" figure; target >= 0.8). If BM_Memcpy was filtered
 //                     out, a quick median-of-5 memcpy measurement stands in.

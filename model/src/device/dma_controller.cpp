@@ -381,7 +381,11 @@ DmaController::CbResult DmaController::h2d(const hw::ControlBlock& cb, Ps t) {
     issue = t + wire.ceil_ps(w.upstream);
     // Device memory takes the data as the completions stream in, from the first one on.
     const Ps first = arrived - std::min(arrived - t, wire.ceil_ps(w.downstream));
-    done = std::max(arrived, memory_access(true, dev.phys, p.scratch.data(), bytes, first));
+    // The last request's data is written after it arrived, as in TLP fidelity.
+    const Ps last_write = rate_for_gbps(config_.device.dram_gbps)
+                              .ceil_ps(std::min<std::uint64_t>(bytes, config_.link.mrrs)) +
+                          pcie::ns_to_ps(config_.device.dram_latency_ns);
+    done = std::max(arrived + last_write, memory_access(true, dev.phys, p.scratch.data(), bytes, first));
   } else {
     for (const pcie::Segment& seg : pcie::read_requests(iova, bytes, config_.link.mrrs)) {
       const pcie::TagGrant g = tags_.acquire(issue);

@@ -34,9 +34,9 @@ class StreamInitiator : public sc_core::sc_module {
   tlm_utils::simple_initiator_socket<StreamInitiator> socket;
 
   StreamInitiator(sc_core::sc_module_name name, const LinkConfig& link, bool reads, std::uint64_t size,
-                  std::uint64_t count, std::uint32_t tags, std::uint64_t iova)
-      : sc_module(name), socket("socket"), link_config_(link), reads_(reads), size_(size), count_(count),
-        tags_(tags), iova_(iova), buffer_(size) {
+                  std::uint64_t count, std::uint32_t tags, std::uint64_t iova, bool split)
+      : sc_module(name), socket("socket"), link_config_(link), reads_(reads), split_(split), size_(size),
+        count_(count), tags_(tags), iova_(iova), buffer_(size) {
     SC_THREAD(run);
   }
   StreamResult result;
@@ -48,7 +48,8 @@ class StreamInitiator : public sc_core::sc_module {
     const pcie::LinkParams p = pcie::link_params(link_config_);
     pcie::Ps issue = 0;
     for (std::uint64_t i = 0; i < count_; ++i) {
-      const auto segments = reads_ ? pcie::read_requests(iova_, size_, p.mrrs) : pcie::write_segments(iova_, size_, p.mps);
+      auto segments = reads_ ? pcie::read_requests(iova_, size_, p.mrrs) : pcie::write_segments(iova_, size_, p.mps);
+      if (!split_) segments = {pcie::Segment{iova_, size_}};  // negative tests: one oversized TLP
       for (const pcie::Segment& seg : segments) {
         tlm::tlm_generic_payload gp;
         TlpExtension ext;
@@ -73,6 +74,7 @@ class StreamInitiator : public sc_core::sc_module {
   }
   LinkConfig link_config_;
   bool reads_;
+  bool split_;
   std::uint64_t size_, count_;
   pcie::TagPool tags_;
   std::uint64_t iova_;
@@ -80,20 +82,24 @@ class StreamInitiator : public sc_core::sc_module {
 };
 
 // Streams `count` transfers of `size` bytes through a link of `config`.
+// `split` false sends each transfer as one TLP whatever its size (to break the rules on purpose).
 inline StreamResult run_stream(const SimConfig& config, bool reads, std::uint64_t size, std::uint64_t count,
-                               std::uint32_t tags = 256) {
+                               std::uint32_t tags = 256, bool split = true, std::uint64_t offset = 0) {
   fresh_kernel();
   refdev::Iommu iommu;
   // Page-aligned, as DMA buffers are: an unaligned start would cost an extra RCB completion.
   std::unique_ptr<std::uint8_t, decltype(&std::free)> host(
       static_cast<std::uint8_t*>(std::aligned_alloc(4096, (size + 4095) / 4096 * 4096)), &std::free);
-  const std::uint64_t iova = iommu.map(host.get(), size, DmaAccess::kBoth);
+  std::unique_ptr<std::uint8_t, decltype(&std::free)> host_block(
+      static_cast<std::uint8_t*>(std::aligned_alloc(4096, (size + offset + 4095) / 4096 * 4096)), &std::free);
+  host.swap(host_block);
+  const std::uint64_t iova = iommu.map(host.get() + offset, size, DmaAccess::kBoth);
   RootComplex rc("rc", config, iommu, [](std::uint32_t) {});
   PcieLink link("link", config);
-  StreamInitiator init("init", config.link, reads, size, count, tags, iova);
+  StreamInitiator init("init", config.link, reads, size, count, tags, iova, split);
   init.socket.bind(link.device_side);
   link.host_side.bind(rc.socket);
-  sc_core::sc_start();
+  sc_core::sc_start();  // a ProtocolError thrown in the initiator's thread surfaces here
   StreamResult r = init.result;
   r.violations = link.checker().violations();
   return r;

@@ -61,9 +61,21 @@ TEST(SimEngine, BurstModeAgreesWithTlpMode) {
   const RunResult b = run_round_trip(Fidelity::kBurst, n);
   const double h2d_t = double(t.stamps[1] - t.stamps[0]), h2d_b = double(b.stamps[1] - b.stamps[0]);
   const double d2h_t = double(t.stamps[3] - t.stamps[2]), d2h_b = double(b.stamps[3] - b.stamps[2]);
-  std::printf("h2d tlp %.3f burst %.3f GB/s; d2h tlp %.3f burst %.3f GB/s\n", n / h2d_t, n / h2d_b, n / d2h_t, n / d2h_b);
   EXPECT_NEAR(h2d_b / h2d_t, 1.0, 0.02);
   EXPECT_NEAR(d2h_b / d2h_t, 1.0, 0.02);
+}
+
+// Per-op latency of single ops of 64 KiB and more: burst fidelity within 2% of TLP fidelity.
+TEST(SimEngine, BurstPerOpLatencyAgreesFrom64KiB) {
+  for (std::size_t n : {std::size_t(64) << 10, std::size_t(256) << 10, std::size_t(1) << 20, std::size_t(4) << 20}) {
+    const RunResult t = run_round_trip(Fidelity::kTlp, n);
+    const RunResult b = run_round_trip(Fidelity::kBurst, n);
+    for (int k : {0, 2}) {
+      const double lt = double(t.stamps[k + 1] - t.stamps[k]), lb = double(b.stamps[k + 1] - b.stamps[k]);
+      EXPECT_NEAR(lb / lt, 1.0, 0.02) << n << " bytes, " << (k == 0 ? "H2D" : "D2H") << ": burst " << lb
+                                      << " ns, TLP " << lt << " ns";
+    }
+  }
 }
 
 }  // namespace
