@@ -444,12 +444,23 @@ DmaController::CbResult DmaController::d2h(const hw::ControlBlock& cb, Ps t) {
     const Ps first = t + pcie::ns_to_ps(config_.device.dram_latency_ns);
     sent = std::max(ready, link_write(iova, p.scratch.data(), bytes, first, true, false, nullptr, ok));
   } else {
-    for (const pcie::Segment& seg : pcie::write_segments(iova, bytes, config_.link.mps)) {
-      std::uint8_t* src = p.scratch.data() + (seg.addr - iova);
-      const Ps ready = memory_access(false, dev.phys + (seg.addr - iova), src, seg.len, t);
+    // Device memory is read once for the CB; each MWr leaves once its part has streamed out of
+    // DRAM (latency plus its end offset at the DRAM rate, as the DRAM bus schedules it).
+    const Ps read_start = memory_access(false, dev.phys, p.scratch.data(), bytes, t) -
+                          rate_for_gbps(config_.device.dram_gbps).ceil_ps(bytes) -
+                          pcie::ns_to_ps(config_.device.dram_latency_ns);
+    const pcie::PsPerByte dram = rate_for_gbps(config_.device.dram_gbps);
+    const Ps dram_latency = pcie::ns_to_ps(config_.device.dram_latency_ns);
+    const std::uint32_t mps = config_.link.mps;
+    for (std::uint64_t a = iova, left = bytes; left > 0;) {
+      const std::uint64_t n = pcie::request_step(a, left, mps);
+      const std::uint64_t end = a + n - iova;
+      const Ps ready = read_start + dram.ceil_ps(end) + dram_latency;
       bool good = true;
-      sent = link_write(seg.addr, src, seg.len, std::max(ready, sent), false, false, nullptr, good);
+      sent = link_write(a, p.scratch.data() + (a - iova), n, std::max(ready, sent), false, false, nullptr, good);
       ok = ok && good;
+      a += n;
+      left -= n;
     }
   }
   if (dma_engine_limited_) sent = std::max(sent, dma_engine_.reserve(t, dma_engine_rate_.ceil_ps(bytes)) +

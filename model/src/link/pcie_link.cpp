@@ -98,11 +98,17 @@ void PcieLink::read(tlm::tlm_generic_payload& gp, Ps t0, sc_time& delay) {
       t = send_down(t, pcie::tlp_wire_bytes(params_, TlpType::kCpl, 0));
       ++counters_.cpl;
     } else {
-      for (const pcie::Segment& c : pcie::completions(addr, len, params_.rcb, pcie::completion_limit(params_))) {
-        checker_.completion(c.addr, c.len);
-        t = send_down(t, pcie::tlp_wire_bytes(params_, TlpType::kCplD, c.len));
-        if (replays_for(1)) t = send_down(t + replay_ps_, pcie::tlp_wire_bytes(params_, TlpType::kCplD, c.len));
+      // Walk the completions without building a list: this is the hottest loop of TLP fidelity.
+      const std::uint32_t limit = pcie::completion_limit(params_);
+      for (std::uint64_t a = addr, left = len; left > 0;) {
+        const std::uint64_t n = pcie::completion_step(a, left, params_.rcb, limit);
+        checker_.completion(a, n);
+        const std::uint64_t wire = pcie::tlp_wire_bytes(params_, TlpType::kCplD, n);
+        t = send_down(t, wire);
+        if (replays_for(1)) t = send_down(t + replay_ps_, wire);
         ++counters_.cpld;
+        a += n;
+        left -= n;
       }
       counters_.payload_down += len;
     }
