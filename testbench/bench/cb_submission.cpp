@@ -60,8 +60,8 @@ void BM_Submit(benchmark::State& state) {
   Rig rig;
   const EngineStats before = rig.engine->stats();
   const std::uint64_t slots = kBufferBytes / kFillBytes;
-  // A byte-uniform pattern: refdev fills those with one memset (others cost it a 4 KiB pattern
-  // block per CB), which keeps the untimed drain short. The pattern does not affect submission.
+  // A byte-uniform pattern: refdev fills it with a plain memset, which keeps the untimed drain
+  // short. The pattern does not affect submission.
   const std::uint32_t pattern = 0xA5A5A5A5u;
   double submit_ns = 0;  // our own clock over exactly the timed region, for ns_per_cb
   rig.dev->pause();

@@ -7,6 +7,8 @@
 
 #include "device/device_memory.hpp"
 #include "host/root_complex.hpp"
+#include "observe/trace_writer.hpp"
+#include "spyre_dma/model/stats.hpp"
 #include "sim/sim_time.hpp"
 #include "sim/tlp.hpp"
 
@@ -37,6 +39,17 @@ DmaController::DmaController(sc_module_name name, const SimConfig& config, refde
   for (unsigned i = 0; i < hw::kNumPipelines; ++i) {
     pipes_[i].id = static_cast<hw::Pipeline>(i);
     sc_spawn([this, i] { pipeline_thread(i); }, sc_gen_unique_name("pipeline"));
+  }
+}
+
+void DmaController::observe(StatsRegistry& stats, TraceWriter* trace) {
+  trace_ = trace;
+  if (trace_) trace_pid_ = trace_->process("device");
+  for (unsigned i = 0; i < hw::kNumPipelines; ++i) {
+    const std::string name(hw::to_string(static_cast<hw::Pipeline>(i)));
+    observed_[i].cb_latency = &stats.histogram("controller.pipelines." + name + ".cb_latency_ns");
+    observed_[i].occupancy = &stats.gauge("controller.pipelines." + name + ".queue_occupancy");
+    if (trace_) observed_[i].track = trace_->thread(trace_pid_, name).tid;
   }
 }
 
@@ -249,6 +262,17 @@ void DmaController::pipeline_thread(unsigned index) {
       }
       ++c.cbs;
       if (r.status != hw::RbStatus::kGood) ++c.error_rbs;
+      if (Observed& o = observed_[index]; o.cb_latency) {
+        o.cb_latency->record(double(r.done_ps - start) / 1000.0);
+        o.occupancy->set(double(p.cb_pi - p.retired), double(arrival) / 1000.0);
+        if (trace_) {
+          trace_->complete(r.status == hw::RbStatus::kGood ? "CB" : "CB (error)", hw::to_string(p.id),
+                           double(start) / 1000.0, double(r.done_ps - start) / 1000.0,
+                           TraceTrack{trace_pid_, o.track},
+                           {{"tag", rb.tag}, {"bytes", r.bytes}, {"status", hw::to_string(r.status)},
+                            {"rb_at_ns", double(arrival) / 1000.0}});
+        }
+      }
       c.bytes += r.bytes;
       c.busy_ps += r.done_ps > start ? r.done_ps - start : 0;
       retired_.notify(SC_ZERO_TIME);

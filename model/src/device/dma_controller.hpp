@@ -27,6 +27,11 @@
 namespace spyre_dma::model {
 
 class RootComplex;
+class StatsRegistry;
+class TraceWriter;
+class LatencyHistogram;
+class Gauge;
+struct TraceTrack;
 
 struct PipelineCounters {
   std::uint64_t cbs = 0;
@@ -62,6 +67,8 @@ class DmaController : public sc_core::sc_module {
   void write_register(std::uint64_t offset, std::uint64_t value, unsigned width);
 
   const ControllerCounters& counters() const noexcept { return counters_; }
+  // Latency histograms and queue occupancy into `stats`; one span per CB into `trace` (optional).
+  void observe(StatsRegistry& stats, TraceWriter* trace);
   // Earliest local time of any pipeline: nothing will be booked before it again.
   pcie::Ps horizon_ps() const;
 
@@ -133,6 +140,14 @@ class DmaController : public sc_core::sc_module {
   pcie::Ps cb_overhead_ps_;
   pcie::Ps quantum_ps_;
   ControllerCounters counters_;
+  struct Observed {
+    LatencyHistogram* cb_latency = nullptr;
+    Gauge* occupancy = nullptr;
+    int track = 0;
+  };
+  std::array<Observed, hw::kNumPipelines> observed_{};
+  TraceWriter* trace_ = nullptr;
+  int trace_pid_ = 0;
   std::uint64_t start_ps_base_ = 0;
 };
 

@@ -13,6 +13,7 @@
 
 #include "sim/kernel.hpp"
 #include "sim/sim_top.hpp"
+#include "spyre_dma/model/config_loader.hpp"
 #include "spyre_dma/refdev/iommu.hpp"
 
 namespace spyre_dma::model {
@@ -25,7 +26,8 @@ std::atomic<bool> g_device_alive{false};
 
 class SimDevice::Impl {
  public:
-  explicit Impl(SimConfig config) : config_(std::move(config)) {
+  Impl(SimConfig config, std::string trace_path)
+      : config_(std::move(config)), trace_path_(std::move(trace_path)) {
     bool expected = false;
     if (!g_device_alive.compare_exchange_strong(expected, true)) {
       throw std::logic_error("SimDevice: one simulated device per process at a time (SystemC has one kernel)");
@@ -128,7 +130,7 @@ class SimDevice::Impl {
       top_ = std::make_unique<SimTop>("spyre", config_, iommu_, [this](std::uint32_t vector) {
         irq_mask_ |= 1u << (vector & 31u);
         sc_pause();
-      });
+      }, trace_path_);
     } catch (...) {
       elaboration_error_ = std::current_exception();
     }
@@ -156,6 +158,7 @@ class SimDevice::Impl {
   }
 
   SimConfig config_;
+  std::string trace_path_;
   refdev::Iommu iommu_;
   std::unique_ptr<SimTop> top_;
   std::uint32_t irq_mask_ = 0;  // simulation thread only
@@ -168,7 +171,8 @@ class SimDevice::Impl {
   bool stop_ = false;
 };
 
-SimDevice::SimDevice(SimConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}
+SimDevice::SimDevice(SimConfig config, std::string trace_path)
+    : impl_(std::make_unique<Impl>(std::move(config), std::move(trace_path))) {}
 SimDevice::~SimDevice() = default;
 
 DeviceDescription SimDevice::describe() const {
@@ -239,6 +243,8 @@ nlohmann::json SimDevice::statistics() {
     j["device_memory"] = {{"bytes_read", t.device_memory.bytes_read()},
                           {"bytes_written", t.device_memory.bytes_written()},
                           {"bytes_resident", t.device_memory.storage().bytes_resident()}};
+    j.merge_patch(t.stats.to_json(sc_time_stamp().to_seconds() * 1e9));  // histograms, occupancy
+    j["config"] = to_json(impl_->config());
     return j;
   });
 }

@@ -1,12 +1,15 @@
 #include "sim/sim_top.hpp"
 
+#include "spyre_dma/model/config_loader.hpp"
+
 namespace spyre_dma::model {
 
 using namespace sc_core;
 
 SimTop::SimTop(sc_module_name name, const SimConfig& config, refdev::Iommu& iommu,
-               std::function<void(std::uint32_t)> on_interrupt)
+               std::function<void(std::uint32_t)> on_interrupt, const std::string& trace_path)
     : sc_module(name),
+      trace(trace_path.empty() ? nullptr : std::make_unique<TraceWriter>(trace_path, to_json(config))),
       root_complex("root_complex", config, iommu, std::move(on_interrupt)),
       link("link", config),
       controller("controller", config, iommu, root_complex),
@@ -15,6 +18,7 @@ SimTop::SimTop(sc_module_name name, const SimConfig& config, refdev::Iommu& iomm
   controller.pcie.bind(link.device_side);
   link.host_side.bind(root_complex.socket);
   controller.memory.bind(device_memory.socket);
+  controller.observe(stats, trace.get());
   SC_METHOD(apply_writes);
   sensitive << write_due_;
   dont_initialize();

@@ -13,15 +13,18 @@
 #include "device/dma_controller.hpp"
 #include "host/root_complex.hpp"
 #include "link/pcie_link.hpp"
+#include "observe/trace_writer.hpp"
 #include "sim/sim_time.hpp"
+#include "spyre_dma/model/stats.hpp"
 
 namespace spyre_dma::model {
 
 class SimTop : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(SimTop);
+  // `trace_path` empty: no Perfetto trace.
   SimTop(sc_core::sc_module_name name, const SimConfig& config, refdev::Iommu& iommu,
-         std::function<void(std::uint32_t)> on_interrupt);
+         std::function<void(std::uint32_t)> on_interrupt, const std::string& trace_path);
 
   // A register write the host issued now: it reaches the device after the configured cost.
   // Writes keep their order.
@@ -30,6 +33,8 @@ class SimTop : public sc_core::sc_module {
   // Pause the simulation once every posted write has landed.
   void pause_when_written() noexcept { pause_when_written_ = true; }
 
+  StatsRegistry stats;
+  std::unique_ptr<TraceWriter> trace;  // before the components that write into it
   RootComplex root_complex;
   PcieLink link;
   DmaController controller;

@@ -26,7 +26,8 @@ namespace spyre_dma::model {
 
 class SimDevice final : public Device {
  public:
-  explicit SimDevice(SimConfig config = {});
+  // `trace_path`: where to write a Perfetto / chrome://tracing JSON of the run's CBs (empty: none).
+  explicit SimDevice(SimConfig config = {}, std::string trace_path = {});
   ~SimDevice() override;
 
   DeviceDescription describe() const override;  // backend "sim", Progress::kHostDriven

@@ -1,0 +1,58 @@
+// What the sim backend reports about a run: the statistics tree (with latency histograms, queue
+// occupancy and the resolved configuration) and a Perfetto / chrome://tracing trace of its CBs.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "spyre_dma/model/config_loader.hpp"
+#include "spyre_dma/model/sim_device.hpp"
+#include "spyre_dma/spyre_dma.hpp"
+
+namespace spyre_dma::model {
+namespace {
+
+TEST(SimObserve, StatisticsTreeAndTrace) {
+  const std::string trace_path = ::testing::TempDir() + "sim_observe_trace.json";
+  nlohmann::json stats;
+  {
+    auto dev = std::make_shared<SimDevice>(preset("gen4x16"), trace_path);
+    auto engine = Engine::open(dev);
+    auto stream = engine->create_stream();
+    auto buf = engine->allocate(1 << 20);
+    auto host = engine->allocate_host(1 << 20);
+    for (int i = 0; i < 4; ++i) {
+      stream.copy_h2d(buf, 0, host.data(), 1 << 20);
+      stream.copy_d2h(host.data(), buf, 0, 1 << 20);
+    }
+    ASSERT_TRUE(stream.synchronize(std::chrono::seconds(30)).ok());
+    stats = dev->statistics();
+  }
+  EXPECT_EQ(stats["config"]["preset"], "gen4x16");
+  EXPECT_EQ(stats["config"]["link"]["generation"], 4);
+  EXPECT_EQ(stats["controller"]["pipelines"]["DMAI"]["cbs"], 4);
+  EXPECT_EQ(stats["controller"]["pipelines"]["DMAO"]["cbs"], 4);
+  EXPECT_EQ(stats["controller"]["pipelines"]["DMAI"]["cb_latency_ns"]["count"], 4);
+  EXPECT_GT(stats["controller"]["pipelines"]["DMAI"]["cb_latency_ns"]["p50"].get<double>(), 1000.0);
+  EXPECT_TRUE(stats["controller"]["pipelines"]["DMAO"].contains("queue_occupancy"));
+  const std::uint64_t data_reads = 4u * (1 << 20) / 512;  // MRRS 512
+  EXPECT_EQ(stats["controller"]["read_requests"].get<std::uint64_t>(), data_reads);
+  std::uint64_t fetches = 0;
+  for (const char* p : {"COMPUTE", "DMAI", "DMAO"}) fetches += stats["controller"]["pipelines"][p]["fetches"].get<std::uint64_t>();
+  EXPECT_EQ(stats["link"]["tlps"]["MRd"].get<std::uint64_t>(), data_reads + fetches);
+  EXPECT_EQ(stats["link"]["protocol"]["violations"], 0);
+
+  std::ifstream in(trace_path);
+  ASSERT_TRUE(in.good());
+  const nlohmann::json trace = nlohmann::json::parse(in);
+  int cbs = 0;
+  for (const auto& e : trace["traceEvents"]) cbs += e["ph"] == "X" && e["name"] == "CB";
+  EXPECT_EQ(cbs, 8);
+  EXPECT_EQ(trace["otherData"]["preset"], "gen4x16");
+  std::remove(trace_path.c_str());
+}
+
+}  // namespace
+}  // namespace spyre_dma::model
