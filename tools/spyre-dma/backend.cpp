@@ -4,11 +4,19 @@
 #include <stdexcept>
 
 #include "spyre_dma/refdev/ref_device.hpp"
+#ifdef SPYRE_DMA_HAVE_MODEL
+#include "spyre_dma/model/config_loader.hpp"
+#include "spyre_dma/model/sim_device.hpp"
+#endif
 
 namespace spyre_dma_cli {
 
 const std::vector<std::string>& backend_names() {
+#ifdef SPYRE_DMA_HAVE_MODEL
+  static const std::vector<std::string> names{"refdev", "sim"};
+#else
   static const std::vector<std::string> names{"refdev"};
+#endif
   return names;
 }
 
@@ -20,9 +28,73 @@ std::string check_backend(const std::string& name) {
   return "unknown backend '" + name + "' (this build has: " + list + ")";
 }
 
-std::shared_ptr<spyre_dma::Device> open_backend(const std::string& name) {
-  if (name == "refdev") return std::make_shared<spyre_dma::refdev::RefDevice>();
-  throw std::invalid_argument(check_backend(name));
+#ifdef SPYRE_DMA_HAVE_MODEL
+namespace {
+spyre_dma::model::SimConfig sim_config(const BackendOptions& o) {
+  using namespace spyre_dma::model;
+  SimConfig c = o.config.empty() ? preset(o.preset.empty() ? preset_names().front() : o.preset)
+                                 : load_config(o.config);
+  if (!o.config.empty() && !o.preset.empty()) {
+    throw ConfigError("", "preset", "give --preset or --config, not both (a file names its preset itself)");
+  }
+  if (!o.fidelity.empty()) {
+    if (o.fidelity != "tlp" && o.fidelity != "burst") {
+      throw ConfigError("", "fidelity", "--fidelity '" + o.fidelity + "': expected tlp or burst");
+    }
+    c.fidelity = o.fidelity == "tlp" ? Fidelity::kTlp : Fidelity::kBurst;
+  }
+  return c;
+}
+}  // namespace
+#endif
+
+std::string check_backend_options(const BackendOptions& o) {
+  if (std::string e = check_backend(o.name); !e.empty()) return e;
+  if (o.name != "sim") {
+    for (const auto& [flag, value] : {std::pair<const char*, const std::string*>{"--preset", &o.preset},
+                                      {"--config", &o.config}, {"--fidelity", &o.fidelity}, {"--trace", &o.trace}}) {
+      if (!value->empty()) return std::string(flag) + " '" + *value + "' applies to --backend sim only";
+    }
+    return {};
+  }
+#ifdef SPYRE_DMA_HAVE_MODEL
+  try {
+    (void)sim_config(o);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+#endif
+  return {};
+}
+
+std::shared_ptr<spyre_dma::Device> open_backend(const BackendOptions& o) {
+  if (std::string e = check_backend_options(o); !e.empty()) throw std::invalid_argument(e);
+  if (o.name == "refdev") return std::make_shared<spyre_dma::refdev::RefDevice>();
+#ifdef SPYRE_DMA_HAVE_MODEL
+  return std::make_shared<spyre_dma::model::SimDevice>(sim_config(o), o.trace);
+#else
+  throw std::invalid_argument(check_backend(o.name));
+#endif
+}
+
+nlohmann::json backend_config(const BackendOptions& o) {
+#ifdef SPYRE_DMA_HAVE_MODEL
+  if (o.name == "sim") return spyre_dma::model::to_json(sim_config(o));
+#endif
+  spyre_dma::refdev::RefDeviceConfig c;
+  return {{"backend", o.name},
+          {"device_memory_bytes", c.device_memory_bytes},
+          {"usable_bytes", c.usable_bytes},
+          {"depth", c.depth},
+          {"max_cb_bytes", c.max_cb_bytes}};
+}
+
+nlohmann::json device_statistics(spyre_dma::Device& device) {
+#ifdef SPYRE_DMA_HAVE_MODEL
+  if (auto* sim = dynamic_cast<spyre_dma::model::SimDevice*>(&device)) return sim->statistics();
+#endif
+  (void)device;
+  return nullptr;
 }
 
 }  // namespace spyre_dma_cli

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 
@@ -29,6 +30,7 @@ std::string lower(std::string s) {
 
 SweepConfig sweep_config(const DemoOptions& o) {
   SweepConfig c;
+  c.device_clock = o.backend == "sim";
   c.sizes = parse_size_list(o.sizes);  // validated at parse time already
   c.directions.clear();
   for (const auto& d : o.directions) {
@@ -84,9 +86,16 @@ CLI::App* add_demo_command(CLI::App& app, DemoOptions& o) {
       ->check(CLI::Range(1, 64));
   demo->add_option("--json", o.json, "Also write the results, the resolved options and the device limits to FILE")
       ->type_name("FILE");
-  demo->add_option("--backend", o.backend, "Device backend")
+  demo->add_option("--backend", o.backend, "Device backend: refdev (functional, timed by the wall clock) or sim "
+                   "(the SystemC model, timed by its simulated clock)")
       ->capture_default_str()
-      ->check(CLI::Validator([](std::string& v) { return check_backend(v); }, "{refdev}"));
+      ->check(CLI::Validator([](std::string& v) { return check_backend(v); }, "{refdev,sim}"));
+  demo->add_option("--preset", o.preset, "sim: model preset (spyre-gen5x16, gen4x16, gen3x8, gen3x16, h200-gen5x16)");
+  demo->add_option("--config", o.config, "sim: JSON configuration file (may name a base preset)");
+  demo->add_option("--fidelity", o.fidelity, "sim: tlp (every TLP timed) or burst")->check(CLI::IsMember({"tlp", "burst"}));
+  demo->add_option("--trace", o.trace, "sim: write a Perfetto / chrome://tracing JSON of the CBs to FILE");
+  demo->add_flag("--dump-config", o.dump_config, "Print the resolved backend configuration as JSON and exit");
+  demo->add_option("--plot", o.plot, "Also draw bandwidth and latency against size into FILE (PNG; needs --json)");
   demo->add_option("--directions", o.directions, "Directions to measure")
       ->delimiter(',')
       ->capture_default_str()
@@ -102,7 +111,7 @@ CLI::App* add_demo_command(CLI::App& app, DemoOptions& o) {
 }
 
 int run_demo(const DemoOptions& o) {
-  const SweepConfig config = sweep_config(o);
+  SweepConfig config = sweep_config(o);
   if (!o.json.empty()) {  // find out now, not after the sweep, that the file cannot be written
     std::ofstream probe(o.json, std::ios::out | std::ios::app);
     if (!probe) {
@@ -111,7 +120,20 @@ int run_demo(const DemoOptions& o) {
     }
   }
 
-  auto device = open_backend(o.backend);
+  const BackendOptions backend{o.backend, o.preset, o.config, o.fidelity, o.trace};
+  if (std::string e = check_backend_options(backend); !e.empty()) {
+    fmt::print(stderr, "spyre-dma demo: {}\n", e);
+    return 2;
+  }
+  if (o.dump_config) {
+    fmt::print("{}\n", backend_config(backend).dump(2));
+    return 0;
+  }
+  if (!o.plot.empty() && o.json.empty()) {
+    fmt::print(stderr, "spyre-dma demo: --plot '{}' needs --json FILE (the plot is drawn from it)\n", o.plot);
+    return 2;
+  }
+  auto device = open_backend(backend);
   const spyre_dma::DeviceDescription desc = device->describe();
   std::unique_ptr<spyre_dma::Engine> engine = spyre_dma::Engine::open(device);
   const spyre_dma::DeviceLimits& lim = engine->limits();
@@ -144,7 +166,9 @@ int run_demo(const DemoOptions& o) {
              config.memories.size(), config.repeat, config.streams);
 
   nlohmann::json doc = {{"tool", "spyre-dma demo"}, {"version", SPYRE_DMA_VERSION},
-                        {"options", options_json(o, config)}, {"device", device_json(*engine, desc)}};
+                        {"options", options_json(o, config)}, {"device", device_json(*engine, desc)},
+                        {"config", backend_config(backend)},
+                        {"clock", config.device_clock ? "device (simulated)" : "wall"}};
   auto write_json = [&](const char* status, const std::string& error) {
     if (o.json.empty()) return true;
     doc["status"] = status;
@@ -187,8 +211,18 @@ int run_demo(const DemoOptions& o) {
                          {"bytes_d2h", s.bytes_d2h},         {"bytes_staged", s.bytes_staged},
                          {"queue_full_stalls", s.queue_full_stalls}, {"staging_stalls", s.staging_stalls}};
   doc["elapsed_s"] = secs;
+  if (nlohmann::json stats = device_statistics(*device); !stats.is_null()) doc["device_statistics"] = stats;
   if (!write_json("ok", "")) return 1;
   if (!o.json.empty()) fmt::print("results written to {}\n", o.json);
+  if (!o.plot.empty()) {
+    // The script runs under Debian's python3, where scripts/setup installs matplotlib.
+    const std::string cmd = fmt::format("'{}' '{}' '{}'", SPYRE_DMA_PLOT_SCRIPT, o.json, o.plot);
+    if (std::system(cmd.c_str()) != 0) {
+      fmt::print(stderr, "spyre-dma demo: --plot: drawing '{}' failed (python3 with matplotlib is needed)\n", o.plot);
+      return 1;
+    }
+    fmt::print("plot written to {}\n", o.plot);
+  }
   return 0;
 }
 

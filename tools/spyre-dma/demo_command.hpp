@@ -17,6 +17,9 @@ struct DemoOptions {
   int streams = 1;
   std::string json;  // empty: no JSON file
   std::string backend = "refdev";
+  std::string preset, config, fidelity, trace;  // sim backend
+  bool dump_config = false;  // print the resolved backend configuration and exit
+  std::string plot;          // PNG of bandwidth and latency against size (needs the JSON)
   std::vector<std::string> directions{"h2d", "d2h"};
   std::vector<std::string> memory{"registered", "pageable"};
   double timeout_s = 10;

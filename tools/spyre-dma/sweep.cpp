@@ -92,11 +92,12 @@ std::uint64_t Sweep::transfer(Direction d, std::uint8_t* host, std::uint64_t byt
       (bytes + streams_.size() - 1) / streams_.size();
   const std::uint64_t piece = (per_stream + kFlit - 1) / kFlit * kFlit;
   std::size_t used = 0;
+  std::vector<spyre_dma::Op> ops;
   const auto t0 = Clock::now();
   for (std::uint64_t off = 0; off < bytes; off += piece, ++used) {
     const std::uint64_t n = std::min(piece, bytes - off);
-    if (d == Direction::kH2D) streams_[used].copy_h2d(device_, off, host + off, n);
-    else streams_[used].copy_d2h(host + off, device_, off, n);
+    if (d == Direction::kH2D) ops.push_back(streams_[used].copy_h2d(device_, off, host + off, n));
+    else ops.push_back(streams_[used].copy_d2h(host + off, device_, off, n));
   }
   const auto deadline = t0 + config_.timeout;
   for (std::size_t i = 0; i < used; ++i) {
@@ -111,7 +112,14 @@ std::uint64_t Sweep::transfer(Direction d, std::uint8_t* host, std::uint64_t byt
     }
     if (!st.ok()) fail(fmt::format("{}: failed on stream {}: {}", what, i, st.to_string()));
   }
-  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
+  const auto wall = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
+  if (!config_.device_clock) return wall;
+  std::uint64_t first = UINT64_MAX, last = 0;
+  for (const spyre_dma::Op& op : ops) {
+    first = std::min(first, op.device_start_ns());
+    last = std::max(last, op.device_end_ns());
+  }
+  return last > first ? last - first : 0;
 }
 
 void Sweep::run(const std::function<void(const PointResult&)>& on_point) {

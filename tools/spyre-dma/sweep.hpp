@@ -27,6 +27,9 @@ struct SweepConfig {
   int repeat = 5;
   int streams = 1;  // each transfer's bytes are split across this many streams
   std::chrono::nanoseconds timeout = std::chrono::seconds(10);  // per transfer
+  // Time runs on the device's clock (first CB start to last CB end, from the RBs) instead of the
+  // wall clock: what a simulated device's figures mean.
+  bool device_clock = false;
 };
 
 struct PointResult {
@@ -34,7 +37,8 @@ struct PointResult {
   Direction direction = Direction::kH2D;
   HostMemory memory = HostMemory::kRegistered;
   int streams_used = 0;
-  std::vector<std::uint64_t> run_ns;  // wall-clock, first submission to last stream synchronized
+  std::vector<std::uint64_t> run_ns;  // wall clock (first submission to last stream synchronized),
+                                      // or the device clock when SweepConfig::device_clock
   std::uint64_t median_ns = 0;
   double gb_per_s = 0;                // bytes / median, in 1e9 bytes per second
   std::uint64_t bytes_staged = 0;     // over all runs (the engine's count): shows the path taken

@@ -364,13 +364,23 @@ inline constexpr std::uint32_t kPciDeviceSpyrePf = 0x06a7;
 // ---------------------------------------------------------------------------------------------
 // Little-endian helpers shared by encoders, decoders and ring code.
 // ---------------------------------------------------------------------------------------------
+// On a little-endian host these are plain 8-byte copies (one load or store); elsewhere the
+// bytes are assembled one by one. Either way the wire format is little-endian.
 inline std::uint64_t load_le64(const std::uint8_t* p) noexcept {
   std::uint64_t v = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  std::memcpy(&v, p, sizeof v);
+#else
   for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
+#endif
   return v;
 }
 inline void store_le64(std::uint8_t* p, std::uint64_t v) noexcept {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  std::memcpy(p, &v, sizeof v);
+#else
   for (int i = 0; i < 8; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
+#endif
 }
 
 // Address helpers.
