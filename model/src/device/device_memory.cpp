@@ -22,6 +22,7 @@ void DeviceMemory::b_transport(tlm::tlm_generic_payload& gp, sc_time& delay) {
     gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
     return;
   }
+  if ((++accesses_ & 63) == 0) bus_.prune(to_ps(sc_time_stamp()));  // nothing books the past
   const DeviceMemoryCommand* cmd = gp.get_extension<DeviceMemoryCommand>();
   // A copy reads and writes: twice the bus time.
   const std::uint64_t bus_bytes = cmd && cmd->kind == DeviceMemoryCommand::Kind::kCopy ? 2 * len : len;

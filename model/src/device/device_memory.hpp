@@ -45,6 +45,7 @@ class DeviceMemory : public sc_core::sc_module {
   pcie::PsPerByte rate_;
   pcie::Ps latency_ps_;
   std::uint64_t bytes_read_ = 0, bytes_written_ = 0;
+  std::uint64_t accesses_ = 0;
 };
 
 }  // namespace spyre_dma::model

@@ -35,7 +35,7 @@ DmaController::DmaController(sc_module_name name, const SimConfig& config, refde
       dma_engine_rate_(rate_for_gbps(config.device.dma_engine_gbps > 0 ? config.device.dma_engine_gbps : 1)),
       dma_engine_limited_(config.device.dma_engine_gbps > 0),
       cb_overhead_ps_(pcie::ns_to_ps(config.device.cb_overhead_ns)),
-      quantum_ps_(10'000'000) {  // 10 us of run-ahead before a pipeline yields
+      quantum_ps_(2'000'000) {  // 2 us of run-ahead before a pipeline yields: keeps calendars short
   for (unsigned i = 0; i < hw::kNumPipelines; ++i) {
     pipes_[i].id = static_cast<hw::Pipeline>(i);
     sc_spawn([this, i] { pipeline_thread(i); }, sc_gen_unique_name("pipeline"));

@@ -40,7 +40,7 @@ void RootComplex::b_transport(tlm::tlm_generic_payload& gp, sc_time& delay) {
   const std::size_t len = gp.get_data_length();
   gp.set_response_status(tlm::TLM_OK_RESPONSE);
   if (gp.is_read()) {
-    ++read_requests_;
+    if ((++read_requests_ & 63) == 0) memory_.prune(to_ps(sc_time_stamp()));
     refdev::Iommu::Window w = iommu_.translate(iova, len, false);
     const pcie::Ps served = memory_.reserve(arrival, memory_rate_.ceil_ps(len));
     ext->ready_ps = served + service_ps_;
