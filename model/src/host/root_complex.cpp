@@ -33,6 +33,22 @@ bool RootComplex::write_host(std::uint64_t iova, const std::uint8_t* data, std::
   return true;
 }
 
+// An RB lands the way the host polls it: everything but its first word, then the first word (tag,
+// status, phase) with a release store, so a host thread that sees the phase sees the whole RB.
+bool RootComplex::write_ordered(std::uint64_t iova, const std::uint8_t* data, std::size_t len) {
+  refdev::Iommu::Window w = iommu_.translate(iova, len, true);
+  if (!w) return false;
+  if (len < 8 || reinterpret_cast<std::uintptr_t>(w.host()) % 8 != 0) {
+    std::memcpy(w.host(), data, len);
+    return true;
+  }
+  std::memcpy(w.host() + 8, data + 8, len - 8);
+  std::uint64_t word0;
+  std::memcpy(&word0, data, 8);
+  __atomic_store_n(reinterpret_cast<std::uint64_t*>(w.host()), word0, __ATOMIC_RELEASE);
+  return true;
+}
+
 void RootComplex::b_transport(tlm::tlm_generic_payload& gp, sc_time& delay) {
   TlpExtension* ext = gp.get_extension<TlpExtension>();
   const pcie::Ps arrival = to_ps(sc_time_stamp() + delay);
@@ -86,7 +102,7 @@ void RootComplex::deliver() {
     if (p.epoch != epoch_) continue;  // written before a reset: the host never sees it
     if (p.msi) {
       on_interrupt_(p.vector);
-    } else if (!write_host(p.iova, p.bytes.data(), p.bytes.size())) {
+    } else if (!write_ordered(p.iova, p.bytes.data(), p.bytes.size())) {
       ++iommu_faults_;
     }
   }

@@ -49,6 +49,7 @@ class RootComplex : public sc_core::sc_module {
   void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
   void deliver();  // SC_METHOD: applies the ordered writes that are due
   bool write_host(std::uint64_t iova, const std::uint8_t* data, std::size_t len);
+  bool write_ordered(std::uint64_t iova, const std::uint8_t* data, std::size_t len);
 
   const SimConfig& config_;
   refdev::Iommu& iommu_;
