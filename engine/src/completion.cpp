@@ -228,16 +228,17 @@ void EngineCore::fail_everything(const Status& why, Work& work) {
   for (std::uint32_t tag = hw::kMinTag; tag <= hw::kMaxTag; ++tag) {
     Inflight& f = inflight_[tag];
     if (f.state == CbState::kFree) continue;
+    if (f.state == CbState::kStaging) {
+      // A thread is copying the op's host memory into the staging buffer outside the lock: the op
+      // may not complete before that copy ends (its caller may free the memory then). The thread
+      // sees the new epoch and drops the CB, returning tag and buffer and completing the op.
+      if (f.op->first_error.ok()) f.op->first_error = why;
+      continue;
+    }
     if (f.op) {
       if (f.op->first_error.ok()) f.op->first_error = why;
       --f.op->cbs_live;
       maybe_complete(f.op, work);
-    }
-    if (f.state == CbState::kStaging) {
-      // A thread is copying into the staging buffer outside the lock: it gives the buffer and the
-      // tag back when it sees the new epoch (run_work).
-      f.op = nullptr;
-      continue;
     }
     if (f.staging != StagingPool::kNone) staging_->release(f.staging);
     tags_.release(tag);

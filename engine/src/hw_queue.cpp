@@ -79,9 +79,13 @@ bool HwQueue::doorbell() {
 
 const std::uint8_t* HwQueue::peek_rb() const noexcept {
   const std::uint8_t* slot = rb_ring_ + std::size_t(rb_ci_ & (slots_ - 1)) * hw::kRbBytes;
-  // The device writes the byte that holds the phase bit last, with release semantics.
-  const std::uint8_t phase_byte = __atomic_load_n(slot + 4, __ATOMIC_ACQUIRE);
-  const bool phase = (phase_byte & 1u) != 0;
+  // The device writes word 0 (tag, status, phase) last, as one release store; load it whole, with
+  // acquire, so the rest of the RB (read after this) is ordered after it. (A load of only the
+  // phase byte would be a mixed-size atomic pair, which ThreadSanitizer cannot see synchronise.)
+  std::uint64_t word0 = __atomic_load_n(reinterpret_cast<const std::uint64_t*>(slot), __ATOMIC_ACQUIRE);
+  std::uint8_t le[8];
+  std::memcpy(le, &word0, sizeof word0);  // host byte order back to the little-endian bytes
+  const bool phase = (le[4] & 1u) != 0;
   return phase == hw::expected_phase(rb_ci_, slots_) ? slot : nullptr;
 }
 

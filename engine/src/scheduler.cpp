@@ -289,12 +289,14 @@ void EngineCore::run_work(Lock& lock, Work& work) {
     for (auto& batch : w.copy_ins) {
       for (const CopyIn& c : batch.second) {
         if (c.epoch != epoch_) {
-          // fail_everything() completed the op and left the tag and the buffer to this thread;
-          // the rings were reprogrammed, so there is no reservation to consume either.
+          // A reset or shutdown failed the op meanwhile and left this CB to this thread; the rings
+          // were reprogrammed, so there is no reservation to consume either.
           Inflight& f = inflight_[c.tag];
           staging_->release(f.staging);
           f = Inflight{};
           tags_.release(c.tag);
+          --c.op->cbs_live;
+          maybe_complete(c.op, work);
           work.repump = true;
           continue;
         }

@@ -28,7 +28,7 @@ namespace spyre_dma::test {
 using namespace std::chrono_literals;
 
 // Every wait in the engine tests is bounded. Generous enough for sanitizer builds.
-inline constexpr auto kWait = 20s;
+inline constexpr auto kWait = 10s;
 
 constexpr std::uint64_t KiB = 1024, MiB = 1024 * 1024;
 
@@ -233,6 +233,24 @@ class SpyDevice final : public Device {
   std::uint64_t doorbells_ = 0;
   std::atomic<std::uint64_t> overruns_{0};
 };
+
+// --- Streams --------------------------------------------------------------------------------
+
+inline const char* name(Ordering o) {
+  switch (o) {
+    case Ordering::kStrict: return "Strict";
+    case Ordering::kOpOrdered: return "OpOrdered";
+    case Ordering::kPipelineFifo: return "PipelineFifo";
+  }
+  return "?";
+}
+
+inline StreamOptions with(Ordering o, int priority = 0) {
+  StreamOptions so;
+  so.ordering = o;
+  so.priority = priority;
+  return so;
+}
 
 // --- Engine on a fresh device ---------------------------------------------------------------
 

@@ -14,12 +14,6 @@
 namespace spyre_dma::test {
 namespace {
 
-StreamOptions fifo() {
-  StreamOptions so;
-  so.ordering = Ordering::kPipelineFifo;
-  return so;
-}
-
 // --- Full queues ----------------------------------------------------------------------------
 
 // With 4 slots per pipeline and the device paused, exactly 4 CBs per pipeline are handed over and
@@ -360,7 +354,7 @@ TEST(Reset, CancelsInFlightWorkExactlyOnce) {
   o.ring_slots = {4, 8, 8};
   Rig rig = make_rig(o);
   Engine& e = *rig.engine;
-  Stream a = e.create_stream(), b = e.create_stream(fifo()), c = e.create_stream();
+  Stream a = e.create_stream(), b = e.create_stream(with(Ordering::kPipelineFifo)), c = e.create_stream();
   Event ev = e.create_event();
   DeviceBuffer buf = e.allocate(32 * MiB);
   std::vector<std::uint8_t> src = pattern(16 * MiB, 81), dst(16 * MiB, 0);
