@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -21,6 +22,9 @@
 
 #include "spyre_dma/hw/contract.hpp"
 #include "spyre_dma/refdev/ref_device.hpp"
+#ifdef SPYRE_DMA_TEST_HAVE_SIM
+#include "spyre_dma/model/sim_device.hpp"
+#endif
 #include "spyre_dma/spyre_dma.hpp"
 
 namespace spyre_dma::test {
@@ -114,9 +118,15 @@ struct SeenCb {
 class SpyDevice final : public Device {
  public:
   explicit SpyDevice(refdev::RefDeviceConfig config = {})
-      : inner_(std::make_shared<refdev::RefDevice>(std::move(config))) {}
+      : ref_(std::make_shared<refdev::RefDevice>(std::move(config))), inner_(ref_) {}
+  // Any other backend (the SystemC model): the same checks, without refdev's test controls.
+  explicit SpyDevice(std::shared_ptr<Device> other) : inner_(std::move(other)) {}
 
-  refdev::RefDevice& ref() noexcept { return *inner_; }
+  bool is_refdev() const noexcept { return ref_ != nullptr; }
+  refdev::RefDevice& ref() {
+    if (!ref_) throw std::logic_error("this test needs refdev's test controls; the backend is " + describe().backend);
+    return *ref_;
+  }
 
   DeviceDescription describe() const override { return inner_->describe(); }
   std::uint32_t read32(std::uint64_t offset) override { return inner_->read32(offset); }
@@ -225,7 +235,8 @@ class SpyDevice final : public Device {
     r.pi = new_pi;
   }
 
-  std::shared_ptr<refdev::RefDevice> inner_;
+  std::shared_ptr<refdev::RefDevice> ref_;  // null on other backends
+  std::shared_ptr<Device> inner_;
   mutable std::mutex mu_;
   std::map<std::uint64_t, std::pair<std::uint8_t*, std::size_t>> maps_;
   std::array<Ring, hw::kNumPipelines> rings_{};
@@ -260,12 +271,34 @@ struct Rig {
   refdev::RefDevice& dev() { return spy->ref(); }
 };
 
+// The backend the engine tests run on: refdev, or the SystemC model when the build has it and
+// SPYRE_DMA_TEST_BACKEND=sim (CTest registers the suites once for each).
+inline bool testing_on_sim() {
+  const char* b = std::getenv("SPYRE_DMA_TEST_BACKEND");
+  return b != nullptr && std::string(b) == "sim";
+}
+
+inline std::shared_ptr<SpyDevice> make_device(const refdev::RefDeviceConfig& config) {
+  if (!testing_on_sim()) return std::make_shared<SpyDevice>(config);
+#ifdef SPYRE_DMA_TEST_HAVE_SIM
+  model::SimConfig sim;  // the Spyre preset, shaped like the refdev the test asked for
+  sim.device.depth = config.depth;
+  sim.device.max_cb_bytes = config.max_cb_bytes;
+  sim.device.memory_bytes = config.device_memory_bytes;
+  sim.device.usable_bytes = config.usable_bytes;
+  sim.device.capabilities = config.capabilities;
+  return std::make_shared<SpyDevice>(std::make_shared<model::SimDevice>(sim));
+#else
+  throw std::logic_error("SPYRE_DMA_TEST_BACKEND=sim, but this build has no SystemC model");
+#endif
+}
+
 inline Rig make_rig(EngineOptions options = {}, refdev::RefDeviceConfig config = {}) {
   // A failed test may leave work stuck on the device; the engine's destructor then waits up to
   // cb_timeout. Keep that bounded unless the test chose a timeout itself.
   if (options.cb_timeout == EngineOptions{}.cb_timeout) options.cb_timeout = 10s;
   Rig r;
-  r.spy = std::make_shared<SpyDevice>(std::move(config));
+  r.spy = make_device(config);
   r.engine = Engine::open(r.spy, options);
   return r;
 }
