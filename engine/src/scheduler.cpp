@@ -254,9 +254,42 @@ void EngineCore::run_work(Lock& lock, Work& work) {
     std::swap(w.finished, work.finished);
     ++unlocked_work_;
     lock.unlock();
-    for (const CopyOut& c : w.copy_outs) std::memcpy(c.dst, c.src, c.len);
-    for (const auto& batch : w.copy_ins) {
-      for (const CopyIn& c : batch.second) std::memcpy(c.staging, c.src, c.len);
+    // Copy-outs, in RB order. Each staging buffer goes back to the pool as soon as its data is
+    // out, so the next piece of a transfer can use it while later pieces are still copied.
+    for (const CopyOut& c : w.copy_outs) {
+      std::memcpy(c.dst, c.src, c.len);
+      lock.lock();
+      staging_->release(c.slot);
+      work.repump = true;
+      --c.op->cbs_live;
+      maybe_complete(c.op, work);
+      settle(work);
+      ring_doorbells();
+      lock.unlock();
+    }
+    // Copy-ins: each CB goes to the device as soon as its piece is in staging, so the DMA of one
+    // piece overlaps the host copy of the next (the stream stays busy, so order is kept).
+    for (auto& batch : w.copy_ins) {
+      for (const CopyIn& c : batch.second) {
+        std::memcpy(c.staging, c.src, c.len);
+        lock.lock();
+        if (c.epoch != epoch_) {
+          // A reset or shutdown failed the op meanwhile and left this CB to this thread; the rings
+          // were reprogrammed, so there is no reservation to consume either.
+          Inflight& f = inflight_[c.tag];
+          staging_->release(f.staging);
+          f = Inflight{};
+          tags_.release(c.tag);
+          --c.op->cbs_live;
+          maybe_complete(c.op, work);
+          work.repump = true;
+        } else {
+          stats_.bytes_staged += c.len;
+          push_cb(c.tag, c.cb, true);
+          ring_doorbells();
+        }
+        lock.unlock();
+      }
     }
     std::vector<CallbackResult> results;
     for (const auto& op : w.callbacks) {
@@ -280,29 +313,7 @@ void EngineCore::run_work(Lock& lock, Work& work) {
     lock.lock();
     --unlocked_work_;
     if (!w.copy_outs.empty()) draining_ = false;
-    for (const CopyOut& c : w.copy_outs) {
-      staging_->release(c.slot);
-      work.repump = true;
-      --c.op->cbs_live;
-      maybe_complete(c.op, work);
-    }
     for (auto& batch : w.copy_ins) {
-      for (const CopyIn& c : batch.second) {
-        if (c.epoch != epoch_) {
-          // A reset or shutdown failed the op meanwhile and left this CB to this thread; the rings
-          // were reprogrammed, so there is no reservation to consume either.
-          Inflight& f = inflight_[c.tag];
-          staging_->release(f.staging);
-          f = Inflight{};
-          tags_.release(c.tag);
-          --c.op->cbs_live;
-          maybe_complete(c.op, work);
-          work.repump = true;
-          continue;
-        }
-        stats_.bytes_staged += c.len;
-        push_cb(c.tag, c.cb, true);
-      }
       batch.first->busy = false;
       pump(batch.first, work, false);
     }
