@@ -160,7 +160,8 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   bool stop_poller_ = false;
   bool draining_ = false;  // one thread at a time consumes RBs (copy-outs stay in order)
   int unlocked_work_ = 0;  // threads copying or calling back outside the lock
-  int batch_depth_ = 0;    // open submission batches: submit() defers doorbells
+  int batch_depth_ = 0;
+  Clock::time_point issue_now_{};  // when the CBs being pushed now were issued (their deadlines)    // open submission batches: submit() defers doorbells
   std::uint64_t epoch_ = 0;  // bumped by reset() and shutdown(): copy-ins of an older one are abandoned
   std::array<std::unique_ptr<HwQueue>, hw::kNumPipelines> queues_;
   std::array<std::deque<std::uint32_t>, hw::kNumPipelines> ring_order_;  // tags, oldest first

@@ -39,12 +39,13 @@ struct Rig {
   Stream stream;
   DeviceBuffer buf;
 
-  Rig() {
+  explicit Rig(std::uint64_t max_cb_bytes = 4u << 20) {
     refdev::RefDeviceConfig cfg;
     cfg.depth = {256, kRingSlots, kRingSlots};
     dev = std::make_shared<refdev::RefDevice>(cfg);
     EngineOptions opt;
     opt.ring_slots = {256, kRingSlots, kRingSlots};
+    opt.max_cb_bytes = max_cb_bytes;
     engine = Engine::open(dev, opt);
     stream = engine->create_stream();
     buf = engine->allocate(kBufferBytes);
@@ -115,6 +116,44 @@ void Sizes(benchmark::internal::Benchmark* b) {
   b->UseRealTime()->MinTime(0.2)->Unit(benchmark::kMicrosecond);
 }
 
+// CBs of ops that span many: each op is a fill of kCbsPerOp flits with CBs cut at one flit
+// (EngineOptions::max_cb_bytes = 128), so the op's own overhead (validation, op state, the lock)
+// is shared by its CBs and what remains is the per-CB path (cutting, tags, encoding, the ring).
+void BM_SubmitManyCbsPerOp(benchmark::State& state) {
+  constexpr std::uint64_t kCbsPerOp = 64;
+  const auto ops = static_cast<std::uint64_t>(state.range(0));
+  Rig rig(kFillBytes);
+  const EngineStats before = rig.engine->stats();
+  const std::uint64_t op_bytes = kCbsPerOp * kFillBytes;
+  const std::uint64_t slots = kBufferBytes / op_bytes;
+  double submit_ns = 0;
+  rig.dev->pause();
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (std::uint64_t i = 0; i < ops; ++i) {
+      benchmark::DoNotOptimize(rig.stream.fill(rig.buf, (i % slots) * op_bytes, op_bytes, 0xA5A5A5A5u));
+    }
+    submit_ns += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+    state.PauseTiming();
+    rig.dev->resume();
+    const Status st = rig.stream.synchronize(std::chrono::seconds(60));
+    rig.dev->pause();
+    if (!st.ok()) {
+      state.SkipWithError(("synchronize failed: " + st.to_string()).c_str());
+      state.ResumeTiming();
+      break;
+    }
+    state.ResumeTiming();
+  }
+  rig.dev->resume();
+  const EngineStats after = rig.engine->stats();
+  const double cbs = static_cast<double>(after.cbs_submitted - before.cbs_submitted);
+  state.SetItemsProcessed(static_cast<std::int64_t>(cbs));
+  state.counters["ns_per_cb"] = cbs > 0 ? submit_ns / cbs : 0.0;
+  state.counters["cbs_per_op"] = cbs / static_cast<double>(ops * state.iterations());
+}
+
+BENCHMARK(BM_SubmitManyCbsPerOp)->ArgName("ops")->Arg(256)->UseRealTime()->MinTime(0.2)->Unit(benchmark::kMicrosecond);
 BENCHMARK_TEMPLATE(BM_Submit, false)->Name("BM_SubmitUnbatched")->Apply(Sizes);
 BENCHMARK_TEMPLATE(BM_Submit, true)->Name("BM_SubmitBatched")->Apply(Sizes);
 
