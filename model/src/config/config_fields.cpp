@@ -322,7 +322,7 @@ std::vector<Field> build_fields() {
   f.push_back(field("link.generation", SPYRE_FIELD(link.generation), int_range(1, 5), "",
                     "PCIe generation: 2.5, 5, 8, 16 or 32 GT/s per lane; 8b/10b encoding for "
                     "Gen1-2, 128b/130b for Gen3-5."));
-  f.push_back(field("link.lanes", SPYRE_FIELD(link.lanes), one_of({1, 2, 4, 8, 12, 16, 32}),
+  f.push_back(field("link.lanes", SPYRE_FIELD(link.lanes), one_of({1, 2, 4, 8, 16, 32}),
                     "lanes", "Negotiated link width."));
   f.push_back(field("link.mps", SPYRE_FIELD(link.mps), pow2(128, 4096), "bytes",
                     "Max Payload Size: the largest data payload of one MWr or CplD TLP."));

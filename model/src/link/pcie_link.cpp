@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "observe/trace_writer.hpp"
 #include "sim/sim_time.hpp"
 #include "sim/tlp.hpp"
 
@@ -54,16 +55,33 @@ std::uint32_t PcieLink::replays_for(std::uint64_t tlps) {
   return n;
 }
 
-Ps PcieLink::send_up(Ps earliest, std::uint64_t wire_bytes) {
-  const Ps d = up_clock_.duration_ps(wire_bytes);
-  counters_.up_bytes += wire_bytes;
-  return up_.reserve(earliest, d) + d;
+void PcieLink::trace_tlps(TraceWriter& trace) {
+  trace_ = &trace;
+  trace_pid_ = trace.process("PCIe link");
+  up_track_ = trace.thread(trace_pid_, "up (device to host)").tid;
+  down_track_ = trace.thread(trace_pid_, "down (host to device)").tid;
 }
 
-Ps PcieLink::send_down(Ps earliest, std::uint64_t wire_bytes) {
+Ps PcieLink::send_up(Ps earliest, std::uint64_t wire_bytes, const char* what) {
+  const Ps d = up_clock_.duration_ps(wire_bytes);
+  counters_.up_bytes += wire_bytes;
+  const Ps start = up_.reserve(earliest, d);
+  if (trace_) {
+    trace_->complete(what, "tlp", double(start) / 1000.0, double(d) / 1000.0, TraceTrack{trace_pid_, up_track_},
+                     {{"wire_bytes", wire_bytes}});
+  }
+  return start + d;
+}
+
+Ps PcieLink::send_down(Ps earliest, std::uint64_t wire_bytes, const char* what) {
   const Ps d = down_clock_.duration_ps(wire_bytes);
   counters_.down_bytes += wire_bytes;
-  return down_.reserve(earliest, d) + d;
+  const Ps start = down_.reserve(earliest, d);
+  if (trace_) {
+    trace_->complete(what, "tlp", double(start) / 1000.0, double(d) / 1000.0, TraceTrack{trace_pid_, down_track_},
+                     {{"wire_bytes", wire_bytes}});
+  }
+  return start + d;
 }
 
 Ps PcieLink::forward(tlm::tlm_generic_payload& gp, Ps arrival) {
@@ -89,15 +107,15 @@ void PcieLink::read(tlm::tlm_generic_payload& gp, Ps t0, sc_time& delay) {
     checker_.request(TlpType::kMRd, addr, len);
     const pcie::CreditGrant g = nonposted_.acquire(t0, 1, 0);
     if (g.at_ps > t0) ++counters_.credit_stalls, counters_.credit_stall_ps += g.at_ps - t0;
-    Ps sent = send_up(g.at_ps, mrd_wire);
-    if (replays_for(1)) sent = send_up(sent + replay_ps_, mrd_wire);
+    Ps sent = send_up(g.at_ps, mrd_wire, "MRd");
+    if (replays_for(1)) sent = send_up(sent + replay_ps_, mrd_wire, "MRd (replay)");
     const Ps arrival = sent + latency_ps_;
     nonposted_.release(g, arrival + credit_update_ps_);
     ++counters_.mrd;
     forward(gp, arrival);
     Ps t = std::max(ext->ready_ps, arrival);
     if (ext->status != CompletionStatus::kSuccess) {  // a Cpl without data
-      t = send_down(t, pcie::tlp_wire_bytes(params_, TlpType::kCpl, 0));
+      t = send_down(t, pcie::tlp_wire_bytes(params_, TlpType::kCpl, 0), "Cpl");
       ++counters_.cpl;
     } else {
       // Walk the completions without building a list: this is the hottest loop of TLP fidelity.
@@ -106,8 +124,8 @@ void PcieLink::read(tlm::tlm_generic_payload& gp, Ps t0, sc_time& delay) {
         const std::uint64_t n = pcie::completion_step(a, left, params_.rcb, limit);
         checker_.completion(a, n);
         const std::uint64_t wire = pcie::tlp_wire_bytes(params_, TlpType::kCplD, n);
-        t = send_down(t, wire);
-        if (replays_for(1)) t = send_down(t + replay_ps_, wire);
+        t = send_down(t, wire, "CplD");
+        if (replays_for(1)) t = send_down(t + replay_ps_, wire, "CplD (replay)");
         ++counters_.cpld;
         a += n;
         left -= n;
@@ -129,14 +147,14 @@ void PcieLink::read(tlm::tlm_generic_payload& gp, Ps t0, sc_time& delay) {
   const std::uint32_t replays = replays_for(w.upstream_tlps + w.downstream_tlps);
   const Ps u1 = up_clock_.rate().ceil_ps(w1.upstream);
   const Ps d1 = down_clock_.rate().ceil_ps(w1.downstream);
-  const Ps up_end = send_up(t0, w.upstream);
+  const Ps up_end = send_up(t0, w.upstream, "MRd burst");
   const Ps first_sent = up_end - up_clock_.rate().ceil_ps(w.upstream) + u1;
   const Ps arrival = first_sent + latency_ps_;
   counters_.mrd += n;
   forward(gp, arrival);
   Ps last;
   if (ext->status != CompletionStatus::kSuccess) {
-    last = send_down(std::max(ext->ready_ps, arrival), pcie::tlp_wire_bytes(params_, TlpType::kCpl, 0));
+    last = send_down(std::max(ext->ready_ps, arrival), pcie::tlp_wire_bytes(params_, TlpType::kCpl, 0), "Cpl");
     ++counters_.cpl;
   } else {
     // The unloaded round trip: a completer that is busy delays the start (ready_ps), not the
@@ -150,6 +168,10 @@ void PcieLink::read(tlm::tlm_generic_payload& gp, Ps t0, sc_time& delay) {
     counters_.down_bytes += w.downstream;
     const Ps start = down_.reserve(ext->ready_ps, d);
     last = start + d;
+    if (trace_) {
+      trace_->complete("CplD burst", "tlp", double(start) / 1000.0, double(d) / 1000.0,
+                       TraceTrack{trace_pid_, down_track_}, {{"wire_bytes", w.downstream}, {"tlps", w.downstream_tlps}});
+    }
     counters_.cpld += w.downstream_tlps;
     counters_.payload_down += len;
   }
@@ -166,14 +188,14 @@ void PcieLink::write(tlm::tlm_generic_payload& gp, Ps t0, sc_time& delay) {
     const pcie::CreditGrant g = posted_.acquire(t0, 1, data);
     if (g.at_ps > t0) ++counters_.credit_stalls, counters_.credit_stall_ps += g.at_ps - t0;
     const std::uint64_t wire = pcie::tlp_wire_bytes(params_, TlpType::kMWr, len);
-    sent = send_up(g.at_ps, wire);
-    if (replays_for(1)) sent = send_up(sent + replay_ps_, wire);
+    sent = send_up(g.at_ps, wire, ext->msi ? "MSI-X" : "MWr");
+    if (replays_for(1)) sent = send_up(sent + replay_ps_, wire, "MWr (replay)");
     posted_.release(g, sent + latency_ps_ + credit_update_ps_);
     ++counters_.mwr;
   } else {
     const pcie::WireBytes w = pcie::write_wire(params_, addr, len);
     const std::uint32_t replays = replays_for(w.upstream_tlps);
-    sent = send_up(t0, w.upstream) + replays * replay_ps_;
+    sent = send_up(t0, w.upstream, "MWr burst") + replays * replay_ps_;
     counters_.mwr += w.upstream_tlps;
   }
   counters_.payload_up += len;

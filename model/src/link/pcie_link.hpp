@@ -41,6 +41,8 @@ struct LinkCounters {
   std::uint64_t transactions = 0;   // b_transport calls
 };
 
+class TraceWriter;
+
 class PcieLink : public sc_core::sc_module {
  public:
   tlm_utils::simple_target_socket<PcieLink> device_side;
@@ -56,14 +58,16 @@ class PcieLink : public sc_core::sc_module {
   pcie::Ps down_busy_ps() const noexcept { return down_.busy_ps(); }
   // Drops serializer and credit history before `ps` (nothing can be booked before now anyway).
   void prune(pcie::Ps ps);
+  // One span per TLP on an "up" and a "down" track (large: every TLP of the run).
+  void trace_tlps(TraceWriter& trace);
 
  private:
   void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
   void read(tlm::tlm_generic_payload& gp, pcie::Ps t0, sc_core::sc_time& delay);
   void write(tlm::tlm_generic_payload& gp, pcie::Ps t0, sc_core::sc_time& delay);
   // One TLP on the upstream wire from `earliest`; returns the time it has fully left.
-  pcie::Ps send_up(pcie::Ps earliest, std::uint64_t wire_bytes);
-  pcie::Ps send_down(pcie::Ps earliest, std::uint64_t wire_bytes);
+  pcie::Ps send_up(pcie::Ps earliest, std::uint64_t wire_bytes, const char* what);
+  pcie::Ps send_down(pcie::Ps earliest, std::uint64_t wire_bytes, const char* what);
   std::uint32_t replays_for(std::uint64_t tlps);
   pcie::Ps forward(tlm::tlm_generic_payload& gp, pcie::Ps arrival);  // to the root complex
 
@@ -80,6 +84,8 @@ class PcieLink : public sc_core::sc_module {
   std::mt19937_64 rng_;
   std::uniform_real_distribution<double> uniform_{0.0, 1.0};
   LinkCounters counters_;
+  TraceWriter* trace_ = nullptr;
+  int trace_pid_ = 0, up_track_ = 0, down_track_ = 0;
 };
 
 }  // namespace spyre_dma::model

@@ -19,6 +19,7 @@ SimTop::SimTop(sc_module_name name, const SimConfig& config, refdev::Iommu& iomm
   link.host_side.bind(root_complex.socket);
   controller.memory.bind(device_memory.socket);
   controller.observe(stats, trace.get());
+  if (trace && config.trace_tlps) link.trace_tlps(*trace);
   SC_METHOD(apply_writes);
   sensitive << write_due_;
   dont_initialize();

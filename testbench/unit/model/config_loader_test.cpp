@@ -151,7 +151,7 @@ TEST(ConfigLoader, OutOfRangeNamesValueAndAllowedRange) {
       {{{"link", {{"generation", -1}}}}, "link.generation", "-1 is out of range (allowed: 1..5)"},
       {{{"link", {{"lanes", 3}}}},
        "link.lanes",
-       "3 is out of range (allowed: one of 1, 2, 4, 8, 12, 16, 32)"},
+       "3 is out of range (allowed: one of 1, 2, 4, 8, 16, 32)"},
       {{{"link", {{"lcrc_error_rate", 1.5}}}},
        "link.lcrc_error_rate",
        "1.5 is out of range (allowed: 0..1)"},

@@ -54,5 +54,30 @@ TEST(SimObserve, StatisticsTreeAndTrace) {
   std::remove(trace_path.c_str());
 }
 
+TEST(SimObserve, TraceOfTlpsOnRequest) {
+  const std::string trace_path = ::testing::TempDir() + "sim_observe_tlps.json";
+  {
+    SimConfig config;
+    config.trace_tlps = true;
+    auto engine = Engine::open(std::make_shared<SimDevice>(config, trace_path));
+    auto stream = engine->create_stream();
+    auto buf = engine->allocate(64 << 10);
+    auto host = engine->allocate_host(64 << 10);
+    stream.copy_h2d(buf, 0, host.data(), 64 << 10);
+    ASSERT_TRUE(stream.synchronize(std::chrono::seconds(30)).ok());
+  }
+  std::ifstream in(trace_path);
+  const nlohmann::json trace = nlohmann::json::parse(in);
+  int mrd = 0, cpld = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    mrd += e["name"] == "MRd";
+    cpld += e["name"] == "CplD";
+  }
+  EXPECT_EQ(mrd, 16 + 1) << "64 KiB at MRRS 4096, plus the CB fetch";
+  EXPECT_EQ(cpld, 64 * 1024 / 512 + 1) << "completions at MPS 512, plus the CB fetch's";
+  std::remove(trace_path.c_str());
+}
+
 }  // namespace
 }  // namespace spyre_dma::model
