@@ -55,30 +55,16 @@ struct Rig {
   }
 };
 
-template <bool kBatched>
-void BM_Submit(benchmark::State& state) {
-  const auto n = static_cast<std::uint64_t>(state.range(0));
-  Rig rig;
-  const EngineStats before = rig.engine->stats();
-  const std::uint64_t slots = kBufferBytes / kFillBytes;
-  // A byte-uniform pattern: refdev fills it with a plain memset, which keeps the untimed drain
-  // short. The pattern does not affect submission.
-  const std::uint32_t pattern = 0xA5A5A5A5u;
-  double submit_ns = 0;  // our own clock over exactly the timed region, for ns_per_cb
+// The benchmark loop shared by every variant: `submit()` runs timed with the device paused; the
+// drain (resume, synchronize, pause) is untimed. Returns the submission nanoseconds, by our own
+// clock over exactly the timed regions.
+template <class Submit>
+double timed_submissions(benchmark::State& state, Rig& rig, Submit submit) {
+  double submit_ns = 0;
   rig.dev->pause();
-
   for (auto _ : state) {
     const auto t0 = std::chrono::steady_clock::now();
-    if constexpr (kBatched) {
-      auto batch = rig.engine->batch();
-      for (std::uint64_t i = 0; i < n; ++i) {
-        benchmark::DoNotOptimize(rig.stream.fill(rig.buf, (i % slots) * kFillBytes, kFillBytes, pattern));
-      }
-    } else {
-      for (std::uint64_t i = 0; i < n; ++i) {
-        benchmark::DoNotOptimize(rig.stream.fill(rig.buf, (i % slots) * kFillBytes, kFillBytes, pattern));
-      }
-    }
+    submit();
     submit_ns += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
     state.PauseTiming();
     rig.dev->resume();
@@ -92,6 +78,30 @@ void BM_Submit(benchmark::State& state) {
     state.ResumeTiming();
   }
   rig.dev->resume();
+  return submit_ns;
+}
+
+template <bool kBatched>
+void BM_Submit(benchmark::State& state) {
+  const auto n = static_cast<std::uint64_t>(state.range(0));
+  Rig rig;
+  const EngineStats before = rig.engine->stats();
+  const std::uint64_t slots = kBufferBytes / kFillBytes;
+  // A byte-uniform pattern: refdev fills it with a plain memset, which keeps the untimed drain
+  // short. The pattern does not affect submission.
+  const std::uint32_t pattern = 0xA5A5A5A5u;
+  const double submit_ns = timed_submissions(state, rig, [&] {
+    if constexpr (kBatched) {
+      auto batch = rig.engine->batch();
+      for (std::uint64_t i = 0; i < n; ++i) {
+        benchmark::DoNotOptimize(rig.stream.fill(rig.buf, (i % slots) * kFillBytes, kFillBytes, pattern));
+      }
+    } else {
+      for (std::uint64_t i = 0; i < n; ++i) {
+        benchmark::DoNotOptimize(rig.stream.fill(rig.buf, (i % slots) * kFillBytes, kFillBytes, pattern));
+      }
+    }
+  });
 
   const EngineStats after = rig.engine->stats();
   const double cbs = static_cast<double>(after.cbs_submitted - before.cbs_submitted);
@@ -126,26 +136,11 @@ void BM_SubmitManyCbsPerOp(benchmark::State& state) {
   const EngineStats before = rig.engine->stats();
   const std::uint64_t op_bytes = kCbsPerOp * kFillBytes;
   const std::uint64_t slots = kBufferBytes / op_bytes;
-  double submit_ns = 0;
-  rig.dev->pause();
-  for (auto _ : state) {
-    const auto t0 = std::chrono::steady_clock::now();
+  const double submit_ns = timed_submissions(state, rig, [&] {
     for (std::uint64_t i = 0; i < ops; ++i) {
       benchmark::DoNotOptimize(rig.stream.fill(rig.buf, (i % slots) * op_bytes, op_bytes, 0xA5A5A5A5u));
     }
-    submit_ns += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
-    state.PauseTiming();
-    rig.dev->resume();
-    const Status st = rig.stream.synchronize(std::chrono::seconds(60));
-    rig.dev->pause();
-    if (!st.ok()) {
-      state.SkipWithError(("synchronize failed: " + st.to_string()).c_str());
-      state.ResumeTiming();
-      break;
-    }
-    state.ResumeTiming();
-  }
-  rig.dev->resume();
+  });
   const EngineStats after = rig.engine->stats();
   const double cbs = static_cast<double>(after.cbs_submitted - before.cbs_submitted);
   state.SetItemsProcessed(static_cast<std::int64_t>(cbs));

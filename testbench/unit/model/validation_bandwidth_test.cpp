@@ -79,7 +79,7 @@ TEST_P(SustainedBandwidth, BurstFidelityAgreesWithinTwoPercent) {
 }
 
 INSTANTIATE_TEST_SUITE_P(PcieBench, SustainedBandwidth, ::testing::ValuesIn(kCases),
-                         [](const auto& info) { return std::string(info.param.name); });
+                         [](const auto& param_info) { return std::string(param_info.param.name); });
 
 }  // namespace
 }  // namespace spyre_dma::model
