@@ -311,13 +311,7 @@ bool DmaController::write_rb(Pipe& p, const hw::ResponseBlock& rb_in, Ps at, Ps&
 DmaController::CbResult DmaController::execute(Pipe& p, const std::uint8_t* raw, Ps start) {
   CbResult r;
   r.issue_end_ps = r.done_ps = start + cb_overhead_ps_;
-  auto fail = [&](hw::ErrorKind kind, hw::CbField field, std::uint64_t detail) {
-    r.status = hw::RbStatus::kError;
-    r.error = kind;
-    r.field = field;
-    r.detail = detail;
-    return r;
-  };
+  auto fail = [&](hw::ErrorKind kind, hw::CbField field, std::uint64_t detail) { return r.fail(kind, field, detail); };
   const hw::CbDecodeResult d = hw::decode_cb(raw);
   if (d.error) return fail(hw::ErrorKind::kMalformedCb, d.error->field, d.error->value);
   if (d.pipeline != p.id) {
@@ -366,30 +360,44 @@ Checked check_device(const hw::ControlBlock& cb, const hw::DeviceVa& va, std::ui
 }
 }  // namespace
 
-DmaController::CbResult DmaController::h2d(const hw::ControlBlock& cb, Ps t) {
-  CbResult r;
-  const hw::DmaSection& s = cb.dmi;
+std::optional<std::uint64_t> DmaController::check_host_dma(const hw::ControlBlock& cb, bool to_device,
+                                                           CbResult& r) const {
+  const hw::DmaSection& s = to_device ? cb.dmi : cb.dmo;
   const std::uint64_t bytes = s.byte_count();
   if (bytes > config_.device.max_cb_bytes) {
-    r.status = hw::RbStatus::kError, r.error = hw::ErrorKind::kMalformedCb;
-    r.field = hw::CbField::kDmiLength, r.detail = s.length_flits, r.done_ps = r.issue_end_ps = t;
-    return r;
+    r.fail(hw::ErrorKind::kMalformedCb, to_device ? hw::CbField::kDmiLength : hw::CbField::kDmoLength, s.length_flits);
+    return std::nullopt;
   }
-  const Checked dev = check_device(cb, s.device, s.length_flits, true, hw::CbField::kDmiDeviceVa,
+  const Checked dev = check_device(cb, s.device, s.length_flits, to_device,
+                                   to_device ? hw::CbField::kDmiDeviceVa : hw::CbField::kDmoDeviceVa,
                                    config_.device.memory_bytes, bytes);
-  const std::uint64_t iova = s.host_iova_flits * hw::kFlitBytes;
-  r.done_ps = r.issue_end_ps = t;
   if (!dev.ok) {
-    r.status = hw::RbStatus::kError, r.error = dev.error, r.field = dev.field, r.detail = dev.detail;
-    return r;
+    r.fail(dev.error, dev.field, dev.detail);
+    return std::nullopt;
   }
   // The device checks its access with the IOMMU (ATS) before moving data, so a fault leaves
-  // device memory untouched; the root complex checks every TLP again.
-  if (!iommu_.translate(iova, bytes, false)) {
-    r.status = hw::RbStatus::kError, r.error = hw::ErrorKind::kIommuFault;
-    r.field = hw::CbField::kDmiHostIova, r.detail = iova;
-    return r;
+  // memory untouched; the root complex checks every TLP again.
+  const std::uint64_t iova = s.host_iova_flits * hw::kFlitBytes;
+  if (!iommu_.translate(iova, bytes, !to_device)) {
+    r.fail(hw::ErrorKind::kIommuFault, to_device ? hw::CbField::kDmiHostIova : hw::CbField::kDmoHostIova, iova);
+    return std::nullopt;
   }
+  return dev.phys;
+}
+
+Ps DmaController::through_dma_engine(Ps t, std::uint64_t bytes, Ps done) {
+  if (!dma_engine_limited_) return done;
+  const Ps d = dma_engine_rate_.ceil_ps(bytes);
+  return std::max(done, dma_engine_.reserve(t, d) + d);
+}
+
+DmaController::CbResult DmaController::h2d(const hw::ControlBlock& cb, Ps t) {
+  CbResult r;
+  r.done_ps = r.issue_end_ps = t;
+  const std::optional<std::uint64_t> phys = check_host_dma(cb, true, r);
+  if (!phys) return r;
+  const std::uint64_t bytes = cb.dmi.byte_count();
+  const std::uint64_t iova = cb.dmi.host_iova_flits * hw::kFlitBytes;
   Pipe& p = pipes_[static_cast<std::size_t>(hw::Pipeline::kDmai)];
   p.scratch.resize(bytes);
   const bool burst = config_.fidelity == Fidelity::kBurst;
@@ -409,7 +417,7 @@ DmaController::CbResult DmaController::h2d(const hw::ControlBlock& cb, Ps t) {
     const Ps last_write = rate_for_gbps(config_.device.dram_gbps)
                               .ceil_ps(std::min<std::uint64_t>(bytes, config_.link.mrrs)) +
                           pcie::ns_to_ps(config_.device.dram_latency_ns);
-    done = std::max(arrived + last_write, memory_access(true, dev.phys, p.scratch.data(), bytes, first));
+    done = std::max(arrived + last_write, memory_access(true, *phys, p.scratch.data(), bytes, first));
   } else {
     for (const pcie::Segment& seg : pcie::read_requests(iova, bytes, config_.link.mrrs)) {
       const pcie::TagGrant g = tags_.acquire(issue);
@@ -420,57 +428,36 @@ DmaController::CbResult DmaController::h2d(const hw::ControlBlock& cb, Ps t) {
       tags_.release(g.tag, arrived);
       ++counters_.read_requests;
       ok = ok && good;
-      done = std::max(done, memory_access(true, dev.phys + (seg.addr - iova), dst, seg.len, arrived));
+      done = std::max(done, memory_access(true, *phys + (seg.addr - iova), dst, seg.len, arrived));
       issue = g.at_ps;
     }
   }
-  if (dma_engine_limited_) done = std::max(done, dma_engine_.reserve(t, dma_engine_rate_.ceil_ps(bytes)) +
-                                                   dma_engine_rate_.ceil_ps(bytes));
   r.issue_end_ps = issue;
-  r.done_ps = done;
-  if (!ok) {
-    r.status = hw::RbStatus::kError, r.error = hw::ErrorKind::kPcieError;
-    r.field = hw::CbField::kDmiHostIova, r.detail = iova;
-    return r;
-  }
+  r.done_ps = through_dma_engine(t, bytes, done);
+  if (!ok) return r.fail(hw::ErrorKind::kPcieError, hw::CbField::kDmiHostIova, iova);
   r.bytes = bytes;
   return r;
 }
 
 DmaController::CbResult DmaController::d2h(const hw::ControlBlock& cb, Ps t) {
   CbResult r;
-  const hw::DmaSection& s = cb.dmo;
-  const std::uint64_t bytes = s.byte_count();
   r.done_ps = r.issue_end_ps = t;
-  if (bytes > config_.device.max_cb_bytes) {
-    r.status = hw::RbStatus::kError, r.error = hw::ErrorKind::kMalformedCb;
-    r.field = hw::CbField::kDmoLength, r.detail = s.length_flits;
-    return r;
-  }
-  const Checked dev = check_device(cb, s.device, s.length_flits, false, hw::CbField::kDmoDeviceVa,
-                                   config_.device.memory_bytes, bytes);
-  if (!dev.ok) {
-    r.status = hw::RbStatus::kError, r.error = dev.error, r.field = dev.field, r.detail = dev.detail;
-    return r;
-  }
-  const std::uint64_t iova = s.host_iova_flits * hw::kFlitBytes;
-  if (!iommu_.translate(iova, bytes, true)) {
-    r.status = hw::RbStatus::kError, r.error = hw::ErrorKind::kIommuFault;
-    r.field = hw::CbField::kDmoHostIova, r.detail = iova;
-    return r;
-  }
+  const std::optional<std::uint64_t> phys = check_host_dma(cb, false, r);
+  if (!phys) return r;
+  const std::uint64_t bytes = cb.dmo.byte_count();
+  const std::uint64_t iova = cb.dmo.host_iova_flits * hw::kFlitBytes;
   Pipe& p = pipes_[static_cast<std::size_t>(hw::Pipeline::kDmao)];
   p.scratch.resize(bytes);
   bool ok = true;
   Ps sent = t;
   if (config_.fidelity == Fidelity::kBurst) {
-    const Ps ready = memory_access(false, dev.phys, p.scratch.data(), bytes, t);
+    const Ps ready = memory_access(false, *phys, p.scratch.data(), bytes, t);
     const Ps first = t + pcie::ns_to_ps(config_.device.dram_latency_ns);
     sent = std::max(ready, link_write(iova, p.scratch.data(), bytes, first, true, false, nullptr, ok));
   } else {
     // Device memory is read once for the CB; each MWr leaves once its part has streamed out of
     // DRAM (latency plus its end offset at the DRAM rate, as the DRAM bus schedules it).
-    const Ps read_start = memory_access(false, dev.phys, p.scratch.data(), bytes, t) -
+    const Ps read_start = memory_access(false, *phys, p.scratch.data(), bytes, t) -
                           rate_for_gbps(config_.device.dram_gbps).ceil_ps(bytes) -
                           pcie::ns_to_ps(config_.device.dram_latency_ns);
     const pcie::PsPerByte dram = rate_for_gbps(config_.device.dram_gbps);
@@ -487,14 +474,8 @@ DmaController::CbResult DmaController::d2h(const hw::ControlBlock& cb, Ps t) {
       left -= n;
     }
   }
-  if (dma_engine_limited_) sent = std::max(sent, dma_engine_.reserve(t, dma_engine_rate_.ceil_ps(bytes)) +
-                                                   dma_engine_rate_.ceil_ps(bytes));
-  r.issue_end_ps = r.done_ps = sent;
-  if (!ok) {
-    r.status = hw::RbStatus::kError, r.error = hw::ErrorKind::kIommuFault;
-    r.field = hw::CbField::kDmoHostIova, r.detail = iova;
-    return r;
-  }
+  r.issue_end_ps = r.done_ps = through_dma_engine(t, bytes, sent);
+  if (!ok) return r.fail(hw::ErrorKind::kIommuFault, hw::CbField::kDmoHostIova, iova);
   r.bytes = bytes;
   return r;
 }
@@ -506,10 +487,7 @@ DmaController::CbResult DmaController::device_side(const hw::ControlBlock& cb, P
   r.done_ps = r.issue_end_ps = t;
   const Checked dst = check_device(cb, s.device, s.length_flits, true, hw::CbField::kDmiDeviceVa,
                                    config_.device.memory_bytes, bytes);
-  if (!dst.ok) {
-    r.status = hw::RbStatus::kError, r.error = dst.error, r.field = dst.field, r.detail = dst.detail;
-    return r;
-  }
+  if (!dst.ok) return r.fail(dst.error, dst.field, dst.detail);
   DeviceMemoryCommand cmd;
   if (s.type == hw::DmaType::kMemoryFill) {
     cmd.kind = DeviceMemoryCommand::Kind::kFill32;
@@ -517,10 +495,7 @@ DmaController::CbResult DmaController::device_side(const hw::ControlBlock& cb, P
   } else {
     const Checked src = check_device(cb, s.source, s.length_flits, false, hw::CbField::kDmiSource,
                                      config_.device.memory_bytes, bytes);
-    if (!src.ok) {
-      r.status = hw::RbStatus::kError, r.error = src.error, r.field = src.field, r.detail = src.detail;
-      return r;
-    }
+    if (!src.ok) return r.fail(src.error, src.field, src.detail);
     cmd.kind = DeviceMemoryCommand::Kind::kCopy;
     cmd.source = src.phys;
   }

@@ -13,6 +13,7 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <vector>
 
 #include <systemc>
@@ -101,6 +102,13 @@ class DmaController : public sc_core::sc_module {
     std::uint64_t bytes = 0;
     pcie::Ps issue_end_ps = 0;  // when the pipeline may start issuing the next CB
     pcie::Ps done_ps = 0;       // when the CB's work is complete
+    CbResult& fail(hw::ErrorKind kind, hw::CbField at, std::uint64_t value) {
+      status = hw::RbStatus::kError;
+      error = kind;
+      field = at;
+      detail = value;
+      return *this;
+    }
   };
 
   void pipeline_thread(unsigned index);
@@ -113,6 +121,11 @@ class DmaController : public sc_core::sc_module {
   CbResult h2d(const hw::ControlBlock& cb, pcie::Ps start);
   CbResult d2h(const hw::ControlBlock& cb, pcie::Ps start);
   CbResult device_side(const hw::ControlBlock& cb, pcie::Ps start);
+  // Every check of a host DMA section before anything moves (byte count, XLAT, device memory
+  // bounds, IOMMU): the physical device address, or nullopt with the error in `r`.
+  std::optional<std::uint64_t> check_host_dma(const hw::ControlBlock& cb, bool to_device, CbResult& r) const;
+  // The device's own data-path limit (dma_engine_gbps), when configured.
+  pcie::Ps through_dma_engine(pcie::Ps t, std::uint64_t bytes, pcie::Ps done);
   bool write_rb(Pipe& p, const hw::ResponseBlock& rb, pcie::Ps at, pcie::Ps& arrival);
   // Host memory through the link; returns when the data arrived (reads) or left (writes).
   pcie::Ps link_read(std::uint64_t iova, std::uint8_t* dst, std::uint64_t len, pcie::Ps at,
