@@ -257,19 +257,9 @@ void EngineCore::run_work(Lock& lock, Work& work) {
     std::swap(w.finished, work.finished);
     ++unlocked_work_;
     lock.unlock();
-    // Copy-outs, in RB order. Each staging buffer goes back to the pool as soon as its data is
-    // out, so the next piece of a transfer can use it while later pieces are still copied.
-    for (const CopyOut& c : w.copy_outs) {
-      std::memcpy(c.dst, c.src, c.len);
-      lock.lock();
-      staging_->release(c.slot);
-      work.repump = true;
-      --c.op->cbs_live;
-      maybe_complete(c.op, work);
-      settle(work);
-      ring_doorbells();
-      lock.unlock();
-    }
+    // Copy-outs, in RB order. Their ops complete together below, so that completion callbacks
+    // keep the order completions happen in.
+    for (const CopyOut& c : w.copy_outs) std::memcpy(c.dst, c.src, c.len);
     // Copy-ins: each CB goes to the device as soon as its piece is in staging, so the DMA of one
     // piece overlaps the host copy of the next (the stream stays busy, so order is kept).
     for (auto& batch : w.copy_ins) {
@@ -317,6 +307,12 @@ void EngineCore::run_work(Lock& lock, Work& work) {
     lock.lock();
     --unlocked_work_;
     if (!w.copy_outs.empty()) draining_ = false;
+    for (const CopyOut& c : w.copy_outs) {
+      staging_->release(c.slot);
+      work.repump = true;
+      --c.op->cbs_live;
+      maybe_complete(c.op, work);
+    }
     for (auto& batch : w.copy_ins) {
       batch.first->busy = false;
       pump(batch.first, work, false);
