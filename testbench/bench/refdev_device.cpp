@@ -1,7 +1,6 @@
-// Benchmarks of the reference device (Google Benchmark): doorbell cost, copy bandwidth against
-// plain memcpy, and the CB rate for small CBs. Not part of the library. Build, for instance:
-//   g++ -std=gnu++17 -O2 -Iengine/include -Iengine/refdev/include refdev_bench.cpp
-//       engine/refdev/src/*.cpp engine/src/hw/contract.cpp -lbenchmark -pthread
+// Benchmarks of the reference device alone, driven at register level (Google Benchmark): doorbell
+// cost, copy bandwidth against plain memcpy, and the CB rate for small CBs.
+// Run: build/default/testbench/bench/refdev_device
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
