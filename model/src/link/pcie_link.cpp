@@ -62,26 +62,27 @@ void PcieLink::trace_tlps(TraceWriter& trace) {
   down_track_ = trace.thread(trace_pid_, "down (host to device)").tid;
 }
 
-Ps PcieLink::send_up(Ps earliest, std::uint64_t wire_bytes, const char* what) {
-  const Ps d = up_clock_.duration_ps(wire_bytes);
-  counters_.up_bytes += wire_bytes;
-  const Ps start = up_.reserve(earliest, d);
+// One TLP (or, in burst fidelity, a run of them) on one direction's wire from `earliest`; returns
+// the time it has fully left.
+Ps PcieLink::send(Direction& dir, Ps earliest, std::uint64_t wire_bytes, const char* what) {
+  const Ps d = dir.clock.duration_ps(wire_bytes);
+  dir.wire_bytes += wire_bytes;
+  const Ps start = dir.wire.reserve(earliest, d);
   if (trace_) {
-    trace_->complete(what, "tlp", double(start) / 1000.0, double(d) / 1000.0, TraceTrack{trace_pid_, up_track_},
+    trace_->complete(what, "tlp", double(start) / 1000.0, double(d) / 1000.0, TraceTrack{trace_pid_, dir.track},
                      {{"wire_bytes", wire_bytes}});
   }
   return start + d;
 }
 
+Ps PcieLink::send_up(Ps earliest, std::uint64_t wire_bytes, const char* what) {
+  Direction up{up_clock_, up_, counters_.up_bytes, up_track_};
+  return send(up, earliest, wire_bytes, what);
+}
+
 Ps PcieLink::send_down(Ps earliest, std::uint64_t wire_bytes, const char* what) {
-  const Ps d = down_clock_.duration_ps(wire_bytes);
-  counters_.down_bytes += wire_bytes;
-  const Ps start = down_.reserve(earliest, d);
-  if (trace_) {
-    trace_->complete(what, "tlp", double(start) / 1000.0, double(d) / 1000.0, TraceTrack{trace_pid_, down_track_},
-                     {{"wire_bytes", wire_bytes}});
-  }
-  return start + d;
+  Direction down{down_clock_, down_, counters_.down_bytes, down_track_};
+  return send(down, earliest, wire_bytes, what);
 }
 
 Ps PcieLink::forward(tlm::tlm_generic_payload& gp, Ps arrival) {

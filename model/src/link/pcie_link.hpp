@@ -65,7 +65,14 @@ class PcieLink : public sc_core::sc_module {
   void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
   void read(tlm::tlm_generic_payload& gp, pcie::Ps t0, sc_core::sc_time& delay);
   void write(tlm::tlm_generic_payload& gp, pcie::Ps t0, sc_core::sc_time& delay);
-  // One TLP on the upstream wire from `earliest`; returns the time it has fully left.
+  struct Direction {
+    pcie::WireClock& clock;
+    pcie::Serializer& wire;
+    std::uint64_t& wire_bytes;
+    int track;
+  };
+  pcie::Ps send(Direction& dir, pcie::Ps earliest, std::uint64_t wire_bytes, const char* what);
+  // One TLP on the upstream (device to host) or downstream wire.
   pcie::Ps send_up(pcie::Ps earliest, std::uint64_t wire_bytes, const char* what);
   pcie::Ps send_down(pcie::Ps earliest, std::uint64_t wire_bytes, const char* what);
   std::uint32_t replays_for(std::uint64_t tlps);

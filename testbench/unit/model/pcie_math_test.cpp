@@ -2,6 +2,8 @@
 // (Neugebauer et al., SIGCOMM 2018; pcie-bench/pcie-model) and the PCIe splitting rules.
 #include <gtest/gtest.h>
 
+#include "test_links.hpp"
+
 #include "bw_calc_rows.hpp"
 
 #include <algorithm>
@@ -22,18 +24,7 @@ using pcie::TlpType;
 
 namespace {
 
-LinkParams link(std::uint32_t gen, std::uint32_t lanes, std::uint32_t mps, std::uint32_t mrrs) {
-  LinkParams p;
-  p.generation = gen;
-  p.lanes = lanes;
-  p.mps = mps;
-  p.mrrs = mrrs;
-  p.rcb = 64;
-  p.ecrc = false;
-  p.addr64 = true;
-  p.dllp_overhead = true;
-  return p;
-}
+using spyre_dma::model::testing::link;
 
 double rel_err(double got, double want) { return std::fabs(got - want) / want; }
 

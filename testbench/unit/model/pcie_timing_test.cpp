@@ -2,6 +2,8 @@
 // built from them that reproduce the analytic bandwidth of link_math.
 #include <gtest/gtest.h>
 
+#include "test_links.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -25,14 +27,7 @@ using pcie::WireClock;
 
 namespace {
 
-LinkParams link(std::uint32_t gen, std::uint32_t lanes, std::uint32_t mps, std::uint32_t mrrs) {
-  LinkParams p;
-  p.generation = gen;
-  p.lanes = lanes;
-  p.mps = mps;
-  p.mrrs = mrrs;
-  return p;
-}
+using spyre_dma::model::testing::link;
 
 constexpr Ps kMax = std::numeric_limits<Ps>::max();
 
