@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "fault/fault_kinds.hpp"
 #include "spyre_dma/hw/contract.hpp"
 #include "spyre_dma/model/config_loader.hpp"
 
@@ -25,7 +26,9 @@ static_assert(sizeof(void*) != 8 || sizeof(DeviceConfig) == 80,
               "DeviceConfig changed: update fields()");
 static_assert(sizeof(void*) != 8 || sizeof(HostCostConfig) == 16,
               "HostCostConfig changed: update fields()");
-static_assert(sizeof(void*) != 8 || sizeof(SimConfig) == sizeof(std::string) + 256,
+static_assert(sizeof(void*) != 8 || sizeof(FaultConfig) == sizeof(std::string) + 72,
+              "FaultConfig changed: update fields()");
+static_assert(sizeof(void*) != 8 || sizeof(SimConfig) == 2 * sizeof(std::string) + 328,
               "SimConfig changed: update fields()");
 
 const char* type_name(ValueType type) {
@@ -415,6 +418,54 @@ std::vector<Field> build_fields() {
                     "Simulated time from the MSI-X write until the engine's wait "
                     "returns."));
 
+  // --- faults ----------------------------------------------------------------------------
+  f.push_back(field("faults.poisoned_rate", SPYRE_FIELD(faults.poisoned_rate), unit_interval(),
+                    "per TLP",
+                    "Probability that a data TLP is poisoned (EP): a DMAI read completion arrives "
+                    "poisoned, or a DMAO write leaves poisoned and the root complex drops its "
+                    "data. The CB ends in Error, kind PCIe error, detail the TLP's IOVA."));
+  f.push_back(field("faults.unsupported_request_rate", SPYRE_FIELD(faults.unsupported_request_rate),
+                    unit_interval(), "per MRd",
+                    "Probability that a DMAI read request is answered with an Unsupported Request "
+                    "completion (no data): PCIe error."));
+  f.push_back(field("faults.completer_abort_rate", SPYRE_FIELD(faults.completer_abort_rate),
+                    unit_interval(), "per MRd",
+                    "Probability that a DMAI read request is answered with a Completer Abort "
+                    "completion (no data): PCIe error."));
+  f.push_back(field("faults.dropped_completion_rate", SPYRE_FIELD(faults.dropped_completion_rate),
+                    unit_interval(), "per MRd",
+                    "Probability that no completion comes for a DMAI read request: its tag stays "
+                    "held until faults.completion_timeout_ns expires, then completion timeout."));
+  f.push_back(field("faults.completion_timeout_ns", SPYRE_FIELD(faults.completion_timeout_ns),
+                    positive(), "ns",
+                    "The read engine's completion timer, from a read request's issue."));
+  f.push_back(field("faults.iommu_fault_rate", SPYRE_FIELD(faults.iommu_fault_rate),
+                    unit_interval(), "per CB",
+                    "Probability that the IOMMU refuses a host-memory CB's (H2D, D2H) translation: "
+                    "IOMMU fault, nothing moved."));
+  f.push_back(field("faults.malformed_cb_rate", SPYRE_FIELD(faults.malformed_cb_rate),
+                    unit_interval(), "per CB",
+                    "Probability that a fetched CB arrives with its reserved word (RSVD) corrupted: "
+                    "malformed CB, its RB still names the tag."));
+  f.push_back(field("faults.device_reset_rate", SPYRE_FIELD(faults.device_reset_rate),
+                    unit_interval(), "per CB",
+                    "Probability that the device resets itself as a CB starts: every CB fetched "
+                    "and not retired gets an Abend RB (kind reset), then STATUS reads FATAL until "
+                    "the host writes CONTROL.RESET."));
+  f.push_back(field("faults.at_cb", SPYRE_FIELD(faults.at_cb), any(), "CBs",
+                    "One deterministic fault, of kind faults.at_cb_fault, at the n-th CB the "
+                    "controller starts (1-based, all pipelines in execution order); 0: none. A "
+                    "kind that does not apply to that CB moves to the next CB it applies to."));
+  {
+    std::vector<std::string> kinds{std::string(kNoFault)};
+    for (std::string_view k : kFaultKindNames) kinds.emplace_back(k);
+    f.push_back(field("faults.at_cb_fault", SPYRE_FIELD(faults.at_cb_fault), names(kinds), "",
+                      "Kind of the fault at faults.at_cb: TLP kinds hit the CB's first TLP "
+                      "(\"poisoned\", \"lcrc\": H2D or D2H; \"unsupported_request\", "
+                      "\"completer_abort\", \"dropped_completion\": H2D only); \"iommu\": "
+                      "H2D or D2H; \"malformed_cb\", \"device_reset\": any CB."));
+  }
+
   // --- run -------------------------------------------------------------------------------
   f.push_back(field("fidelity", SPYRE_FIELD(fidelity), names({"tlp", "burst"}), "",
                     "\"tlp\": every TLP is a timed transaction; \"burst\": the same arithmetic "
@@ -442,6 +493,18 @@ const Field* find_field(const std::string& path) {
 }
 
 std::optional<std::pair<std::string, std::string>> check_cross_fields(const SimConfig& c) {
+  const FaultConfig& faults = c.faults;
+  if (faults.at_cb != 0 && faults.at_cb_fault == kNoFault)
+    return std::make_pair(std::string("faults.at_cb_fault"),
+                          "\"none\" with faults.at_cb " + std::to_string(faults.at_cb) +
+                              ": name the kind of fault to inject there");
+  const double per_request = faults.unsupported_request_rate + faults.completer_abort_rate +
+                             faults.dropped_completion_rate;
+  if (per_request > 1.0)
+    return std::make_pair(std::string("faults.dropped_completion_rate"),
+                          "the per-request fault rates (unsupported_request, completer_abort, "
+                          "dropped_completion) sum to " +
+                              real_text(per_request) + ", more than 1");
   if (c.device.usable_bytes > c.device.memory_bytes)
     return std::make_pair(std::string("device.usable_bytes"),
                           std::to_string(c.device.usable_bytes) + " exceeds device.memory_bytes (" +

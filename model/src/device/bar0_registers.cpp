@@ -8,6 +8,7 @@
 namespace spyre_dma::model {
 
 using namespace sc_core;
+using pcie::Ps;
 
 namespace {
 std::uint64_t merge_half(std::uint64_t reg, std::uint64_t offset_in_reg, std::uint64_t value, unsigned width) {
@@ -51,7 +52,19 @@ std::uint64_t DmaController::read_register(std::uint64_t offset, unsigned width)
     return r64(kTimestampNs_64, to_ps(sc_time_stamp()) / 1000);
   }
   if (offset == kControl) return control_;
-  if (offset == kStatus) return (control_ & hw::kControlEnable) ? std::uint64_t{hw::kStatusReady} : std::uint64_t{0};
+  // After a self-reset the device reads RESETTING until every aborted CB's RB has landed, then
+  // FATAL (never READY) until the host resets it; a host that sees FATAL finds all those RBs.
+  const Ps now = to_ps(sc_time_stamp());
+  const bool fatal_shown = fatal_ && aborting_ == 0 && now >= fatal_visible_ps_;
+  if (offset == kStatus) {
+    if (fatal_shown) return hw::kStatusFatal;
+    if (fatal_ && now >= fatal_at_ps_) return hw::kStatusResetting;
+    return (control_ & hw::kControlEnable) ? std::uint64_t{hw::kStatusReady} : std::uint64_t{0};
+  }
+  if (offset == kFatalCause) return fatal_shown ? static_cast<std::uint64_t>(hw::ErrorKind::kReset) : 0;
+  if (offset == kFatalDetail_64 || offset == kFatalDetail_64 + 4) {
+    return r64(kFatalDetail_64, fatal_shown ? fatal_detail_ : 0);  // the tag of the CB it reset at
+  }
   std::uint64_t reg = 0;
   const Pipe* p = pipe_at(offset, reg);
   if (!p) return 0;
@@ -64,7 +77,7 @@ std::uint64_t DmaController::read_register(std::uint64_t offset, unsigned width)
     case kRbRingBase_64: return r64(offset, p->rb_base);
     case kRbRingBase_64 + 4: return r64(offset - 4, p->rb_base);
     case kRbRingSize: return p->rb_size;
-    case kRbPi: return p->rb_pi;
+    case kRbPi: return rb_pi_visible(*p);
     case kRbCi: return p->rb_ci;
     case kIrqEnable: return p->irq_enable;
     case kIrqVector: return p->irq_vector;
@@ -77,6 +90,9 @@ std::uint64_t DmaController::read_register(std::uint64_t offset, unsigned width)
 void DmaController::reset() {
   ++epoch_;
   ++counters_.resets;
+  fatal_ = false;
+  aborting_ = 0;
+  fatal_detail_ = 0;
   rc_.bump_epoch();
   for (Pipe& p : pipes_) {
     p.cb_base = p.rb_base = 0;

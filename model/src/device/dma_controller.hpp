@@ -20,7 +20,11 @@
 #include <tlm>
 #include <tlm_utils/simple_initiator_socket.h>
 
+#include "fault/fault_injector.hpp"
+#include "link/protocol_checker.hpp"
 #include "pcie/timing.hpp"
+#include "sim/debug_hooks.hpp"
+#include "sim/tlp.hpp"
 #include "spyre_dma/hw/contract.hpp"
 #include "spyre_dma/model/sim_config.hpp"
 #include "spyre_dma/refdev/iommu.hpp"
@@ -60,14 +64,18 @@ class DmaController : public sc_core::sc_module {
   tlm_utils::simple_initiator_socket<DmaController> pcie;    // to the link (device is master)
   tlm_utils::simple_initiator_socket<DmaController> memory;  // to device memory
 
+  // `checker` (the link's) also checks that RBs follow their data.
   DmaController(sc_core::sc_module_name name, const SimConfig& config, refdev::Iommu& iommu,
-                RootComplex& root_complex);
+                RootComplex& root_complex, ProtocolChecker& checker);
 
   // BAR0. Writes take effect at the current simulated time (the device's caller schedules them).
   std::uint64_t read_register(std::uint64_t offset, unsigned width) const;
   void write_register(std::uint64_t offset, std::uint64_t value, unsigned width);
 
   const ControllerCounters& counters() const noexcept { return counters_; }
+  const FaultInjector& faults() const noexcept { return faults_; }
+  // A self-reset (FaultConfig::device_reset_rate, at_cb) has stopped the device.
+  bool fatal() const noexcept { return fatal_; }
   // Latency histograms and queue occupancy into `stats`; one span per CB into `trace` (optional).
   void observe(StatsRegistry& stats, TraceWriter* trace);
   // Earliest local time of any pipeline: nothing will be booked before it again.
@@ -93,6 +101,17 @@ class DmaController : public sc_core::sc_module {
     pcie::Ps next_fetch_ps = 0;
     sc_core::sc_event kick;          // doorbell, enable, RB space, reset
     std::vector<std::uint8_t> scratch;  // data in flight through this pipeline
+    bool in_batch = false;           // holds fetched CBs it has not retired
+  };
+  // Faults a requester asks the link and the completer to inject into one transaction, and the
+  // LCRC replays the link charged it.
+  struct TlpFaults {
+    bool force_replay = false;
+    bool drop_completion = false;
+    CompletionStatus status = CompletionStatus::kSuccess;
+    bool poisoned = false;
+    const std::vector<pcie::Segment>* poisoned_ranges = nullptr;
+    std::uint32_t replays = 0;  // out
   };
   struct CbResult {
     hw::RbStatus status = hw::RbStatus::kGood;
@@ -102,6 +121,14 @@ class DmaController : public sc_core::sc_module {
     std::uint64_t bytes = 0;
     pcie::Ps issue_end_ps = 0;  // when the pipeline may start issuing the next CB
     pcie::Ps done_ps = 0;       // when the CB's work is complete
+    // When its data was done: in device memory (DMAI), at the host (DMAO); 0: no data moved.
+    pcie::Ps data_ps = 0;
+    bool faulted = false;       // an injected fault (or an LCRC replay) hit the CB
+    // The first failure stays: later requests of the same CB do not overwrite it.
+    CbResult& fail_first(hw::ErrorKind kind, hw::CbField at, std::uint64_t value) {
+      if (status == hw::RbStatus::kGood) fail(kind, at, value);
+      return *this;
+    }
     CbResult& fail(hw::ErrorKind kind, hw::CbField at, std::uint64_t value) {
       status = hw::RbStatus::kError;
       error = kind;
@@ -123,15 +150,23 @@ class DmaController : public sc_core::sc_module {
   CbResult device_side(const hw::ControlBlock& cb, pcie::Ps start);
   // Every check of a host DMA section before anything moves (byte count, XLAT, device memory
   // bounds, IOMMU): the physical device address, or nullopt with the error in `r`.
-  std::optional<std::uint64_t> check_host_dma(const hw::ControlBlock& cb, bool to_device, CbResult& r) const;
+  std::optional<std::uint64_t> check_host_dma(const hw::ControlBlock& cb, bool to_device, CbResult& r);
   // The device's own data-path limit (dma_engine_gbps), when configured.
   pcie::Ps through_dma_engine(pcie::Ps t, std::uint64_t bytes, pcie::Ps done);
   bool write_rb(Pipe& p, const hw::ResponseBlock& rb, pcie::Ps at, pcie::Ps& arrival);
+  // The device resets itself at `at` (an injected fault): every pipeline abandons what it fetched.
+  void self_reset(pcie::Ps at, std::uint32_t tag);
+  // Abend RBs (kind reset) for the CBs [from, n) of a pipeline's batch, in ring order.
+  void abort_batch(Pipe& p, const std::uint8_t* batch, std::uint32_t from, std::uint32_t n, std::uint64_t epoch);
+  // RB_PI as the host may see it now: RBs that have landed (a read does not pass posted writes).
+  std::uint32_t rb_pi_visible(const Pipe& p) const;
   // Host memory through the link; returns when the data arrived (reads) or left (writes).
   pcie::Ps link_read(std::uint64_t iova, std::uint8_t* dst, std::uint64_t len, pcie::Ps at,
-                     bool burst, bool& ok);
+                     bool burst, bool& ok, TlpFaults* faults = nullptr);
   pcie::Ps link_write(std::uint64_t iova, const std::uint8_t* src, std::uint64_t len, pcie::Ps at,
-                      bool burst, bool ordered, pcie::Ps* arrival, bool& ok);
+                      bool burst, bool ordered, pcie::Ps* arrival, bool& ok, TlpFaults* faults = nullptr);
+  // Injected faults of an H2D's read requests in burst fidelity (one transaction for all).
+  void burst_read_faults(std::uint64_t iova, std::uint64_t bytes, pcie::Ps t, CbResult& r, TlpFaults& f);
   pcie::Ps memory_access(bool write, std::uint64_t phys, std::uint8_t* data, std::uint64_t len,
                          pcie::Ps at, const void* command = nullptr);
   void reset();
@@ -141,6 +176,19 @@ class DmaController : public sc_core::sc_module {
   const SimConfig& config_;
   refdev::Iommu& iommu_;
   RootComplex& rc_;
+  ProtocolChecker& checker_;
+  DebugHooks hooks_;
+  FaultInjector faults_;
+  pcie::Ps completion_timeout_ps_;
+  // Self-reset (fatal) state: from fatal_at_ps_ the device is resetting; once every pipeline has
+  // written its Abend RBs (aborting_ empty) and they have landed (fatal_visible_ps_), STATUS
+  // reads FATAL. Only CONTROL.RESET clears it.
+  bool fatal_ = false;
+  pcie::Ps fatal_at_ps_ = 0;
+  pcie::Ps fatal_visible_ps_ = 0;
+  std::uint32_t aborting_ = 0;      // pipelines (bits) still to write their Abend RBs
+  std::uint32_t fatal_detail_ = 0;  // tag of the CB at which the device reset
+  std::uint64_t abort_seq_ = 0;     // self-resets so far: a change stops every pipeline's batch
   std::array<Pipe, hw::kNumPipelines> pipes_;
   sc_core::sc_event retired_;  // any pipeline retired a CB (barrier waiters)
   pcie::TagPool tags_;

@@ -66,6 +66,11 @@ void RootComplex::b_transport(tlm::tlm_generic_payload& gp, sc_time& delay) {
       gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
       return;
     }
+    if (ext->inject_status != CompletionStatus::kSuccess) {  // an injected UR or CA: no data
+      ext->status = ext->inject_status;
+      gp.set_response_status(tlm::TLM_GENERIC_ERROR_RESPONSE);
+      return;
+    }
     std::memcpy(gp.get_data_ptr(), w.host(), len);
     ext->status = CompletionStatus::kSuccess;
     return;
@@ -88,6 +93,22 @@ void RootComplex::b_transport(tlm::tlm_generic_payload& gp, sc_time& delay) {
   }
   // Posted writes are absorbed by the root complex's write buffers: they take no read bandwidth
   // from host memory here (a burst of them booked as one block would stall unrelated reads).
+  // A poisoned TLP's data is discarded: host memory keeps what it held.
+  if (ext && ext->poisoned) return;
+  if (ext && ext->poisoned_ranges) {
+    std::uint64_t at = iova;
+    bool ok = true;
+    for (const pcie::Segment& s : *ext->poisoned_ranges) {
+      if (s.addr > at) ok = write_host(at, gp.get_data_ptr() + (at - iova), s.addr - at) && ok;
+      at = s.addr + s.len;
+    }
+    if (iova + len > at) ok = write_host(at, gp.get_data_ptr() + (at - iova), iova + len - at) && ok;
+    if (!ok) {
+      ++iommu_faults_;
+      gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+    }
+    return;
+  }
   if (!write_host(iova, gp.get_data_ptr(), len)) {
     ++iommu_faults_;
     gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "observe/trace_writer.hpp"
+#include "sim/debug_hooks.hpp"
 #include "sim/sim_time.hpp"
 #include "sim/tlp.hpp"
 
@@ -27,9 +28,14 @@ PcieLink::PcieLink(sc_module_name name, const SimConfig& config)
       down_clock_(pcie::tlp_ps_per_byte(params_)),
       posted_(config.link.host_rx.posted_header, config.link.host_rx.posted_data),
       nonposted_(config.link.host_rx.nonposted_header, config.link.host_rx.nonposted_data),
-      checker_(params_),
+      checker_(params_, !debug_hooks().lenient_checker),
+      hooks_(debug_hooks()),
       rng_(config.seed ^ 0x9e3779b97f4a7c15ull) {
   device_side.register_b_transport(this, &PcieLink::b_transport);
+  checker_.set_capacity(ProtocolChecker::Pool::kPosted, config.link.host_rx.posted_header,
+                        config.link.host_rx.posted_data);
+  checker_.set_capacity(ProtocolChecker::Pool::kNonPosted, config.link.host_rx.nonposted_header,
+                        config.link.host_rx.nonposted_data);
 }
 
 void PcieLink::prune(Ps ps) {
@@ -37,6 +43,7 @@ void PcieLink::prune(Ps ps) {
   down_.prune(ps);
   posted_.prune(ps);
   nonposted_.prune(ps);
+  checker_.prune(ps);
 }
 
 std::uint32_t PcieLink::replays_for(std::uint64_t tlps) {
@@ -109,30 +116,42 @@ void PcieLink::read(tlm::tlm_generic_payload& gp, Ps t0, sc_time& delay) {
     const pcie::CreditGrant g = nonposted_.acquire(t0, 1, 0);
     if (g.at_ps > t0) ++counters_.credit_stalls, counters_.credit_stall_ps += g.at_ps - t0;
     Ps sent = send_up(g.at_ps, mrd_wire, "MRd");
-    if (replays_for(1)) sent = send_up(sent + replay_ps_, mrd_wire, "MRd (replay)");
+    std::uint32_t replays = replays_for(1);
+    if (ext->force_replay) ++replays, ++counters_.replays;
+    if (replays) sent = send_up(sent + replay_ps_, mrd_wire, "MRd (replay)");
     const Ps arrival = sent + latency_ps_;
     nonposted_.release(g, arrival + credit_update_ps_);
+    checker_.credits_held(ProtocolChecker::Pool::kNonPosted, g.at_ps, arrival + credit_update_ps_, 1, 0);
     ++counters_.mrd;
+    if (ext->drop_completion) {  // an injected fault: the request is lost, no completion comes
+      ext->replays = replays;
+      delay = delay_until(arrival);
+      return;
+    }
     forward(gp, arrival);
     Ps t = std::max(ext->ready_ps, arrival);
     if (ext->status != CompletionStatus::kSuccess) {  // a Cpl without data
       t = send_down(t, pcie::tlp_wire_bytes(params_, TlpType::kCpl, 0), "Cpl");
+      checker_.completion_order(LinkDirection::kDown, t, t + latency_ps_, "Cpl");
       ++counters_.cpl;
     } else {
       // Walk the completions without building a list: this is the hottest loop of TLP fidelity.
       const std::uint32_t limit = pcie::completion_limit(params_);
       for (std::uint64_t a = addr, left = len; left > 0;) {
-        const std::uint64_t n = pcie::completion_step(a, left, params_.rcb, limit);
-        checker_.completion(a, n);
+        std::uint64_t n = pcie::completion_step(a, left, params_.rcb, limit);
+        if (hooks_.completions_off_rcb && a == addr) n = std::min<std::uint64_t>(n, params_.rcb / 2);
+        checker_.completion(a, n, n == left);
         const std::uint64_t wire = pcie::tlp_wire_bytes(params_, TlpType::kCplD, n);
         t = send_down(t, wire, "CplD");
-        if (replays_for(1)) t = send_down(t + replay_ps_, wire, "CplD (replay)");
+        if (replays_for(1)) t = send_down(t + replay_ps_, wire, "CplD (replay)"), ++replays;
+        checker_.completion_order(LinkDirection::kDown, t, t + latency_ps_, "CplD");
         ++counters_.cpld;
         a += n;
         left -= n;
       }
       counters_.payload_down += len;
     }
+    ext->replays = replays;
     delay = delay_until(t + latency_ps_);
     return;
   }
@@ -145,7 +164,9 @@ void PcieLink::read(tlm::tlm_generic_payload& gp, Ps t0, sc_time& delay) {
   const std::uint64_t n = w.upstream_tlps;
   const std::uint64_t first_len = std::min<std::uint64_t>(len, pcie::request_step(addr, len, params_.mrrs));
   const pcie::WireBytes w1 = pcie::read_wire(params_, addr, first_len);
-  const std::uint32_t replays = replays_for(w.upstream_tlps + w.downstream_tlps);
+  std::uint32_t replays = replays_for(w.upstream_tlps + w.downstream_tlps);
+  if (ext->force_replay) ++replays, ++counters_.replays;
+  ext->replays = replays;
   const Ps u1 = up_clock_.rate().ceil_ps(w1.upstream);
   const Ps d1 = down_clock_.rate().ceil_ps(w1.downstream);
   const Ps up_end = send_up(t0, w.upstream, "MRd burst");
@@ -176,6 +197,7 @@ void PcieLink::read(tlm::tlm_generic_payload& gp, Ps t0, sc_time& delay) {
     counters_.cpld += w.downstream_tlps;
     counters_.payload_down += len;
   }
+  checker_.completion_order(LinkDirection::kDown, last, last + latency_ps_, "CplD burst");
   delay = delay_until(last + latency_ps_);
 }
 
@@ -186,21 +208,34 @@ void PcieLink::write(tlm::tlm_generic_payload& gp, Ps t0, sc_time& delay) {
   if (!ext->burst || ext->msi) {
     checker_.request(TlpType::kMWr, addr, len);
     const std::uint32_t data = static_cast<std::uint32_t>(pcie::data_credits(len));
-    const pcie::CreditGrant g = posted_.acquire(t0, 1, data);
-    if (g.at_ps > t0) ++counters_.credit_stalls, counters_.credit_stall_ps += g.at_ps - t0;
     const std::uint64_t wire = pcie::tlp_wire_bytes(params_, TlpType::kMWr, len);
-    sent = send_up(g.at_ps, wire, ext->msi ? "MSI-X" : "MWr");
-    if (replays_for(1)) sent = send_up(sent + replay_ps_, wire, "MWr (replay)");
-    posted_.release(g, sent + latency_ps_ + credit_update_ps_);
+    std::uint32_t replays = replays_for(1);
+    if (ext->force_replay) ++replays, ++counters_.replays;
+    if (hooks_.ignore_posted_credits) {  // a deliberate bug: credits neither waited for nor taken
+      sent = send_up(t0, wire, ext->msi ? "MSI-X" : "MWr");
+      if (replays) sent = send_up(sent + replay_ps_, wire, "MWr (replay)");
+      checker_.credits_held(ProtocolChecker::Pool::kPosted, t0, sent + latency_ps_ + credit_update_ps_, 1, data);
+    } else {
+      const pcie::CreditGrant g = posted_.acquire(t0, 1, data);
+      if (g.at_ps > t0) ++counters_.credit_stalls, counters_.credit_stall_ps += g.at_ps - t0;
+      sent = send_up(g.at_ps, wire, ext->msi ? "MSI-X" : "MWr");
+      if (replays) sent = send_up(sent + replay_ps_, wire, "MWr (replay)");
+      posted_.release(g, sent + latency_ps_ + credit_update_ps_);
+      checker_.credits_held(ProtocolChecker::Pool::kPosted, g.at_ps, sent + latency_ps_ + credit_update_ps_, 1, data);
+    }
+    ext->replays = replays;
     ++counters_.mwr;
   } else {
     const pcie::WireBytes w = pcie::write_wire(params_, addr, len);
-    const std::uint32_t replays = replays_for(w.upstream_tlps);
+    std::uint32_t replays = replays_for(w.upstream_tlps);
+    if (ext->force_replay) ++replays, ++counters_.replays;
+    ext->replays = replays;
     sent = send_up(t0, w.upstream, "MWr burst") + replays * replay_ps_;
     counters_.mwr += w.upstream_tlps;
   }
   counters_.payload_up += len;
   const Ps arrival = sent + latency_ps_;
+  checker_.posted_write(LinkDirection::kUp, sent, arrival);
   forward(gp, arrival);
   ext->ready_ps = arrival;  // when the write takes effect at the host
   delay = delay_until(sent);

@@ -27,6 +27,7 @@
 #include "link/protocol_checker.hpp"
 #include "pcie/link_math.hpp"
 #include "pcie/timing.hpp"
+#include "sim/debug_hooks.hpp"
 #include "spyre_dma/model/sim_config.hpp"
 
 namespace spyre_dma::model {
@@ -88,6 +89,7 @@ class PcieLink : public sc_core::sc_module {
   pcie::Serializer up_, down_;
   pcie::CreditPool posted_, nonposted_;  // the root complex's receive buffers
   ProtocolChecker checker_;
+  DebugHooks hooks_;
   std::mt19937_64 rng_;
   std::uniform_real_distribution<double> uniform_{0.0, 1.0};
   LinkCounters counters_;

@@ -11,6 +11,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "fault/fault_kinds.hpp"
+#include "sim/debug_hooks.hpp"
 #include "sim/kernel.hpp"
 #include "sim/sim_top.hpp"
 #include "spyre_dma/model/config_loader.hpp"
@@ -27,7 +29,7 @@ std::atomic<bool> g_device_alive{false};
 class SimDevice::Impl {
  public:
   Impl(SimConfig config, std::string trace_path)
-      : config_(std::move(config)), trace_path_(std::move(trace_path)) {
+      : config_(std::move(config)), trace_path_(std::move(trace_path)), hooks_(debug_hooks()) {
     bool expected = false;
     if (!g_device_alive.compare_exchange_strong(expected, true)) {
       throw std::logic_error("SimDevice: one simulated device per process at a time (SystemC has one kernel)");
@@ -89,6 +91,12 @@ class SimDevice::Impl {
     }
   }
 
+  // Runs the model until simulated time `at` (interrupts on the way stay pending for the next
+  // wait_for_interrupt()).
+  void run_to(pcie::Ps at) {
+    for (pcie::Ps now = to_ps(sc_time_stamp()); now < at; now = to_ps(sc_time_stamp())) sc_start(from_ps(at - now));
+  }
+
   std::uint64_t read_register(std::uint64_t offset, unsigned width) {
     if (offset + width > hw::reg::kBar0Bytes) {
       throw std::out_of_range("SimDevice: BAR0 offset " + std::to_string(offset) + " beyond the 4 MiB BAR");
@@ -99,7 +107,14 @@ class SimDevice::Impl {
         top_->pause_when_written();
         run_until([&] { return !top_->writes_pending(); });
       }
-      return top_->controller.read_register(offset, width);
+      // The read's completion travels upstream behind the device's posted writes sent before it
+      // (PCIe ordering): it returns once they have landed, so what it reports is in host memory.
+      ProtocolChecker& checker = top_->link.checker();
+      const pcie::Ps sent = to_ps(sc_time_stamp());
+      if (!hooks_.reads_pass_posted) run_to(checker.posted_arrival_bound(LinkDirection::kUp, sent));
+      const std::uint64_t value = top_->controller.read_register(offset, width);
+      checker.completion_order(LinkDirection::kUp, sent, to_ps(sc_time_stamp()), "BAR0 read completion");
+      return value;
     });
   }
 
@@ -159,6 +174,7 @@ class SimDevice::Impl {
 
   SimConfig config_;
   std::string trace_path_;
+  DebugHooks hooks_;
   refdev::Iommu iommu_;
   std::unique_ptr<SimTop> top_;
   std::uint32_t irq_mask_ = 0;  // simulation thread only
@@ -219,9 +235,24 @@ nlohmann::json SimDevice::statistics() {
                  {"busy_ns", {{"up", t.link.up_busy_ps() / 1000.0}, {"down", t.link.down_busy_ps() / 1000.0}}},
                  {"credit_stalls", l.credit_stalls},
                  {"credit_stall_ns", l.credit_stall_ps / 1000.0},
-                 {"replays", l.replays},
-                 {"protocol", {{"tlps_checked", t.link.checker().tlps_checked()},
-                               {"violations", t.link.checker().violations()}}}};
+                 {"replays", l.replays}};
+    ProtocolChecker& checker = t.link.checker();
+    checker.prune(to_ps(sc_time_stamp()));  // checks the credit bookings up to now
+    nlohmann::json by_rule = nlohmann::json::object();
+    for (std::size_t r = 0; r < kNumProtocolRules; ++r) {
+      const auto rule = static_cast<ProtocolRule>(r);
+      by_rule[std::string(to_string(rule))] = checker.violations(rule);
+    }
+    j["link"]["protocol"] = {{"tlps_checked", checker.tlps_checked()},
+                             {"cbs_checked", checker.cbs_checked()},
+                             {"violations", checker.violations()},
+                             {"violations_by_rule", by_rule},
+                             {"last_violation", checker.last_violation()}};
+    const FaultInjector& faults = t.controller.faults();
+    nlohmann::json injected = nlohmann::json::object();
+    for (std::size_t k = 0; k < kNumFaultKinds; ++k) injected[std::string(kFaultKindNames[k])] = faults.injected()[k];
+    injected["lcrc"] = l.replays;  // random (link.lcrc_error_rate) and at_cb ones: the link's replays
+    j["faults"] = {{"injected", injected}, {"affected_cbs", faults.affected_cbs()}};
     nlohmann::json pipes = nlohmann::json::object();
     for (unsigned i = 0; i < hw::kNumPipelines; ++i) {
       const PipelineCounters& p = c.pipe[i];

@@ -12,9 +12,10 @@ SimTop::SimTop(sc_module_name name, const SimConfig& config, refdev::Iommu& iomm
       trace(trace_path.empty() ? nullptr : std::make_unique<TraceWriter>(trace_path, to_json(config))),
       root_complex("root_complex", config, iommu, std::move(on_interrupt)),
       link("link", config),
-      controller("controller", config, iommu, root_complex),
+      controller("controller", config, iommu, root_complex, link.checker()),
       device_memory("device_memory", config.device),
-      write_cost_ps_(pcie::ns_to_ps(config.host_cost.register_write_ns)) {
+      write_cost_ps_(pcie::ns_to_ps(config.host_cost.register_write_ns)),
+      link_latency_ps_(pcie::ns_to_ps(config.link.latency_ns)) {
   controller.pcie.bind(link.device_side);
   link.host_side.bind(root_complex.socket);
   controller.memory.bind(device_memory.socket);
@@ -26,7 +27,12 @@ SimTop::SimTop(sc_module_name name, const SimConfig& config, refdev::Iommu& iomm
 }
 
 void SimTop::post_write(std::uint64_t offset, std::uint64_t value, unsigned width) {
-  const pcie::Ps at = to_ps(sc_time_stamp()) + write_cost_ps_;
+  const pcie::Ps now = to_ps(sc_time_stamp());
+  const pcie::Ps at = now + write_cost_ps_;
+  // A posted write on the downstream wire: it enters the link at the latest one link latency
+  // before it lands (the rest of its cost is the host's own), and completions sent after that
+  // may not overtake it.
+  link.checker().posted_write(LinkDirection::kDown, std::max(now, at - std::min(at, link_latency_ps_)), at);
   const bool first = writes_.empty();
   writes_.emplace(at, Write{offset, value, width});
   if (first) write_due_.notify(delay_until(at));

@@ -49,6 +49,7 @@ class SimTop : public sc_core::sc_module {
   void apply_writes();  // SC_METHOD
 
   pcie::Ps write_cost_ps_;
+  pcie::Ps link_latency_ps_;
   std::multimap<pcie::Ps, Write> writes_;
   sc_core::sc_event write_due_;
   bool pause_when_written_ = false;

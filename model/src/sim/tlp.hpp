@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <tlm>
+#include <vector>
 
 #include "pcie/link_math.hpp"
 
@@ -20,6 +21,12 @@ struct TlpExtension : tlm::tlm_extension<TlpExtension> {
   bool msi = false;              // MWr that is an MSI-X message
   std::uint32_t msi_vector = 0;
   std::uint64_t epoch = 0;       // device reset epoch: ordered writes of an older epoch are dropped
+  // Injected faults (FaultConfig), set by the requester.
+  bool force_replay = false;     // the first TLP arrives with a bad LCRC and is replayed
+  bool drop_completion = false;  // MRd: no completion ever comes back
+  CompletionStatus inject_status = CompletionStatus::kSuccess;  // MRd: the completer answers so
+  bool poisoned = false;         // MWr: poisoned (EP); the root complex drops its data
+  const std::vector<pcie::Segment>* poisoned_ranges = nullptr;  // burst MWr: the poisoned TLPs
   // Filled by the completer and the link on the way back.
   CompletionStatus status = CompletionStatus::kSuccess;
   std::uint64_t ready_ps = 0;    // host side: when the completion data was ready (reads)

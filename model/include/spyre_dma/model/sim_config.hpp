@@ -66,6 +66,28 @@ struct HostCostConfig {
   double interrupt_ns = 500.0;  // MSI-X write until the engine's wait returns
 };
 
+// Faults the model injects on purpose, to exercise the error paths of the engine above it. Every
+// rate is a probability per eligible event (0: never, the default, which costs nothing and changes
+// no result); every draw comes from one generator seeded from SimConfig::seed, in simulation order,
+// so the same configuration, workload and seed give the same faults. docs/model.md describes what
+// each fault does to the CB it hits.
+struct FaultConfig {
+  double poisoned_rate = 0.0;             // per data TLP (DMAI CplD, DMAO MWr): poisoned (EP)
+  double unsupported_request_rate = 0.0;  // per DMAI read request: completion status UR
+  double completer_abort_rate = 0.0;      // per DMAI read request: completion status CA
+  double dropped_completion_rate = 0.0;   // per DMAI read request: no completion at all
+  double completion_timeout_ns = 50000.0; // the read engine's completion timer
+  double iommu_fault_rate = 0.0;          // per host-memory CB: the IOMMU refuses the translation
+  double malformed_cb_rate = 0.0;         // per CB fetched: arrives with its RSVD word corrupted
+  double device_reset_rate = 0.0;         // per CB started: the device resets itself (fatal)
+  // One deterministic fault at the at_cb-th CB the controller starts (1-based, all pipelines in
+  // execution order; 0: none) of kind at_cb_fault: "poisoned", "unsupported_request",
+  // "completer_abort", "dropped_completion", "lcrc", "iommu", "malformed_cb", "device_reset"
+  // (or "none").
+  std::uint64_t at_cb = 0;
+  std::string at_cb_fault = "none";
+};
+
 enum class Fidelity : std::uint8_t {
   kTlp,    // every TLP is a timed transaction
   kBurst,  // the same arithmetic applied per burst
@@ -77,6 +99,7 @@ struct SimConfig {
   HostConfig host;
   DeviceConfig device;
   HostCostConfig host_cost;
+  FaultConfig faults;
   Fidelity fidelity = Fidelity::kTlp;
   std::uint64_t seed = 1;
   bool trace_tlps = false;  // include TLPs in the Perfetto trace (large)
