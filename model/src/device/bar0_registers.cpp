@@ -99,6 +99,7 @@ void DmaController::reset() {
     p.cb_size = p.rb_size = p.cb_pi = p.cb_ci = p.rb_pi = p.rb_ci = 0;
     p.irq_enable = p.irq_vector = p.error_status = p.queue_control = 0;
     p.doorbells.clear();
+    p.pruned.clear();
     p.retired = 0;
     p.retire_ps.clear();
     p.kick.notify(SC_ZERO_TIME);

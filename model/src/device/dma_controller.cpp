@@ -188,8 +188,12 @@ Ps DmaController::wait_barrier(Pipe& p, std::uint32_t index, Ps start) {
     // The CBs q had been handed by doorbells earlier than ours.
     std::uint32_t bound = q.retired;
     bool any = false;
-    for (const Doorbell& d : q.doorbells) {
-      if (d.seq < seq) bound = d.pi_end, any = true;
+    // The latest doorbell of q before ours, among those kept and those pruned (both in seq order).
+    for (auto it = q.doorbells.rbegin(); it != q.doorbells.rend() && !any; ++it) {
+      if (it->seq < seq) bound = it->pi_end, any = true;
+    }
+    for (auto it = q.pruned.rbegin(); it != q.pruned.rend() && !any; ++it) {
+      if (it->seq < seq) bound = it->pi_end, any = true;
     }
     if (!any) continue;
     while (static_cast<std::int32_t>(q.retired - bound) < 0) {
@@ -312,6 +316,8 @@ void DmaController::pipeline_thread(unsigned index) {
       if (p.retire_ps.size() > 4096) p.retire_ps.pop_front();
       while (!p.doorbells.empty() && static_cast<std::int32_t>(p.retired - p.doorbells.front().pi_end) >= 0 &&
              p.doorbells.size() > 1) {
+        p.pruned.push_back(p.doorbells.front());
+        if (p.pruned.size() > 4096) p.pruned.pop_front();
         p.doorbells.pop_front();
       }
       ++c.cbs;

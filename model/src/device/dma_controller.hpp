@@ -94,6 +94,10 @@ class DmaController : public sc_core::sc_module {
     std::uint32_t cb_pi = 0, cb_ci = 0, rb_pi = 0, rb_ci = 0;
     std::uint32_t irq_enable = 0, irq_vector = 0, error_status = 0, queue_control = 0;
     std::deque<Doorbell> doorbells;  // pruned as CBs retire
+    // Doorbells pruned lately (bounded like retire_ps): a barrier CB rung after one of them must
+    // still wait for the CBs it handed over, whose retirement may lie in the future of the
+    // pipeline that asks (the pipelines run ahead of simulated time).
+    std::deque<Doorbell> pruned;
     std::uint32_t retired = 0;       // CBs retired (free-running, like the indices)
     std::deque<pcie::Ps> retire_ps;  // retire time of CB (retired - retire_ps.size() + i)
     pcie::Ps last_retire_ps = 0;

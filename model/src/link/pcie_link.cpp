@@ -30,6 +30,8 @@ PcieLink::PcieLink(sc_module_name name, const SimConfig& config)
       nonposted_(config.link.host_rx.nonposted_header, config.link.host_rx.nonposted_data),
       checker_(params_, !debug_hooks().lenient_checker),
       hooks_(debug_hooks()),
+      mwr_overhead_(pcie::tlp_overhead_bytes(params_, TlpType::kMWr)),
+      cpld_overhead_(pcie::tlp_overhead_bytes(params_, TlpType::kCplD)),
       rng_(config.seed ^ 0x9e3779b97f4a7c15ull) {
   device_side.register_b_transport(this, &PcieLink::b_transport);
   checker_.set_capacity(ProtocolChecker::Pool::kPosted, config.link.host_rx.posted_header,
@@ -141,7 +143,9 @@ void PcieLink::read(tlm::tlm_generic_payload& gp, Ps t0, sc_time& delay) {
         std::uint64_t n = pcie::completion_step(a, left, params_.rcb, limit);
         if (hooks_.completions_off_rcb && a == addr) n = std::min<std::uint64_t>(n, params_.rcb / 2);
         checker_.completion(a, n, n == left);
-        const std::uint64_t wire = pcie::tlp_wire_bytes(params_, TlpType::kCplD, n);
+        // Overhead + payload (not tlp_wire_bytes(), which refuses an oversized TLP: the checker
+        // reports those, and a lenient one lets the run go on).
+        const std::uint64_t wire = cpld_overhead_ + n;
         t = send_down(t, wire, "CplD");
         if (replays_for(1)) t = send_down(t + replay_ps_, wire, "CplD (replay)"), ++replays;
         checker_.completion_order(LinkDirection::kDown, t, t + latency_ps_, "CplD");
@@ -208,7 +212,7 @@ void PcieLink::write(tlm::tlm_generic_payload& gp, Ps t0, sc_time& delay) {
   if (!ext->burst || ext->msi) {
     checker_.request(TlpType::kMWr, addr, len);
     const std::uint32_t data = static_cast<std::uint32_t>(pcie::data_credits(len));
-    const std::uint64_t wire = pcie::tlp_wire_bytes(params_, TlpType::kMWr, len);
+    const std::uint64_t wire = mwr_overhead_ + len;
     std::uint32_t replays = replays_for(1);
     if (ext->force_replay) ++replays, ++counters_.replays;
     if (hooks_.ignore_posted_credits) {  // a deliberate bug: credits neither waited for nor taken

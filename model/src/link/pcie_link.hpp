@@ -90,6 +90,7 @@ class PcieLink : public sc_core::sc_module {
   pcie::CreditPool posted_, nonposted_;  // the root complex's receive buffers
   ProtocolChecker checker_;
   DebugHooks hooks_;
+  std::uint64_t mwr_overhead_, cpld_overhead_;  // wire bytes of a TLP beyond its payload
   std::mt19937_64 rng_;
   std::uniform_real_distribution<double> uniform_{0.0, 1.0};
   LinkCounters counters_;
