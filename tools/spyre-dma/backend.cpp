@@ -77,6 +77,45 @@ std::shared_ptr<spyre_dma::Device> open_backend(const BackendOptions& o) {
 #endif
 }
 
+spyre_dma::regress::TestBackend open_test_backend(const BackendOptions& o,
+                                                  const spyre_dma::regress::Program& program) {
+  if (std::string e = check_backend_options(o); !e.empty()) throw std::invalid_argument(e);
+  spyre_dma::regress::TestBackend b;
+  const spyre_dma::regress::FaultPlan& f = program.faults;
+  if (o.name == "refdev") {
+    if (f.any()) throw std::invalid_argument("fault injection needs --backend sim (refdev injects no PCIe faults)");
+    auto dev = std::make_shared<spyre_dma::refdev::RefDevice>();
+    b.memory = &dev->memory();
+    b.device = dev;
+    return b;
+  }
+#ifdef SPYRE_DMA_HAVE_MODEL
+  spyre_dma::model::SimConfig c = sim_config(o);
+  c.seed = program.seed;
+  c.faults.poisoned_rate = f.poisoned_rate;
+  c.faults.unsupported_request_rate = f.unsupported_request_rate;
+  c.faults.completer_abort_rate = f.completer_abort_rate;
+  c.faults.dropped_completion_rate = f.dropped_completion_rate;
+  c.faults.iommu_fault_rate = f.iommu_fault_rate;
+  c.faults.malformed_cb_rate = f.malformed_cb_rate;
+  c.faults.device_reset_rate = f.device_reset_rate;
+  if (f.lcrc_rate > 0) c.link.lcrc_error_rate = f.lcrc_rate;
+  if (f.at_cb > 0) {
+    c.faults.at_cb = f.at_cb;
+    c.faults.at_cb_fault = f.at_cb_fault;
+  }
+  spyre_dma::model::validate(c);
+  auto dev = std::make_shared<spyre_dma::model::SimDevice>(c, o.trace);
+  b.memory = &dev->memory();
+  b.statistics = [d = dev.get()] { return d->statistics(); };
+  b.now_ns = [d = dev.get()] { return d->now_ns(); };
+  b.device = dev;
+  return b;
+#else
+  throw std::invalid_argument(check_backend(o.name));
+#endif
+}
+
 nlohmann::json backend_config(const BackendOptions& o) {
 #ifdef SPYRE_DMA_HAVE_MODEL
   if (o.name == "sim") return spyre_dma::model::to_json(sim_config(o));

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runner.hpp"
 #include "spyre_dma/device.hpp"
 
 namespace spyre_dma_cli {
@@ -33,6 +34,13 @@ std::string check_backend_options(const BackendOptions& options);
 
 // Opens a fresh device; throws std::invalid_argument for options check_backend_options rejects.
 std::shared_ptr<spyre_dma::Device> open_backend(const BackendOptions& options);
+
+// Opens a fresh device for one regression test: the program's seed and (sim) its fault plan go
+// into the model's configuration; the memory backdoor and statistics come with it. Throws
+// std::invalid_argument for options check_backend_options rejects, and for a fault plan on a
+// backend that cannot inject faults.
+spyre_dma::regress::TestBackend open_test_backend(const BackendOptions& options,
+                                                  const spyre_dma::regress::Program& program);
 
 // The resolved configuration of the backend (sim: every model parameter), for --dump-config and
 // for embedding in result files.

@@ -1,5 +1,7 @@
 // spyre-dma: the project's command-line tool. Subcommands:
-//   demo   sweep transfer sizes on a device backend and print the throughput table
+//   demo            sweep transfer sizes on a device backend and print the throughput table
+//   regress         run a regression suite over a range of seeds (regress_command.hpp)
+//   regress-merge   merge the JSON results of regression shards
 //
 // Exit status: 0 success; 1 a run-time failure (a transfer failed, stalled or delivered wrong
 // data); 2 a usage error (unknown option, bad option value).
@@ -9,6 +11,7 @@
 #include <exception>
 
 #include "demo_command.hpp"
+#include "regress_command.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"spyre-dma: DMA engine tool for the Spyre-class accelerator", "spyre-dma"};
@@ -17,6 +20,10 @@ int main(int argc, char** argv) {
 
   spyre_dma_cli::DemoOptions demo_options;
   CLI::App* demo = spyre_dma_cli::add_demo_command(app, demo_options);
+  spyre_dma_cli::RegressOptions regress_options;
+  CLI::App* regress = spyre_dma_cli::add_regress_command(app, regress_options);
+  spyre_dma_cli::MergeOptions merge_options;
+  CLI::App* merge = spyre_dma_cli::add_merge_command(app, merge_options);
 
   try {
     app.parse(argc, argv);
@@ -29,6 +36,8 @@ int main(int argc, char** argv) {
 
   try {
     if (demo->parsed()) return spyre_dma_cli::run_demo(demo_options);
+    if (regress->parsed()) return spyre_dma_cli::run_regress(regress_options, argv[0]);
+    if (merge->parsed()) return spyre_dma_cli::run_merge(merge_options);
   } catch (const std::exception& e) {
     fmt::print(stderr, "spyre-dma: error: {}\n", e.what());
     return 1;

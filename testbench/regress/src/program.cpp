@@ -1,0 +1,115 @@
+#include "program.hpp"
+
+#include <fmt/format.h>
+
+namespace spyre_dma::regress {
+
+const char* to_string(OpType type) noexcept {
+  switch (type) {
+    case OpType::kH2D: return "h2d";
+    case OpType::kD2H: return "d2h";
+    case OpType::kD2D: return "d2d";
+    case OpType::kFill: return "fill";
+    case OpType::kCompute: return "compute";
+    case OpType::kHostCallback: return "host_callback";
+    case OpType::kRecord: return "record";
+    case OpType::kWait: return "wait";
+    case OpType::kSync: return "sync";
+  }
+  return "?";
+}
+
+namespace {
+
+std::string check_host(const Program& p, const OpSpec& op, std::size_t i) {
+  if (op.host >= p.host_buffers.size()) {
+    return fmt::format("op {} ({}): host buffer {} does not exist ({} declared)", i, to_string(op.type), op.host,
+                       p.host_buffers.size());
+  }
+  const std::uint64_t size = p.host_buffers[op.host].bytes;
+  if (op.host_offset > size || op.bytes > size - op.host_offset) {
+    return fmt::format("op {} ({}): host range [{}, +{}) exceeds host buffer {} ({} bytes)", i, to_string(op.type),
+                       op.host_offset, op.bytes, op.host, size);
+  }
+  return {};
+}
+
+std::string check_dev(const Program& p, const OpSpec& op, std::size_t i, std::uint32_t buf, std::uint64_t offset,
+                      const char* role) {
+  if (buf >= p.device_buffers.size()) {
+    return fmt::format("op {} ({}): {} device buffer {} does not exist ({} declared)", i, to_string(op.type), role,
+                       buf, p.device_buffers.size());
+  }
+  const std::uint64_t size = p.device_buffers[buf].bytes;
+  if (offset % hw::kFlitBytes != 0) {
+    return fmt::format("op {} ({}): {} offset {} is not a multiple of 128", i, to_string(op.type), role, offset);
+  }
+  if (offset > size || op.bytes > size - offset) {
+    return fmt::format("op {} ({}): {} range [{}, +{}) exceeds device buffer {} ({} bytes)", i, to_string(op.type),
+                       role, offset, op.bytes, buf, size);
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string check_program(const Program& p) {
+  if (p.streams.empty()) return "the program declares no stream";
+  for (std::size_t b = 0; b < p.host_buffers.size(); ++b) {
+    if (p.host_buffers[b].bytes == 0) return fmt::format("host buffer {}: zero bytes", b);
+    if (p.host_buffers[b].misalign >= hw::kFlitBytes) {
+      return fmt::format("host buffer {}: misalign {} is not below 128", b, p.host_buffers[b].misalign);
+    }
+  }
+  for (std::size_t b = 0; b < p.device_buffers.size(); ++b) {
+    if (p.device_buffers[b].bytes == 0) return fmt::format("device buffer {}: zero bytes", b);
+    if (p.device_buffers[b].max_chunk_bytes % hw::kFlitBytes != 0) {
+      return fmt::format("device buffer {}: max_chunk_bytes {} is not a multiple of 128", b,
+                         p.device_buffers[b].max_chunk_bytes);
+    }
+  }
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    const OpSpec& op = p.ops[i];
+    if (op.type == OpType::kSync) continue;
+    if (op.stream >= p.streams.size()) {
+      return fmt::format("op {} ({}): stream {} does not exist ({} declared)", i, to_string(op.type), op.stream,
+                         p.streams.size());
+    }
+    std::string e;
+    switch (op.type) {
+      case OpType::kH2D:
+      case OpType::kD2H:
+        if (op.bytes == 0) return fmt::format("op {} ({}): zero bytes", i, to_string(op.type));
+        e = check_host(p, op, i);
+        if (e.empty()) e = check_dev(p, op, i, op.dev, op.dev_offset, op.type == OpType::kH2D ? "destination" : "source");
+        break;
+      case OpType::kD2D:
+        if (op.bytes == 0) return fmt::format("op {} ({}): zero bytes", i, to_string(op.type));
+        e = check_dev(p, op, i, op.dev, op.dev_offset, "destination");
+        if (e.empty()) e = check_dev(p, op, i, op.src_dev, op.src_offset, "source");
+        if (e.empty() && op.dev == op.src_dev && op.dev_offset < op.src_offset + op.bytes &&
+            op.src_offset < op.dev_offset + op.bytes) {
+          e = fmt::format("op {} (d2d): source and destination ranges overlap", i);
+        }
+        break;
+      case OpType::kFill:
+        if (op.bytes == 0) return fmt::format("op {} (fill): zero bytes", i);
+        e = check_dev(p, op, i, op.dev, op.dev_offset, "destination");
+        break;
+      case OpType::kRecord:
+      case OpType::kWait:
+        if (op.event >= p.events) {
+          e = fmt::format("op {} ({}): event {} does not exist ({} declared)", i, to_string(op.type), op.event,
+                          p.events);
+        }
+        break;
+      case OpType::kCompute:
+      case OpType::kHostCallback:
+      case OpType::kSync: break;
+    }
+    if (!e.empty()) return e;
+  }
+  return {};
+}
+
+}  // namespace spyre_dma::regress

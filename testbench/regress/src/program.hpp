@@ -1,0 +1,112 @@
+// A regression test program: the buffers, streams and operations one test runs, whether drawn by
+// the random generator (generator.hpp) or read from a directed test file (directed.hpp).
+//
+// Programs are plain data, so a test is reproducible from its description alone. Operations refer
+// to buffers, streams and events by index. kSync ends an epoch: every stream is synchronised and
+// every byte the epoch touched is compared with the scoreboard's shadow. Within an epoch a program
+// obeys the hazard rules the scoreboard relies on (see scoreboard.hpp): a byte is written at most
+// once, nothing is written after it was read, and a read of a byte written earlier in the epoch is
+// ordered after that write (same stream in a mode that orders it, or an event).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "spyre_dma/hw/contract.hpp"
+#include "spyre_dma/options.hpp"
+#include "spyre_dma/status.hpp"
+
+namespace spyre_dma::regress {
+
+enum class HostKind : std::uint8_t {
+  kRegistered,  // Engine::allocate_host: pinned, mapped once, DMA'd directly when aligned
+  kPageable,    // plain heap memory: every copy goes through the staging pipeline
+};
+
+struct HostBufferSpec {
+  std::uint64_t bytes = 0;
+  HostKind kind = HostKind::kRegistered;
+  // Bytes the buffer's start sits past a 128-byte boundary (pageable only): unaligned host
+  // addresses exercise the staging path's head and tail handling.
+  std::uint32_t misalign = 0;
+};
+
+struct DeviceBufferSpec {
+  std::uint64_t bytes = 0;
+  std::uint64_t max_chunk_bytes = 0;  // AllocOptions::max_chunk_bytes: 0 = one chunk if possible
+};
+
+struct StreamSpec {
+  Ordering ordering = Ordering::kStrict;
+  int priority = 0;
+};
+
+enum class OpType : std::uint8_t {
+  kH2D, kD2H, kD2D, kFill, kCompute, kHostCallback, kRecord, kWait, kSync,
+};
+const char* to_string(OpType type) noexcept;
+
+// What a directed test expects of one operation. Random programs leave it empty: there every op
+// must succeed unless a fault was injected.
+struct Expectation {
+  ErrorCode code = ErrorCode::kOk;
+  std::optional<hw::ErrorKind> kind;  // for kDeviceError: the RB's error kind
+};
+
+struct OpSpec {
+  OpType type = OpType::kSync;
+  std::uint32_t stream = 0;
+  std::uint32_t host = 0;            // H2D source / D2H destination buffer
+  std::uint64_t host_offset = 0;
+  std::uint32_t dev = 0;             // H2D, D2D, fill destination / D2H source buffer
+  std::uint64_t dev_offset = 0;      // a multiple of 128
+  std::uint32_t src_dev = 0;         // D2D source buffer
+  std::uint64_t src_offset = 0;      // a multiple of 128
+  std::uint64_t bytes = 0;
+  std::uint32_t pattern = 0;         // fill
+  std::uint64_t duration_ns = 0;     // compute
+  std::uint32_t event = 0;           // record / wait
+  std::optional<Expectation> expect; // directed tests only
+};
+
+// Engine settings a program runs with (0: the engine's default).
+struct EngineTuning {
+  std::uint32_t ring_slots = 0;        // per pipeline: small rings force queue-full stalls
+  std::uint64_t max_cb_bytes = 0;
+  std::uint32_t staging_buffers = 0;
+  std::uint64_t staging_buffer_bytes = 0;
+};
+
+// Faults the sim backend injects (rates per TLP or per CB; see model/sim_config.hpp FaultConfig).
+struct FaultPlan {
+  double poisoned_rate = 0, unsupported_request_rate = 0, completer_abort_rate = 0;
+  double dropped_completion_rate = 0, lcrc_rate = 0, iommu_fault_rate = 0;
+  double malformed_cb_rate = 0, device_reset_rate = 0;
+  std::uint64_t at_cb = 0;   // the n-th CB the device executes (1-based); 0: none
+  std::string at_cb_fault;   // its fault kind, as the model names it
+  bool any() const noexcept {
+    return poisoned_rate > 0 || unsupported_request_rate > 0 || completer_abort_rate > 0 ||
+           dropped_completion_rate > 0 || lcrc_rate > 0 || iommu_fault_rate > 0 ||
+           malformed_cb_rate > 0 || device_reset_rate > 0 || at_cb > 0;
+  }
+};
+
+struct Program {
+  std::string name;
+  std::uint64_t seed = 0;
+  std::vector<StreamSpec> streams;
+  std::vector<HostBufferSpec> host_buffers;
+  std::vector<DeviceBufferSpec> device_buffers;
+  std::uint32_t events = 0;
+  std::vector<OpSpec> ops;
+  EngineTuning tuning;
+  FaultPlan faults;
+};
+
+// Structural checks (indices in range, ranges inside their buffers, device offsets aligned): the
+// empty string when the program is runnable, else what is wrong, naming the op and field.
+std::string check_program(const Program& program);
+
+}  // namespace spyre_dma::regress

@@ -1,0 +1,263 @@
+#include "report.hpp"
+
+#include <algorithm>
+#include <map>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace spyre_dma::regress {
+namespace {
+
+using nlohmann::json;
+
+std::string xml_escape(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default:
+        // XML 1.0 allows no control characters but tab, newline and carriage return.
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r') out += '?';
+        else out += c;
+    }
+  }
+  return out;
+}
+
+std::string human_bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) b /= 1024, ++u;
+  return fmt::format("{:.1f} {}", b, units[u]);
+}
+
+FindingKind kind_from(const std::string& s, const std::string& at) {
+  for (int k = 0; k <= static_cast<int>(FindingKind::kSetup); ++k) {
+    if (s == to_string(static_cast<FindingKind>(k))) return static_cast<FindingKind>(k);
+  }
+  throw std::invalid_argument(at + ": unknown finding kind \"" + s + "\"");
+}
+
+template <typename T>
+T get(const json& j, const char* key, const std::string& at) {
+  if (!j.is_object() || !j.contains(key)) throw std::invalid_argument(at + "." + key + ": missing");
+  try {
+    return j[key].get<T>();
+  } catch (const json::exception&) {
+    throw std::invalid_argument(at + "." + key + ": wrong type (" + j[key].dump() + ")");
+  }
+}
+
+}  // namespace
+
+std::size_t Report::failures() const {
+  return static_cast<std::size_t>(std::count_if(cases.begin(), cases.end(), [](const CaseResult& c) { return !c.passed(); }));
+}
+
+json Report::to_json() const {
+  json tests = json::array();
+  json totals = {{"tests", cases.size()}, {"passed", cases.size() - failures()}, {"failed", failures()}};
+  TestMetrics sum;
+  for (const CaseResult& c : cases) {
+    json f = json::array();
+    for (const Finding& x : c.findings) f.push_back({{"kind", to_string(x.kind)}, {"op", x.op}, {"message", x.message}});
+    tests.push_back({{"name", c.name},         {"suite", c.suite},   {"backend", c.backend},
+                     {"seed", c.seed},         {"status", c.status}, {"findings", f},
+                     {"finding_count", c.finding_count}, {"metrics", c.metrics.to_json()}, {"repro", c.repro}});
+    sum.ops += c.metrics.ops, sum.data_ops += c.metrics.data_ops, sum.bytes += c.metrics.bytes;
+    sum.cbs += c.metrics.cbs, sum.failed_ops += c.metrics.failed_ops, sum.resets += c.metrics.resets;
+    sum.sim_time_ns += c.metrics.sim_time_ns, sum.wall_s += c.metrics.wall_s;
+    sum.bytes_checked += c.metrics.bytes_checked, sum.epochs += c.metrics.epochs;
+    for (const auto& [k, n] : c.metrics.faults_injected) sum.faults_injected[k] += n;
+  }
+  totals["metrics"] = sum.to_json();
+  return {{"format", "spyre-dma-regress/1"}, {"version", version}, {"suite", suite},   {"backend", backend},
+          {"seeds", seeds},                  {"shard", shard},     {"wall_s", wall_s}, {"summary", totals},
+          {"coverage", coverage.to_json()},  {"tests", tests}};
+}
+
+Report Report::from_json(const json& j, const std::string& file) {
+  const auto format = j.is_object() ? j.find("format") : j.end();
+  if (format == j.end() || !format->is_string() || format->get_ref<const std::string&>() != "spyre-dma-regress/1") {
+    throw std::invalid_argument(file + ": not a regression report (format is not \"spyre-dma-regress/1\")");
+  }
+  Report r;
+  r.version = get<std::string>(j, "version", file);
+  r.suite = get<std::string>(j, "suite", file);
+  r.backend = get<std::string>(j, "backend", file);
+  r.seeds = get<std::string>(j, "seeds", file);
+  r.shard = get<std::string>(j, "shard", file);
+  r.wall_s = get<double>(j, "wall_s", file);
+  try {
+    r.coverage = Coverage::from_json(j.at("coverage"));
+  } catch (const std::exception& e) {
+    throw std::invalid_argument(file + ": coverage: " + e.what());
+  }
+  const json& tests = j.at("tests");
+  if (!tests.is_array()) throw std::invalid_argument(file + ": tests: expected an array");
+  for (std::size_t i = 0; i < tests.size(); ++i) {
+    const std::string at = fmt::format("{}: tests[{}]", file, i);
+    const json& t = tests[i];
+    CaseResult c;
+    c.name = get<std::string>(t, "name", at);
+    c.suite = get<std::string>(t, "suite", at);
+    c.backend = get<std::string>(t, "backend", at);
+    c.seed = get<std::uint64_t>(t, "seed", at);
+    c.status = get<std::string>(t, "status", at);
+    c.finding_count = get<std::uint64_t>(t, "finding_count", at);
+    c.repro = get<std::string>(t, "repro", at);
+    for (const json& f : t.at("findings")) {
+      c.findings.push_back(Finding{kind_from(get<std::string>(f, "kind", at), at), get<std::int64_t>(f, "op", at),
+                                   get<std::string>(f, "message", at)});
+    }
+    const json& m = t.at("metrics");
+    const std::string mat = at + ".metrics";
+    c.metrics.ops = get<std::uint64_t>(m, "ops", mat);
+    c.metrics.data_ops = get<std::uint64_t>(m, "data_ops", mat);
+    c.metrics.bytes = get<std::uint64_t>(m, "bytes", mat);
+    c.metrics.cbs = get<std::uint64_t>(m, "cbs", mat);
+    c.metrics.failed_ops = get<std::uint64_t>(m, "failed_ops", mat);
+    c.metrics.epochs = get<std::uint64_t>(m, "epochs", mat);
+    c.metrics.resets = get<std::uint64_t>(m, "resets", mat);
+    c.metrics.bytes_checked = get<std::uint64_t>(m, "bytes_checked", mat);
+    c.metrics.sim_time_ns = get<double>(m, "sim_time_ns", mat);
+    c.metrics.wall_s = get<double>(m, "wall_s", mat);
+    c.metrics.faults_injected = get<std::map<std::string, std::uint64_t>>(m, "faults_injected", mat);
+    r.cases.push_back(std::move(c));
+  }
+  return r;
+}
+
+std::string Report::junit() const {
+  // One <testsuite> per suite and backend; a failed case carries its findings as the failure
+  // text and its reproduction command in system-out.
+  std::map<std::string, std::vector<const CaseResult*>> groups;
+  for (const CaseResult& c : cases) groups["regress." + c.suite + "." + c.backend].push_back(&c);
+  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  double total_time = 0;
+  for (const CaseResult& c : cases) total_time += c.metrics.wall_s;
+  out += fmt::format("<testsuites name=\"spyre-dma regress\" tests=\"{}\" failures=\"{}\" time=\"{:.3f}\">\n",
+                     cases.size(), failures(), total_time);
+  for (const auto& [name, list] : groups) {
+    std::size_t failed = 0;
+    double time = 0;
+    for (const CaseResult* c : list) failed += c->passed() ? 0 : 1, time += c->metrics.wall_s;
+    out += fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" time=\"{:.3f}\">\n",
+                       xml_escape(name), list.size(), failed, time);
+    for (const CaseResult* c : list) {
+      out += fmt::format("    <testcase classname=\"{}\" name=\"{}\" time=\"{:.3f}\"", xml_escape(name), xml_escape(c->name),
+                         c->metrics.wall_s);
+      if (c->status == "skip") {
+        out += "><skipped/></testcase>\n";
+        continue;
+      }
+      if (c->passed()) {
+        out += "/>\n";
+        continue;
+      }
+      std::string text;
+      for (const Finding& f : c->findings) {
+        text += fmt::format("[{}]{} {}\n", to_string(f.kind), f.op >= 0 ? fmt::format(" op {}:", f.op) : "", f.message);
+      }
+      if (c->finding_count > c->findings.size()) {
+        text += fmt::format("... and {} more finding(s)\n", c->finding_count - c->findings.size());
+      }
+      const std::string type = c->findings.empty() ? c->status : to_string(c->findings.front().kind);
+      const std::string message =
+          c->findings.empty() ? c->status : c->findings.front().message.substr(0, 200);
+      out += fmt::format(">\n      <failure type=\"{}\" message=\"{}\">{}</failure>\n", xml_escape(type),
+                         xml_escape(message), xml_escape(text));
+      out += fmt::format("      <system-out>reproduce: {}</system-out>\n    </testcase>\n", xml_escape(c->repro));
+    }
+    out += "  </testsuite>\n";
+  }
+  out += "</testsuites>\n";
+  return out;
+}
+
+std::string Report::summary() const {
+  std::map<std::string, std::size_t> by_kind;
+  TestMetrics sum;
+  for (const CaseResult& c : cases) {
+    if (!c.passed()) {
+      if (c.findings.empty()) ++by_kind[c.status];
+      std::map<std::string, bool> seen;
+      for (const Finding& f : c.findings) seen[to_string(f.kind)] = true;
+      for (const auto& [k, v] : seen) {
+        (void)v;
+        ++by_kind[k];
+      }
+    }
+    sum.ops += c.metrics.ops, sum.data_ops += c.metrics.data_ops, sum.bytes += c.metrics.bytes;
+    sum.failed_ops += c.metrics.failed_ops, sum.sim_time_ns += c.metrics.sim_time_ns, sum.wall_s += c.metrics.wall_s;
+    sum.resets += c.metrics.resets, sum.bytes_checked += c.metrics.bytes_checked;
+    for (const auto& [k, n] : c.metrics.faults_injected) sum.faults_injected[k] += n;
+  }
+  std::string out;
+  out += fmt::format("regression: suite {}, backend {}, seeds {}{}\n", suite, backend, seeds,
+                     shard.empty() ? "" : ", shard " + shard);
+  out += fmt::format("  {:<24} {}\n", "tests", cases.size());
+  out += fmt::format("  {:<24} {}\n", "passed", cases.size() - failures());
+  out += fmt::format("  {:<24} {}\n", "failed", failures());
+  for (const auto& [k, n] : by_kind) out += fmt::format("    {:<22} {}\n", k, n);
+  out += fmt::format("  {:<24} {} ({} data)\n", "ops", sum.ops, sum.data_ops);
+  out += fmt::format("  {:<24} {}\n", "bytes moved", human_bytes(static_cast<double>(sum.bytes)));
+  out += fmt::format("  {:<24} {}\n", "bytes checked", human_bytes(static_cast<double>(sum.bytes_checked)));
+  std::uint64_t injected = 0;
+  for (const auto& [k, n] : sum.faults_injected) injected += n;
+  out += fmt::format("  {:<24} {}\n", "faults injected", injected);
+  out += fmt::format("  {:<24} {}\n", "ops failed (reported)", sum.failed_ops);
+  out += fmt::format("  {:<24} {}\n", "engine resets", sum.resets);
+  out += fmt::format("  {:<24} {:.3f} ms\n", "simulated time", sum.sim_time_ns / 1e6);
+  out += fmt::format("  {:<24} {:.2f} s in tests, {:.2f} s elapsed\n", "wall time", sum.wall_s, wall_s);
+  if (sum.wall_s > 0) {
+    out += fmt::format("  {:<24} {:.0f} ops/s per process\n", "throughput", static_cast<double>(sum.ops) / sum.wall_s);
+  }
+  for (const CaseResult& c : cases) {
+    if (c.passed()) continue;
+    out += fmt::format("FAIL {} [{}]: {}\n  reproduce: {}\n", c.name, c.status,
+                       c.findings.empty() ? c.status : c.findings.front().message, c.repro);
+  }
+  return out;
+}
+
+Report merge_reports(const std::vector<Report>& parts, const std::vector<std::string>& missing) {
+  Report m;
+  auto join = [](std::string& into, const std::string& v) {
+    if (into.empty()) into = v;
+    else if (into != v && into != "mixed") into = "mixed";
+  };
+  for (const Report& r : parts) {
+    join(m.suite, r.suite);
+    join(m.backend, r.backend);
+    join(m.seeds, r.seeds);
+    join(m.version, r.version);
+    m.wall_s = std::max(m.wall_s, r.wall_s);
+    m.coverage.merge(r.coverage);
+    m.cases.insert(m.cases.end(), r.cases.begin(), r.cases.end());
+  }
+  m.shard = fmt::format("{} merged", parts.size() + missing.size());
+  for (const std::string& file : missing) {
+    CaseResult c;
+    c.suite = m.suite.empty() ? "unknown" : m.suite;
+    c.backend = m.backend.empty() ? "unknown" : m.backend;
+    c.name = "shard result " + file;
+    c.status = "missing";
+    c.findings.push_back(Finding{FindingKind::kCrash, -1, "the shard's result file " + file + " was not written"});
+    c.finding_count = 1;
+    c.repro = "(rerun the shard that should have written " + file + ")";
+    m.cases.push_back(std::move(c));
+  }
+  std::stable_sort(m.cases.begin(), m.cases.end(), [](const CaseResult& a, const CaseResult& b) {
+    return a.status == "missing" ? false : b.status == "missing" ? true : a.seed < b.seed;
+  });
+  return m;
+}
+
+}  // namespace spyre_dma::regress

@@ -1,0 +1,50 @@
+// Regression reports: every test's verdict with its findings, figures and reproduction command;
+// the merged coverage; and the three ways out - JSON for tools (and for merging shards), JUnit
+// XML for CI systems, and a summary table for people.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "coverage.hpp"
+#include "findings.hpp"
+#include "runner.hpp"
+
+namespace spyre_dma::regress {
+
+struct CaseResult {
+  std::string suite, backend;
+  std::uint64_t seed = 0;
+  std::string name;    // "seed 17", or the directed test's name
+  // "pass", "skip" (not for this backend), "fail", "crash" (the process died), "hang" (timed out),
+  // "missing" (a shard's result file was never written)
+  std::string status;
+  std::vector<Finding> findings;
+  std::uint64_t finding_count = 0;
+  TestMetrics metrics;
+  std::string repro;   // one command line that reruns exactly this test
+  bool passed() const { return status == "pass" || status == "skip"; }
+};
+
+struct Report {
+  std::string version;
+  std::string suite, backend, seeds, shard;  // as given; "merged" reports join them
+  std::vector<CaseResult> cases;
+  Coverage coverage;
+  double wall_s = 0;
+
+  nlohmann::json to_json() const;
+  // Throws std::invalid_argument naming the file and the key that is wrong.
+  static Report from_json(const nlohmann::json& j, const std::string& file);
+  std::string junit() const;
+  std::string summary() const;  // the table; coverage comes separately (coverage.table())
+  std::size_t failures() const;
+};
+
+// Joins shard reports; a shard listed in `missing` (its file absent) becomes a failed case.
+Report merge_reports(const std::vector<Report>& parts, const std::vector<std::string>& missing);
+
+}  // namespace spyre_dma::regress

@@ -1,0 +1,72 @@
+// Runs one Program on one device backend with every checker attached: the scoreboard, the
+// engine invariants (exactly-once completion, FIFO within a stream, event order, strict-mode
+// barriers, stream error state), the engine-device boundary monitor and, on sim, the model's own
+// protocol checker and fault accounting. The result is a pass or a list of findings, with the
+// figures and coverage of the run.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "coverage.hpp"
+#include "findings.hpp"
+#include "program.hpp"
+#include "spyre_dma/device.hpp"
+
+namespace spyre_dma::refdev {
+class SparseMemory;
+}
+
+namespace spyre_dma::regress {
+
+// A device opened for one test, with what the checkers need besides the Device seam.
+struct TestBackend {
+  std::shared_ptr<Device> device;
+  refdev::SparseMemory* memory = nullptr;      // device memory backdoor (never the DMA path)
+  std::function<nlohmann::json()> statistics;  // the model's statistics tree; empty: none
+  std::function<double()> now_ns;              // simulated time; empty: not simulated
+};
+// Opens a fresh backend for a program (its faults, its seed).
+using BackendFactory = std::function<TestBackend(const Program&)>;
+
+struct RunOptions {
+  std::chrono::milliseconds wait_timeout{60000};  // per stream synchronisation
+  std::chrono::milliseconds cb_timeout{20000};    // EngineOptions::cb_timeout
+  // Self-test of the scoreboard: the destination of the data op at this index gets one byte
+  // flipped behind the engine's back as it completes; -1: off.
+  std::int64_t corrupt_op = -1;
+};
+
+struct TestMetrics {
+  std::uint64_t ops = 0;        // operations submitted (events included)
+  std::uint64_t data_ops = 0;   // copies and fills
+  std::uint64_t bytes = 0;      // bytes the data ops moved
+  std::uint64_t cbs = 0;
+  std::uint64_t failed_ops = 0;
+  std::uint64_t epochs = 0;
+  std::uint64_t resets = 0;
+  std::uint64_t bytes_checked = 0;
+  double sim_time_ns = 0;       // 0 when the backend is not simulated
+  double wall_s = 0;
+  std::map<std::string, std::uint64_t> faults_injected;  // sim: by kind
+  nlohmann::json to_json() const;
+};
+
+struct TestResult {
+  bool passed = false;
+  std::vector<Finding> findings;  // the first ones in full
+  std::uint64_t finding_count = 0;
+  TestMetrics metrics;
+  Coverage coverage;
+};
+
+TestResult run_program(const Program& program, const BackendFactory& open, const RunOptions& options = {});
+
+}  // namespace spyre_dma::regress

@@ -1,0 +1,225 @@
+#include "scoreboard.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "rng.hpp"
+
+namespace spyre_dma::regress {
+namespace {
+
+constexpr std::size_t kBlock = 1u << 20;  // real memory is read in blocks of this size
+
+void fill_pattern(std::uint8_t* dst, std::uint64_t offset, std::size_t n, std::uint32_t pattern) {
+  // A 32-bit little-endian pattern repeated from the fill's start (`offset` bytes into it).
+  for (std::size_t i = 0; i < n; ++i) dst[i] = static_cast<std::uint8_t>(pattern >> (8 * ((offset + i) % 4)));
+}
+
+}  // namespace
+
+Scoreboard::Scoreboard(Findings& findings, std::uint32_t margin) : findings_(findings), margin_(margin) {}
+
+int Scoreboard::add_region(std::string name, std::unique_ptr<MemoryPort> port, std::uint64_t bytes,
+                           std::uint64_t seed) {
+  Region r;
+  r.name = std::move(name);
+  r.port = std::move(port);
+  r.shadow.resize(bytes);
+  // Each 8-byte word names its region and offset: no two places hold the same bytes, so a byte
+  // that lands in the wrong place cannot match by accident.
+  const std::uint64_t salt = mix64(seed ^ (0xA5A5ull << 32) ^ regions_.size());
+  for (std::uint64_t w = 0; w < bytes; w += 8) {
+    const std::uint64_t v = mix64(salt + w);
+    std::memcpy(r.shadow.data() + w, &v, std::min<std::uint64_t>(8, bytes - w));
+  }
+  for (std::uint64_t at = 0; at < bytes; at += kBlock) {
+    r.port->write(at, r.shadow.data() + at, std::min<std::uint64_t>(kBlock, bytes - at));
+  }
+  std::lock_guard<std::mutex> g(mu_);
+  regions_.push_back(std::move(r));
+  return static_cast<int>(regions_.size() - 1);
+}
+
+void Scoreboard::submitted(std::int64_t op, const Access& a) {
+  std::lock_guard<std::mutex> g(mu_);
+  Region& d = regions_.at(static_cast<std::size_t>(a.dst_region));
+  d.pending.push_back(Pending{a.dst_offset, a.dst_offset + a.bytes, op});
+  d.touched.push_back(Range{a.dst_offset, a.dst_offset + a.bytes});
+  if (a.src_region >= 0) {
+    regions_.at(static_cast<std::size_t>(a.src_region)).touched.push_back(Range{a.src_offset, a.src_offset + a.bytes});
+  }
+}
+
+bool Scoreboard::any_unknown(const Region& r, std::uint64_t lo, std::uint64_t hi) const {
+  for (const Range& u : r.unknown) {
+    if (u.lo < hi && lo < u.hi) return true;
+  }
+  return false;
+}
+
+bool Scoreboard::skipped(const Region& r, std::uint64_t at, bool skip_pending) const {
+  for (const Range& u : r.unknown) {
+    if (at >= u.lo && at < u.hi) return true;
+  }
+  if (skip_pending) {
+    for (const Pending& p : r.pending) {
+      if (at >= p.lo && at < p.hi) return true;
+    }
+  }
+  return false;
+}
+
+std::uint64_t Scoreboard::compare(const Region& r, std::uint64_t lo, std::uint64_t hi, bool skip_pending,
+                                  std::uint64_t& first) const {
+  thread_local std::vector<std::uint8_t> real;
+  std::uint64_t bad = 0;
+  for (std::uint64_t at = lo; at < hi; at += kBlock) {
+    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(kBlock, hi - at));
+    real.resize(n);
+    r.port->read(at, real.data(), n);
+    if (std::memcmp(real.data(), r.shadow.data() + at, n) == 0) continue;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (real[i] == r.shadow[at + i] || skipped(r, at + i, skip_pending)) continue;
+      if (bad++ == 0) first = at + i;
+    }
+  }
+  return bad;
+}
+
+void Scoreboard::expected_bytes(const Access& a, std::uint64_t from, std::size_t n, std::uint8_t* out) const {
+  if (a.src_region < 0) {
+    fill_pattern(out, from, n, a.pattern);
+  } else {
+    std::memcpy(out, regions_[static_cast<std::size_t>(a.src_region)].shadow.data() + a.src_offset + from, n);
+  }
+}
+
+void Scoreboard::check_margins(std::int64_t op, const Region& r, std::uint64_t lo, std::uint64_t hi) {
+  const std::uint64_t below = lo - std::min<std::uint64_t>(lo, margin_);
+  const std::uint64_t above = std::min<std::uint64_t>(r.shadow.size(), hi + margin_);
+  std::uint64_t first = 0;
+  const std::uint64_t bad = compare(r, below, lo, true, first) + compare(r, hi, above, true, first);
+  bytes_checked_ += (lo - below) + (above - hi);
+  if (bad > 0) {
+    findings_.add(FindingKind::kOutOfRangeWrite, op,
+                  fmt::format("{}: {} byte(s) next to the destination [{}, {}) changed, first at offset {}", r.name, bad,
+                              lo, hi, first));
+  }
+}
+
+void Scoreboard::completed(std::int64_t op, const Access& a, bool ok) {
+  std::lock_guard<std::mutex> g(mu_);
+  Region& d = regions_.at(static_cast<std::size_t>(a.dst_region));
+  const std::uint64_t lo = a.dst_offset, hi = a.dst_offset + a.bytes;
+  auto it = std::find_if(d.pending.begin(), d.pending.end(), [&](const Pending& p) { return p.op == op; });
+  if (it != d.pending.end()) d.pending.erase(it);
+  if (!ok) {
+    d.unknown.push_back(Range{lo, hi});
+    return;
+  }
+  bool src_unknown = false;
+  if (a.src_region >= 0) {
+    const Region& s = regions_.at(static_cast<std::size_t>(a.src_region));
+    std::uint64_t first = 0;
+    const std::uint64_t bad = compare(s, a.src_offset, a.src_offset + a.bytes, false, first);
+    bytes_checked_ += a.bytes;
+    if (bad > 0) {
+      findings_.add(FindingKind::kSourceOverwritten, op,
+                    fmt::format("{}: {} byte(s) of the source [{}, {}) changed, first at offset {}", s.name, bad,
+                                a.src_offset, a.src_offset + a.bytes, first));
+    }
+    src_unknown = any_unknown(s, a.src_offset, a.src_offset + a.bytes);
+  }
+  if (src_unknown) {  // what was copied is not known: neither is the destination now
+    d.unknown.push_back(Range{lo, hi});
+  } else {
+    // Destination against the expected bytes, block by block; the shadow takes them after.
+    thread_local std::vector<std::uint8_t> real, want;
+    std::uint64_t not_copied = 0, wrong = 0, first = 0;
+    for (std::uint64_t at = lo; at < hi; at += kBlock) {
+      const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(kBlock, hi - at));
+      real.resize(n);
+      want.resize(n);
+      d.port->read(at, real.data(), n);
+      expected_bytes(a, at - lo, n, want.data());
+      if (std::memcmp(real.data(), want.data(), n) != 0) {
+        for (std::size_t i = 0; i < n; ++i) {
+          if (real[i] == want[i]) continue;
+          if (not_copied + wrong == 0) first = at + i;
+          (real[i] == d.shadow[at + i] ? not_copied : wrong)++;
+        }
+      }
+      std::memcpy(d.shadow.data() + at, want.data(), n);
+    }
+    bytes_checked_ += a.bytes;
+    if (not_copied + wrong > 0) {
+      findings_.add(wrong == 0 ? FindingKind::kNotCopied : FindingKind::kCorrupted, op,
+                    fmt::format("{}: {} of {} destination byte(s) in [{}, {}) wrong ({} still hold their old value), "
+                                "first at offset {}",
+                                d.name, not_copied + wrong, a.bytes, lo, hi, not_copied, first));
+    }
+  }
+  check_margins(op, d, lo, hi);
+}
+
+void Scoreboard::verify_epoch() {
+  std::lock_guard<std::mutex> g(mu_);
+  for (Region& r : regions_) {
+    for (const Range& t : r.touched) {
+      const std::uint64_t lo = t.lo - std::min<std::uint64_t>(t.lo, margin_);
+      const std::uint64_t hi = std::min<std::uint64_t>(r.shadow.size(), t.hi + margin_);
+      std::uint64_t first = 0;
+      const std::uint64_t bad = compare(r, lo, hi, false, first);
+      bytes_checked_ += hi - lo;
+      if (bad > 0) {
+        findings_.add(FindingKind::kEpochMismatch, -1,
+                      fmt::format("{}: {} byte(s) in [{}, {}) differ from the shadow at the end of the epoch, first "
+                                  "at offset {}",
+                                  r.name, bad, lo, hi, first));
+      }
+    }
+    r.touched.clear();
+    for (const Range& u : r.unknown) {
+      r.port->read(u.lo, r.shadow.data() + u.lo, static_cast<std::size_t>(u.hi - u.lo));
+      adopted_ += u.hi - u.lo;
+    }
+    r.unknown.clear();
+  }
+}
+
+void Scoreboard::verify_all() {
+  std::lock_guard<std::mutex> g(mu_);
+  for (const Region& r : regions_) {
+    std::uint64_t first = 0;
+    const std::uint64_t bad = compare(r, 0, r.shadow.size(), false, first);
+    bytes_checked_ += r.shadow.size();
+    if (bad > 0) {
+      findings_.add(FindingKind::kEpochMismatch, -1,
+                    fmt::format("{}: {} byte(s) differ from the shadow at the end of the test, first at offset {}",
+                                r.name, bad, first));
+    }
+  }
+}
+
+void Scoreboard::corrupt(int region, std::uint64_t offset) {
+  std::lock_guard<std::mutex> g(mu_);
+  Region& r = regions_.at(static_cast<std::size_t>(region));
+  std::uint8_t b = 0;
+  r.port->read(offset, &b, 1);
+  b = static_cast<std::uint8_t>(b ^ 0x5A);
+  r.port->write(offset, &b, 1);
+}
+
+std::uint64_t Scoreboard::bytes_checked() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return bytes_checked_;
+}
+
+std::uint64_t Scoreboard::unknown_bytes_adopted() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return adopted_;
+}
+
+}  // namespace spyre_dma::regress

@@ -1,0 +1,533 @@
+#include "regress_command.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <fstream>
+#include <optional>
+
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "backend.hpp"
+#include "directed.hpp"
+#include "report.hpp"
+#include "suites.hpp"
+
+namespace spyre_dma_cli {
+namespace {
+
+using namespace spyre_dma::regress;
+using Clock = std::chrono::steady_clock;
+
+struct SeedRange {
+  std::uint64_t first = 0, last = 0;
+};
+
+// "A..B" or "A"; the empty string when fine, else what is wrong.
+std::string parse_seeds(const std::string& s, SeedRange& r) {
+  const auto dots = s.find("..");
+  try {
+    std::size_t used = 0;
+    if (dots == std::string::npos) {
+      r.first = r.last = std::stoull(s, &used);
+      if (used != s.size()) throw std::invalid_argument(s);
+    } else {
+      const std::string a = s.substr(0, dots), b = s.substr(dots + 2);
+      r.first = std::stoull(a, &used);
+      if (used != a.size()) throw std::invalid_argument(a);
+      r.last = std::stoull(b, &used);
+      if (used != b.size()) throw std::invalid_argument(b);
+    }
+  } catch (const std::exception&) {
+    return "--seeds '" + s + "': expected A..B or A (unsigned integers)";
+  }
+  if (s.find('-') != std::string::npos) return "--seeds '" + s + "': seeds are unsigned";
+  if (r.last < r.first) return "--seeds '" + s + "': the range is empty (B < A)";
+  return {};
+}
+
+std::string parse_shard(const std::string& s, unsigned& index, unsigned& count) {
+  const auto slash = s.find('/');
+  try {
+    if (slash == std::string::npos) throw std::invalid_argument(s);
+    std::size_t used = 0;
+    const std::string a = s.substr(0, slash), b = s.substr(slash + 1);
+    index = static_cast<unsigned>(std::stoul(a, &used));
+    if (used != a.size()) throw std::invalid_argument(a);
+    count = static_cast<unsigned>(std::stoul(b, &used));
+    if (used != b.size()) throw std::invalid_argument(b);
+  } catch (const std::exception&) {
+    return "--shard '" + s + "': expected i/N (0 <= i < N)";
+  }
+  if (count == 0 || index >= count) return "--shard '" + s + "': expected i/N with 0 <= i < N";
+  return {};
+}
+
+std::string repro_command(const RegressOptions& o, std::uint64_t seed) {
+  std::string c = fmt::format("spyre-dma regress --suite {} --backend {} --seeds {}..{}", o.suite, o.backend, seed, seed);
+  if (!o.preset.empty()) c += " --preset " + o.preset;
+  if (!o.config.empty()) c += " --config " + o.config;
+  if (!o.fidelity.empty()) c += " --fidelity " + o.fidelity;
+  if (o.fault_rate >= 0) c += fmt::format(" --fault-rate {}", o.fault_rate);
+  if (o.ops > 0) c += fmt::format(" --ops {}", o.ops);
+  if (o.corrupt_seed == static_cast<std::int64_t>(seed)) c += fmt::format(" --corrupt-seed {}", seed);
+  if (!o.directed_dir.empty()) c += " --directed-dir " + o.directed_dir;
+  return c;
+}
+
+BackendOptions backend_options(const RegressOptions& o) {
+  BackendOptions b;
+  b.name = o.backend;
+  b.preset = o.preset;
+  b.config = o.config;
+  b.fidelity = o.fidelity;
+  return b;
+}
+
+std::string directed_dir(const RegressOptions& o) { return o.directed_dir.empty() ? SPYRE_DMA_DIRECTED_DIR : o.directed_dir; }
+
+// One test, in a worker process: its result as a one-case report.
+Report run_one(const RegressOptions& o, const Suite& base, std::uint64_t seed) {
+  Suite suite = base;
+  if (o.ops > 0) suite.profile.ops = o.ops;
+  if (o.fault_rate >= 0) suite.profile.fault_rate = o.fault_rate;
+  CaseResult c;
+  c.suite = o.suite;
+  c.backend = o.backend;
+  c.seed = seed;
+  c.name = fmt::format("seed {}", seed);
+  c.repro = repro_command(o, seed);
+  Report r;
+  r.version = SPYRE_DMA_VERSION;
+  r.suite = o.suite, r.backend = o.backend;
+  try {
+    std::vector<std::string> backends;
+    const Program p = program_for(suite, seed, directed_dir(o), &backends);
+    if (suite.directed) c.name = p.name;
+    if (!backends.empty() && std::find(backends.begin(), backends.end(), o.backend) == backends.end()) {
+      c.status = "skip";
+      r.cases.push_back(c);
+      return r;
+    }
+    RunOptions ro;
+    if (o.corrupt_seed == static_cast<std::int64_t>(seed)) {
+      // The data op nearest the middle of the program gets a byte flipped as it completes.
+      std::int64_t best = -1;
+      for (std::size_t i = 0; i < p.ops.size(); ++i) {
+        const OpType t = p.ops[i].type;
+        const bool data = t == OpType::kH2D || t == OpType::kD2H || t == OpType::kD2D || t == OpType::kFill;
+        if (data && (best < 0 || std::llabs(static_cast<long long>(i) - static_cast<long long>(p.ops.size() / 2)) <
+                                     std::llabs(best - static_cast<long long>(p.ops.size() / 2)))) {
+          best = static_cast<std::int64_t>(i);
+        }
+      }
+      ro.corrupt_op = best;
+    }
+    const BackendOptions bo = backend_options(o);
+    const TestResult t = run_program(p, [&](const Program& prog) { return open_test_backend(bo, prog); }, ro);
+    c.status = t.passed ? "pass" : "fail";
+    c.findings = t.findings;
+    c.finding_count = t.finding_count;
+    c.metrics = t.metrics;
+    r.coverage = t.coverage;
+  } catch (const std::exception& e) {
+    c.status = "fail";
+    c.findings.push_back(Finding{FindingKind::kSetup, -1, e.what()});
+    c.finding_count = 1;
+  }
+  r.cases.push_back(std::move(c));
+  return r;
+}
+
+// Reads seeds (8 bytes each) from `in`, writes one JSON report line per test to `out`.
+[[noreturn]] void worker(const RegressOptions& o, const Suite& suite, int in, int out) {
+  std::uint64_t seed = 0;
+  while (true) {
+    const ssize_t n = ::read(in, &seed, sizeof seed);
+    if (n == 0) ::_exit(0);
+    if (n != static_cast<ssize_t>(sizeof seed)) {
+      if (n < 0 && errno == EINTR) continue;
+      ::_exit(3);
+    }
+    const std::string line = run_one(o, suite, seed).to_json().dump() + "\n";
+    for (std::size_t done = 0; done < line.size();) {
+      const ssize_t w = ::write(out, line.data() + done, line.size() - done);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) ::_exit(3);
+      done += static_cast<std::size_t>(w);
+    }
+  }
+}
+
+struct Worker {
+  pid_t pid = -1;
+  int to = -1, from = -1;
+  std::optional<std::uint64_t> seed;  // the test it runs
+  Clock::time_point started;
+  std::string buffer;
+};
+
+class Progress {
+ public:
+  Progress(const std::string& mode, std::size_t total) : total_(total), t0_(Clock::now()) {
+    bar_ = mode == "bar" || (mode == "auto" && ::isatty(STDERR_FILENO));
+    quiet_ = mode == "none";
+  }
+  void done(const CaseResult& c) {
+    ++done_;
+    failed_ += c.passed() ? 0 : 1;
+    ops_ += c.metrics.ops;
+    if (quiet_) return;
+    if (bar_) {
+      const double s = std::chrono::duration<double>(Clock::now() - t0_).count();
+      const std::size_t width = 30, fill = total_ ? done_ * width / total_ : width;
+      const double eta = done_ ? s / static_cast<double>(done_) * static_cast<double>(total_ - done_) : 0;
+      if (!c.passed()) fmt::print(stderr, "\r\033[KFAIL {} [{}]: {}\n", c.name, c.status, c.repro);
+      fmt::print(stderr, "\r[{}{}] {}/{} tests, {} failed, {:.0f} ops/s, ETA {:.0f} s ", std::string(fill, '#'),
+                 std::string(width - fill, '.'), done_, total_, failed_, s > 0 ? static_cast<double>(ops_) / s : 0.0,
+                 eta);
+    } else {
+      fmt::print(stderr, "{} {} {} {}: {} ops, {:.2f} s{}\n", c.passed() ? (c.status == "skip" ? "SKIP" : "PASS") : "FAIL",
+                 c.suite, c.backend, c.name, c.metrics.ops, c.metrics.wall_s,
+                 c.passed() ? "" : fmt::format(" [{}]; reproduce: {}", c.status, c.repro));
+    }
+  }
+  void finish() {
+    if (bar_ && !quiet_) fmt::print(stderr, "\n");
+  }
+
+ private:
+  std::size_t total_, done_ = 0, failed_ = 0;
+  std::uint64_t ops_ = 0;
+  Clock::time_point t0_;
+  bool bar_ = false, quiet_ = false;
+};
+
+std::string describe_exit(int status) {
+  if (WIFSIGNALED(status)) return fmt::format("killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
+  if (WIFEXITED(status)) return fmt::format("exited with status {}", WEXITSTATUS(status));
+  return "ended";
+}
+
+bool write_file(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << text;
+  f.close();
+  if (!f) {
+    fmt::print(stderr, "spyre-dma: cannot write {}: {}\n", path, std::strerror(errno));
+    return false;
+  }
+  return true;
+}
+
+bool write_outputs(const Report& r, const std::string& json, const std::string& junit, const std::string& coverage) {
+  bool ok = true;
+  if (!json.empty()) ok = write_file(json, r.to_json().dump(1) + "\n") && ok;
+  if (!junit.empty()) ok = write_file(junit, r.junit()) && ok;
+  if (!coverage.empty()) ok = write_file(coverage, r.coverage.table()) && ok;
+  return ok;
+}
+
+}  // namespace
+
+CLI::App* add_regress_command(CLI::App& app, RegressOptions& o) {
+  CLI::App* cmd = app.add_subcommand(
+      "regress", "Run a regression suite (random or directed tests with scoreboard, invariant, interface and "
+                 "protocol checking) on a backend over a range of seeds, in worker processes");
+  cmd->add_option("--suite", o.suite, "smoke, nightly, faults or directed (--list describes them)");
+  cmd->add_option("--backend", o.backend, "Device backend")->capture_default_str();
+  cmd->add_option("--preset", o.preset, "sim: model preset");
+  cmd->add_option("--config", o.config, "sim: model configuration file (JSON)");
+  cmd->add_option("--fidelity", o.fidelity, "sim: tlp or burst");
+  cmd->add_option("--seeds", o.seeds, "Seeds A..B (inclusive) or A; default: the suite's range");
+  cmd->add_option("--shard", o.shard, "Run only slice i of N of the seeds (i/N, 0-based; seed k of the range goes "
+                                      "to shard k mod N)");
+  cmd->add_option("--jobs,-j", o.jobs, "Worker processes")->capture_default_str()->check(CLI::Range(1u, 256u));
+  cmd->add_option("--json", o.json, "Write the results as JSON (the input of regress-merge)");
+  cmd->add_option("--junit", o.junit, "Write JUnit XML");
+  cmd->add_option("--coverage", o.coverage, "Write the coverage table");
+  cmd->add_option("--directed-dir", o.directed_dir, "directed suite: the folder of test files");
+  cmd->add_option("--timeout", o.timeout_s, "Seconds one test may take before it counts as hung")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--corrupt-seed", o.corrupt_seed,
+                  "Self-test: flip one byte of device or host memory behind the engine's back in this seed's test "
+                  "(it must fail)");
+  cmd->add_option("--fault-rate", o.fault_rate, "sim: faults per TLP (overrides the suite's rate)")
+      ->check(CLI::Range(0.0, 0.5));
+  cmd->add_option("--ops", o.ops, "Operations per test (overrides the suite's count)")->check(CLI::Range(1u, 10000000u));
+  cmd->add_option("--progress", o.progress, "auto (a bar on a terminal), bar, lines or none")
+      ->check(CLI::IsMember({"auto", "bar", "lines", "none"}))
+      ->capture_default_str();
+  cmd->add_flag("--list", o.list, "List the suites and exit");
+  cmd->add_flag("--dump-program", o.dump_program,
+                "Print the first seed's program in the directed-test format and exit (keeps a random test as a "
+                "directed one)");
+  return cmd;
+}
+
+CLI::App* add_merge_command(CLI::App& app, MergeOptions& o) {
+  CLI::App* cmd = app.add_subcommand("regress-merge", "Merge the JSON results of regression shards into one report");
+  cmd->add_option("inputs", o.inputs, "Shard result files (JSON from regress --json)");
+  cmd->add_option("--expect", o.expected,
+                  "Result files that must exist; a missing one counts as a failed shard (repeatable)");
+  cmd->add_option("--json", o.json, "Write the merged results as JSON");
+  cmd->add_option("--junit", o.junit, "Write the merged JUnit XML");
+  cmd->add_option("--coverage", o.coverage, "Write the merged coverage table");
+  return cmd;
+}
+
+int run_regress(const RegressOptions& o, const std::string& self) {
+  (void)self;
+  if (o.list) {
+    for (const Suite& s : suites()) {
+      fmt::print("{:<10} {}{}\n", s.name, s.description,
+                 s.directed ? "" : fmt::format(" (seeds {}..{}, {} ops each)", s.first_seed, s.last_seed, s.profile.ops));
+    }
+    return 0;
+  }
+  const Suite* suite = find_suite(o.suite);
+  if (!suite) {
+    std::string names;
+    for (const Suite& s : suites()) names += (names.empty() ? "" : ", ") + s.name;
+    fmt::print(stderr, "spyre-dma: error: --suite '{}': unknown suite (have: {})\n", o.suite, names);
+    return 2;
+  }
+  if (std::string e = check_backend_options(backend_options(o)); !e.empty()) {
+    fmt::print(stderr, "spyre-dma: error: {}\n", e);
+    return 2;
+  }
+  if ((suite->needs_faults || o.fault_rate > 0) && o.backend != "sim") {
+    fmt::print(stderr, "spyre-dma: error: --suite {}{}: fault injection needs --backend sim\n", o.suite,
+               o.fault_rate > 0 ? " --fault-rate" : "");
+    return 2;
+  }
+  SeedRange range{suite->first_seed, suite->last_seed};
+  if (suite->directed) {
+    try {
+      const auto files = directed_files(directed_dir(o));
+      if (files.empty()) {
+        fmt::print(stderr, "spyre-dma: error: no directed tests (*.json) in {}\n", directed_dir(o));
+        return 2;
+      }
+      range = {0, files.size() - 1};
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "spyre-dma: error: {}\n", e.what());
+      return 2;
+    }
+  }
+  if (!o.seeds.empty()) {
+    if (std::string e = parse_seeds(o.seeds, range); !e.empty()) {
+      fmt::print(stderr, "spyre-dma: error: {}\n", e);
+      return 2;
+    }
+  }
+  unsigned shard = 0, shards = 1;
+  if (!o.shard.empty()) {
+    if (std::string e = parse_shard(o.shard, shard, shards); !e.empty()) {
+      fmt::print(stderr, "spyre-dma: error: {}\n", e);
+      return 2;
+    }
+  }
+  // The heavy fault nightly on refdev would be refused per test; refuse it once here instead.
+  if (o.backend != "sim" && suite->profile.fault_rate > 0 && o.fault_rate < 0) {
+    fmt::print(stderr, "spyre-dma: error: --suite {} injects faults: use --backend sim or --fault-rate 0\n", o.suite);
+    return 2;
+  }
+  if (o.dump_program) {
+    Suite s = *suite;
+    if (o.ops > 0) s.profile.ops = o.ops;
+    if (o.fault_rate >= 0) s.profile.fault_rate = o.fault_rate;
+    try {
+      Program p = program_for(s, range.first, directed_dir(o));
+      p.name = fmt::format("{}-seed-{}", o.suite, range.first);
+      fmt::print("{}", to_directed_json(p, "from: " + repro_command(o, range.first)));
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "spyre-dma: error: {}\n", e.what());
+      return 2;
+    }
+    return 0;
+  }
+  std::vector<std::uint64_t> seeds;
+  for (std::uint64_t s = range.first;; ++s) {
+    if ((s - range.first) % shards == shard) seeds.push_back(s);
+    if (s == range.last) break;
+  }
+
+  Report report;
+  report.version = SPYRE_DMA_VERSION;
+  report.suite = o.suite;
+  report.backend = o.backend;
+  report.seeds = fmt::format("{}..{}", range.first, range.last);
+  report.shard = o.shard;
+  const auto t0 = Clock::now();
+  Progress progress(o.progress, seeds.size());
+  std::signal(SIGPIPE, SIG_IGN);
+
+  std::size_t next = 0;
+  std::vector<Worker> workers;
+  auto spawn = [&]() -> bool {
+    int to[2], from[2];
+    if (::pipe(to) != 0) return false;
+    if (::pipe(from) != 0) {
+      ::close(to[0]), ::close(to[1]);
+      return false;
+    }
+    std::fflush(stdout), std::fflush(stderr);
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+      ::close(to[0]), ::close(to[1]), ::close(from[0]), ::close(from[1]);
+      return false;
+    }
+    if (pid == 0) {
+      ::close(to[1]), ::close(from[0]);
+      for (const Worker& w : workers) ::close(w.to), ::close(w.from);
+      worker(o, *suite, to[0], from[1]);
+    }
+    ::close(to[0]), ::close(from[1]);
+    Worker w;
+    w.pid = pid, w.to = to[1], w.from = from[0];
+    workers.push_back(std::move(w));
+    return true;
+  };
+  auto assign = [&](Worker& w) {
+    if (next >= seeds.size()) return;
+    const std::uint64_t s = seeds[next++];
+    w.seed = s;
+    w.started = Clock::now();
+    if (::write(w.to, &s, sizeof s) != static_cast<ssize_t>(sizeof s)) w.seed.reset(), --next;
+  };
+  auto lost = [&](std::uint64_t seed, const std::string& status, const std::string& why) {
+    CaseResult c;
+    c.suite = o.suite, c.backend = o.backend, c.seed = seed;
+    c.name = fmt::format("seed {}", seed);
+    c.status = status;
+    c.findings.push_back(Finding{FindingKind::kCrash, -1, why});
+    c.finding_count = 1;
+    c.repro = repro_command(o, seed);
+    progress.done(c);
+    report.cases.push_back(std::move(c));
+  };
+  auto retire = [&](std::size_t i, bool kill_it) {
+    Worker& w = workers[i];
+    if (kill_it) ::kill(w.pid, SIGKILL);
+    ::close(w.to), ::close(w.from);
+    int status = 0;
+    while (::waitpid(w.pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    const std::string how = describe_exit(status);
+    workers.erase(workers.begin() + static_cast<std::ptrdiff_t>(i));
+    return how;
+  };
+
+  const unsigned want = static_cast<unsigned>(std::min<std::size_t>(o.jobs, seeds.size()));
+  for (unsigned j = 0; j < want; ++j) {
+    if (!spawn()) {
+      fmt::print(stderr, "spyre-dma: error: cannot start a worker process: {}\n", std::strerror(errno));
+      return 2;
+    }
+    assign(workers.back());
+  }
+  const auto timeout = std::chrono::duration<double>(o.timeout_s);
+  while (!workers.empty()) {
+    std::vector<pollfd> fds;
+    for (const Worker& w : workers) fds.push_back(pollfd{w.from, POLLIN, 0});
+    (void)::poll(fds.data(), fds.size(), 200);
+    for (std::size_t i = workers.size(); i-- > 0;) {
+      Worker& w = workers[i];
+      bool eof = false;
+      if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) {
+        char buf[65536];
+        const ssize_t n = ::read(w.from, buf, sizeof buf);
+        if (n > 0) w.buffer.append(buf, static_cast<std::size_t>(n));
+        else if (n == 0 || errno != EINTR) eof = true;
+      }
+      for (std::size_t nl; (nl = w.buffer.find('\n')) != std::string::npos;) {
+        const std::string line = w.buffer.substr(0, nl);
+        w.buffer.erase(0, nl + 1);
+        try {
+          Report one = Report::from_json(nlohmann::json::parse(line), "worker");
+          for (CaseResult& c : one.cases) {
+            progress.done(c);
+            report.cases.push_back(std::move(c));
+          }
+          report.coverage.merge(one.coverage);
+        } catch (const std::exception& e) {
+          if (w.seed) lost(*w.seed, "crash", fmt::format("the worker's result could not be read: {}", e.what()));
+        }
+        w.seed.reset();
+        assign(w);
+      }
+      if (eof) {
+        const std::optional<std::uint64_t> seed = w.seed;
+        const std::string how = retire(i, false);
+        if (seed) {
+          lost(*seed, "crash", "the test process " + how);
+          if (next < seeds.size() && spawn()) assign(workers.back());
+        }
+        continue;
+      }
+      if (w.seed && Clock::now() - w.started > timeout) {
+        const std::uint64_t seed = *w.seed;
+        (void)retire(i, true);
+        lost(seed, "hang", fmt::format("the test ran longer than --timeout {} s and was killed", o.timeout_s));
+        if (next < seeds.size() && spawn()) assign(workers.back());
+        continue;
+      }
+      if (!w.seed && next >= seeds.size()) (void)retire(i, false);  // nothing left for it
+    }
+  }
+  progress.finish();
+  report.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::sort(report.cases.begin(), report.cases.end(),
+            [](const CaseResult& a, const CaseResult& b) { return a.seed < b.seed; });
+  fmt::print("{}", report.summary());
+  const auto holes = report.coverage.holes();
+  fmt::print("coverage: {} of {} bins hit{}\n", catalogue().size() - holes.size(), catalogue().size(),
+             holes.empty() ? "" : fmt::format(" (holes: {})", fmt::join(holes, ", ")));
+  if (!write_outputs(report, o.json, o.junit, o.coverage)) return 2;
+  return report.failures() == 0 ? 0 : 1;
+}
+
+int run_merge(const MergeOptions& o) {
+  std::vector<Report> parts;
+  std::vector<std::string> missing;
+  std::vector<std::string> inputs = o.inputs;
+  for (const std::string& e : o.expected) {
+    if (std::find(inputs.begin(), inputs.end(), e) == inputs.end()) inputs.push_back(e);
+  }
+  if (inputs.empty()) {
+    fmt::print(stderr, "spyre-dma: error: regress-merge: no result files given\n");
+    return 2;
+  }
+  for (const std::string& path : inputs) {
+    std::ifstream f(path);
+    if (!f) {
+      missing.push_back(path);
+      continue;
+    }
+    try {
+      parts.push_back(Report::from_json(nlohmann::json::parse(f), path));
+    } catch (const nlohmann::json::parse_error& e) {
+      fmt::print(stderr, "spyre-dma: error: {}: invalid JSON: {}\n", path, e.what());
+      missing.push_back(path);
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "spyre-dma: error: {}\n", e.what());
+      missing.push_back(path);
+    }
+  }
+  const Report m = merge_reports(parts, missing);
+  fmt::print("{}", m.summary());
+  fmt::print("{}", m.coverage.table());
+  if (!write_outputs(m, o.json, o.junit, o.coverage)) return 2;
+  return m.failures() == 0 ? 0 : 1;
+}
+
+}  // namespace spyre_dma_cli

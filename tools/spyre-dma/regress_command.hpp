@@ -1,0 +1,47 @@
+// `spyre-dma regress`: runs a regression suite on a backend over a range of seeds, in worker
+// processes, and writes the summary table, JSON, JUnit XML and coverage.
+// `spyre-dma regress-merge`: joins the JSON results of several shards into one report.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+namespace spyre_dma_cli {
+
+struct RegressOptions {
+  std::string suite;
+  std::string backend = "refdev";
+  std::string preset, config, fidelity;  // sim backend
+  std::string seeds;                     // "A..B" or "A"; empty: the suite's default range
+  std::string shard;                     // "i/N"; empty: all seeds
+  unsigned jobs = 1;
+  std::string json, junit, coverage;     // output files; empty: none
+  std::string directed_dir;              // directed suite: folder of test files
+  double timeout_s = 600;                // per test, wall clock: longer is a hang
+  std::int64_t corrupt_seed = -1;        // scoreboard self-test
+  double fault_rate = -1;                // override of the suite's rate (< 0: keep)
+  std::uint32_t ops = 0;                 // override of the suite's op count (0: keep)
+  std::string progress = "auto";         // auto, bar, lines, none
+  bool list = false;                     // print the suites and exit
+  bool dump_program = false;             // print the first seed's program as a directed test
+};
+
+struct MergeOptions {
+  std::vector<std::string> inputs;
+  std::vector<std::string> expected;  // result files that must exist (else a failure)
+  std::string json, junit, coverage;
+};
+
+CLI::App* add_regress_command(CLI::App& app, RegressOptions& options);
+CLI::App* add_merge_command(CLI::App& app, MergeOptions& options);
+
+// 0: every test passed; 1: a test failed; 2: a usage error found at run time.
+int run_regress(const RegressOptions& options, const std::string& self);
+int run_merge(const MergeOptions& options);
+
+}  // namespace spyre_dma_cli
