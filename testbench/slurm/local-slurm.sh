@@ -10,9 +10,10 @@
 # DIR/slurm.conf from slurm.conf.in (SlurmctldHost=localhost, one node with the CPUs and memory
 # that `slurmd -C` detects, two free TCP ports, every state, spool, pid and log file in DIR) and
 # starts slurmctld and slurmd in the foreground (-D) as background processes of this shell. It
-# exports SLURM_CONF=DIR/slurm.conf (and removes every other SLURM_* variable), so that nothing
-# reads /etc/slurm or the system's munge socket, and returns once the node is idle. Daemon
-# output is in DIR/log/. It sets LOCAL_SLURM_NODE and LOCAL_SLURM_PARTITION.
+# exports SLURM_CONF=DIR/slurm.conf and unsets every other SLURM_*, SBATCH_*, SQUEUE_*, ...
+# variable that Slurm's commands read, so that nothing reads /etc/slurm or the system's munge
+# socket, and returns once the node is idle. Daemon output is in DIR/log/. It sets
+# LOCAL_SLURM_NODE and LOCAL_SLURM_PARTITION.
 # Run it as root (SlurmUser and SlurmdUser are the current user).
 
 LOCAL_SLURM_DIR=""
@@ -69,7 +70,7 @@ local_slurm_start() {
   mkdir -p "$dir" && LOCAL_SLURM_DIR="$(cd "$dir" && pwd)" || return 1
   dir="$LOCAL_SLURM_DIR"
   mkdir -p "$dir/munge" "$dir/state" "$dir/spool" "$dir/run" "$dir/log"
-  chmod 700 "$dir/munge"
+  chmod 755 "$dir/munge"   # munged wants its socket folder searchable by all
   : > "$dir/plugstack.conf"
 
   # munge: own key, socket, pid, seed and log file; -F keeps it a child of this shell.
@@ -100,7 +101,9 @@ print(" ".join(str(x.getsockname()[1]) for x in s))')" || { _local_slurm_fail "n
 
   # This shell's Slurm clients, and the daemons, read only this configuration.
   local v
-  for v in $(compgen -e); do case "$v" in SLURM_*) unset "$v" ;; esac; done
+  for v in $(compgen -e); do
+    case "$v" in SLURM_*|SBATCH_*|SALLOC_*|SRUN_*|SQUEUE_*|SINFO_*|SCANCEL_*|SACCT_*) unset "$v" ;; esac
+  done
   export SLURM_CONF="$dir/slurm.conf"
 
   slurmctld -D -c -f "$SLURM_CONF" >"$dir/log/slurmctld.out" 2>&1 &
