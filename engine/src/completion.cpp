@@ -34,6 +34,7 @@ bool EngineCore::progress(Lock& lock) {
   Work work;
   bool moved = false;
   if (!draining_) moved |= drain_rbs(work);
+  if (fatal_suspect_) moved |= check_fatal(work);
   moved |= expire_timeouts(work);
   moved |= work.host_work() || !work.touched.empty();
   run_work(lock, work);
@@ -64,6 +65,7 @@ bool EngineCore::drain_rbs(Work& work) {
       }
       q.pop_rb(true);
       work.repump = true;
+      if (rb.status == hw::RbStatus::kAbend && rb.error == hw::ErrorKind::kReset) fatal_suspect_ = true;
       if (f.state == CbState::kTimedOut) {
         // A late answer: the device is done with the tag and the buffer after all.
         if (f.staging != StagingPool::kNone) staging_->release(f.staging);
@@ -87,9 +89,9 @@ Status EngineCore::status_from_rb(const OpState& op, const hw::ResponseBlock& rb
                     std::string(hw::to_string(rb.error));
   if (rb.field != hw::CbField::kNone) msg += ", field " + std::string(hw::to_string(rb.field));
   msg += ", detail " + hex(rb.detail) + ")";
-  const ErrorCode code = rb.error == hw::ErrorKind::kIommuFault ? ErrorCode::kIommuFault
-                         : rb.status == hw::RbStatus::kAbend ? ErrorCode::kCancelled
-                                                             : ErrorCode::kDeviceError;
+  // Abend is the device's own abort (say, a reset it did by itself): a device error like the
+  // others. kCancelled is for what the engine cancels (Engine::reset, shutdown).
+  const ErrorCode code = rb.error == hw::ErrorKind::kIommuFault ? ErrorCode::kIommuFault : ErrorCode::kDeviceError;
   return Status(code, std::move(msg), detail);
 }
 
@@ -261,6 +263,22 @@ void EngineCore::fail_everything(const Status& why, Work& work) {
     set_blocked(s, false);
     work.touched.push_back(s);
   }
+}
+
+bool EngineCore::check_fatal(Work& work) {
+  if (!fatal_.ok()) return false;
+  const std::uint32_t status = device_->read32(hw::reg::kStatus);
+  if (!(status & hw::kStatusFatal)) return false;  // still resetting: its RBs are landing
+  fatal_suspect_ = false;
+  const std::uint32_t cause = device_->read32(hw::reg::kFatalCause);
+  const std::uint64_t detail = device_->read64(hw::reg::kFatalDetail_64);
+  fatal_ = Status(ErrorCode::kDeviceFault,
+                  "the device reset itself (STATUS fatal, cause " +
+                      std::string(hw::to_string(static_cast<hw::ErrorKind>(cause))) + ", detail " + hex(detail) +
+                      "); Engine::reset() is needed");
+  ++stats_.device_faults;
+  fail_everything(fatal_, work);
+  return true;
 }
 
 bool EngineCore::anything_live() const noexcept {

@@ -342,6 +342,8 @@ Status EngineCore::reset(std::chrono::nanoseconds timeout) {
   for (auto& q : queues_) q->program();
   staging_->release_quarantined();
   timed_out_.fill(false);
+  fatal_suspect_ = false;
+  fatal_ = Status();
   device_->write32(hw::reg::kControl, hw::kControlEnable);
   run_work(lock, work);
   return Status();

@@ -138,6 +138,8 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   void retire(StreamState& s, Work& work);
   void settle(Work& work);  // retires touched streams, feeds blocked ones, rings doorbells
   void fail_everything(const Status& why, Work& work);
+  // Reads STATUS after a device-side reset was reported; true once it has gone fatal.
+  bool check_fatal(Work& work);
   void ring_doorbells();
   void set_blocked(const std::shared_ptr<StreamState>& s, bool blocked);
   void run_work(Lock& lock, Work& work);  // drops the lock while copying and calling back
@@ -160,12 +162,16 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   bool stop_poller_ = false;
   bool draining_ = false;  // one thread at a time consumes RBs (copy-outs stay in order)
   int unlocked_work_ = 0;  // threads copying or calling back outside the lock
-  int batch_depth_ = 0;
-  Clock::time_point issue_now_{};  // when the CBs being pushed now were issued (their deadlines)    // open submission batches: submit() defers doorbells
+  int batch_depth_ = 0;            // open submission batches: submit() defers doorbells
+  Clock::time_point issue_now_{};  // when the CBs being pushed now were issued (their deadlines)
   std::uint64_t epoch_ = 0;  // bumped by reset() and shutdown(): copy-ins of an older one are abandoned
   std::array<std::unique_ptr<HwQueue>, hw::kNumPipelines> queues_;
   std::array<std::deque<std::uint32_t>, hw::kNumPipelines> ring_order_;  // tags, oldest first
   std::array<bool, hw::kNumPipelines> timed_out_{};  // a pipeline with a timed-out CB
+  // The device reset itself: an Abend RB of kind kReset makes the engine watch STATUS; once it
+  // reads FATAL, everything in flight fails and new work fails at once until reset().
+  bool fatal_suspect_ = false;
+  Status fatal_;
   std::unique_ptr<StagingPool> staging_;
   TagPool tags_;
   std::vector<Inflight> inflight_;  // indexed by tag

@@ -96,6 +96,7 @@ void EngineCore::pump(const std::shared_ptr<StreamState>& s, Work& work, bool fr
         default: break;
       }
     }
+    if (!fatal_.ok() && op->first_error.ok()) op->first_error = fatal_;
     if (timed_out_[static_cast<std::size_t>(op->pipe)] && op->first_error.ok()) {
       op->first_error = Status(ErrorCode::kDeviceTimeout,
                                std::string(hw::to_string(op->pipe)) +
