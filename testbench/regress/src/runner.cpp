@@ -560,8 +560,8 @@ class TestRun {
   // The model's own verdicts: its protocol checker, and whether the faults it injected show up
   // as failed ops (and only then).
   void model_checks(const nlohmann::json& stats) {
-    if (const auto* c = find(stats, {"checker", "violations"}); c && c->is_number() && c->get<std::uint64_t>() > 0) {
-      const auto* last = find(stats, {"checker", "last_violation"});
+    if (const auto* c = find(stats, {"link", "protocol", "violations"}); c && c->is_number() && c->get<std::uint64_t>() > 0) {
+      const auto* last = find(stats, {"link", "protocol", "last_violation"});
       findings_.add(FindingKind::kProtocol, -1,
                     fmt::format("the model's protocol checker counted {} violation(s); last: {}", c->get<std::uint64_t>(),
                                 last && last->is_string() ? last->get<std::string>() : "?"));

@@ -12,10 +12,10 @@ const std::vector<Suite>& suites() {
     Suite smoke;
     smoke.name = "smoke";
     smoke.description = "short random programs, no faults (CI)";
-    smoke.profile.ops = 150;
+    smoke.profile.ops = 200;
     smoke.profile.max_op_bytes = 6ull << 20;
     smoke.profile.large_fraction = 0.01;
-    smoke.first_seed = 1, smoke.last_seed = 40;
+    smoke.first_seed = 1, smoke.last_seed = 100;
     s.push_back(smoke);
 
     Suite nightly;

@@ -1,0 +1,35 @@
+# Included by testbench/CMakeLists.txt (after tools/, which defines spyre-dma).
+# The regression suites as CTest tests (label `regress`): smoke and directed on refdev and sim,
+# the fault campaign on sim, and the scoreboard's self-test (a corrupted seed must fail, with the
+# finding named). `spyre-dma regress` runs the tests in two worker processes.
+if(TARGET spyre-dma)
+  set(_regress_out "${CMAKE_CURRENT_BINARY_DIR}/regress-results")
+  file(MAKE_DIRECTORY "${_regress_out}")
+  set(_backends refdev)
+  if(TARGET SpyreDma::model)
+    list(APPEND _backends sim)
+  endif()
+  foreach(_backend IN LISTS _backends)
+    foreach(_suite smoke directed)
+      add_test(NAME regress.${_suite}.${_backend}
+        COMMAND spyre-dma regress --suite ${_suite} --backend ${_backend} --jobs 2 --progress lines
+                --json "${_regress_out}/${_suite}-${_backend}.json"
+                --junit "${_regress_out}/${_suite}-${_backend}.xml"
+                --coverage "${_regress_out}/${_suite}-${_backend}-coverage.txt")
+      set_tests_properties(regress.${_suite}.${_backend} PROPERTIES LABELS regress TIMEOUT 600 PROCESSORS 2)
+    endforeach()
+  endforeach()
+  if(TARGET SpyreDma::model)
+    add_test(NAME regress.faults.sim
+      COMMAND spyre-dma regress --suite faults --backend sim --jobs 2 --progress lines
+              --json "${_regress_out}/faults-sim.json" --junit "${_regress_out}/faults-sim.xml")
+    set_tests_properties(regress.faults.sim PROPERTIES LABELS regress TIMEOUT 600 PROCESSORS 2)
+  endif()
+  # The scoreboard must catch a byte flipped behind the engine's back: exactly the corrupted seed
+  # fails, and with a data finding.
+  add_test(NAME regress.selftest.corrupt_seed
+    COMMAND spyre-dma regress --suite smoke --backend refdev --seeds 5..6 --corrupt-seed 5 --progress lines)
+  set_tests_properties(regress.selftest.corrupt_seed PROPERTIES LABELS regress
+    PASS_REGULAR_EXPRESSION "FAIL seed 5 \\[fail\\]: device buffer [0-9]+: 1 of [0-9]+ destination byte\\(s\\)|FAIL seed 5 \\[fail\\]: host buffer [0-9]+: 1 of [0-9]+ destination byte\\(s\\)"
+    FAIL_REGULAR_EXPRESSION "FAIL seed 6")
+endif()

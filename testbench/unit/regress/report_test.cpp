@@ -1,0 +1,85 @@
+// Coverage bins and reports: merging adds, holes are listed, JSON round-trips (it is what shards
+// hand to regress-merge), JUnit marks failures, a missing shard is a failure.
+#include <gtest/gtest.h>
+
+#include "coverage.hpp"
+#include "report.hpp"
+
+namespace spyre_dma::regress {
+namespace {
+
+CaseResult a_case(std::uint64_t seed, bool pass) {
+  CaseResult c;
+  c.suite = "smoke", c.backend = "refdev", c.seed = seed, c.name = "seed " + std::to_string(seed);
+  c.status = pass ? "pass" : "fail";
+  c.metrics.ops = 10, c.metrics.bytes = 1000, c.metrics.wall_s = 0.5;
+  c.metrics.faults_injected["poisoned"] = 2;
+  if (!pass) {
+    c.findings.push_back(Finding{FindingKind::kCorrupted, 3, "device buffer 0: 1 of 64 destination byte(s) wrong <&>"});
+    c.finding_count = 1;
+  }
+  c.repro = "spyre-dma regress --suite smoke --backend refdev --seeds " + std::to_string(seed) + ".." + std::to_string(seed);
+  return c;
+}
+
+TEST(Coverage, UnknownBinsAreRefusedAndHolesListed) {
+  Coverage c;
+  EXPECT_THROW(c.hit("size.tinny"), std::invalid_argument);
+  c.hit("size.tiny", 3);
+  Coverage d;
+  d.hit("size.tiny");
+  d.hit("dir.h2d");
+  c.merge(d);
+  EXPECT_EQ(c.count("size.tiny"), 4u);
+  EXPECT_EQ(c.holes().size(), catalogue().size() - 2);
+  EXPECT_NE(c.table().find("size.small"), std::string::npos);
+  EXPECT_EQ(Coverage::from_json(c.to_json()).bins(), c.bins());
+  EXPECT_THROW(Coverage::from_json(nlohmann::json{{"size.tiny", -1}}), std::invalid_argument);
+}
+
+TEST(Report, JsonRoundTripsAndJunitMarksFailures) {
+  Report r;
+  r.version = "1", r.suite = "smoke", r.backend = "refdev", r.seeds = "1..2", r.shard = "0/1";
+  r.cases = {a_case(1, true), a_case(2, false)};
+  r.coverage.hit("dir.d2h", 5);
+  const Report back = Report::from_json(r.to_json(), "r.json");
+  EXPECT_EQ(back.to_json(), r.to_json());
+  EXPECT_EQ(back.failures(), 1u);
+  const std::string x = r.junit();
+  EXPECT_NE(x.find("tests=\"2\" failures=\"1\""), std::string::npos) << x;
+  EXPECT_NE(x.find("<failure type=\"corrupted\""), std::string::npos) << x;
+  EXPECT_NE(x.find("&lt;&amp;&gt;"), std::string::npos);  // escaped
+  EXPECT_NE(r.summary().find("reproduce: spyre-dma regress --suite smoke --backend refdev --seeds 2..2"), std::string::npos);
+}
+
+TEST(Report, BadFilesNameTheKey) {
+  Report r;
+  r.version = "1", r.suite = "s", r.backend = "b", r.seeds = "1..1", r.shard = "";
+  r.cases = {a_case(1, true)};
+  nlohmann::json j = r.to_json();
+  j["tests"][0].erase("status");
+  try {
+    (void)Report::from_json(j, "shard-3.json");
+    FAIL() << "accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "shard-3.json: tests[0].status: missing");
+  }
+  EXPECT_THROW((void)Report::from_json(nlohmann::json{{"format", "other"}}, "x.json"), std::invalid_argument);
+}
+
+TEST(Report, MergeAddsCoverageAndCountsMissingShards) {
+  Report a, b;
+  a.suite = b.suite = "smoke", a.backend = b.backend = "sim";
+  a.cases = {a_case(1, true)};
+  b.cases = {a_case(2, true)};
+  a.coverage.hit("dir.h2d");
+  b.coverage.hit("dir.h2d", 2);
+  const Report m = merge_reports({a, b}, {"out/shard-2.json"});
+  EXPECT_EQ(m.cases.size(), 3u);
+  EXPECT_EQ(m.failures(), 1u);
+  EXPECT_EQ(m.cases.back().status, "missing");
+  EXPECT_EQ(m.coverage.count("dir.h2d"), 3u);
+}
+
+}  // namespace
+}  // namespace spyre_dma::regress
