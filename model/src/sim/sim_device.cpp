@@ -56,12 +56,21 @@ class SimDevice::Impl {
     using R = decltype(f());
     std::packaged_task<R()> task(std::forward<F>(f));
     std::future<R> result = task.get_future();
+    // Shared: the caller may return (result ready) before the simulation thread sets it.
+    auto done = std::make_shared<std::atomic<bool>>(false);
     {
       std::lock_guard lock(mu_);
       if (stop_) throw std::logic_error("SimDevice: the simulation thread has stopped");
-      commands_.emplace_back([&task] { task(); });
+      commands_.emplace_back([&task, done] {
+        task();
+        done->store(true, std::memory_order_release);
+      });
+      queued_.store(true, std::memory_order_release);
     }
     cv_.notify_one();
+    // Most calls take a few microseconds of simulation: waiting for them by spinning a little
+    // saves the two thread wake-ups that would otherwise cost more than the work itself.
+    spin_until([&] { return done->load(std::memory_order_acquire); });
     return result.get();
   }
 
@@ -152,15 +161,30 @@ class SimDevice::Impl {
     for (;;) {
       std::function<void()> cmd;
       {
+        spin_until([&] { return queued_.load(std::memory_order_acquire); });
         std::unique_lock lock(mu_);
         cv_.wait(lock, [&] { return stop_ || !commands_.empty(); });
         if (commands_.empty()) break;
         cmd = std::move(commands_.front());
         commands_.pop_front();
+        queued_.store(!commands_.empty(), std::memory_order_relaxed);
       }
       cmd();  // a packaged task: its exceptions travel to the caller through the future
     }
     top_.reset();
+  }
+
+  // Spins for up to kSpin (yielding the core when another thread wants it), then gives up.
+  template <class Ready>
+  static void spin_until(Ready ready) {
+    constexpr auto kSpin = std::chrono::microseconds(50);
+    const auto until = std::chrono::steady_clock::now() + kSpin;
+    for (unsigned i = 0; !ready(); ++i) {
+      if ((i & 63) == 63) {
+        if (std::chrono::steady_clock::now() > until) return;
+        std::this_thread::yield();
+      }
+    }
   }
 
   void shutdown() {
@@ -182,6 +206,7 @@ class SimDevice::Impl {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> commands_;
+  std::atomic<bool> queued_{false};  // commands_ is not empty (read without the lock by the spin)
   std::vector<QueuedWrite> writes_;
   std::exception_ptr elaboration_error_;
   bool stop_ = false;

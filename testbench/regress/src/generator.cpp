@@ -51,9 +51,9 @@ std::uint64_t draw_size(Rng& r, const GeneratorProfile& prof, std::uint64_t max_
   if (u < prof.large_fraction) {
     const double v = r.unit();
     lo = MiB + 1, hi = v < 0.85 ? 16 * MiB : prof.max_op_bytes;
-  } else if (u < prof.large_fraction + (1 - prof.large_fraction) * 0.45) {
+  } else if (u < prof.large_fraction + (1 - prof.large_fraction) * prof.tiny_share) {
     lo = 1, hi = KiB;
-  } else if (u < prof.large_fraction + (1 - prof.large_fraction) * 0.85) {
+  } else if (u < prof.large_fraction + (1 - prof.large_fraction) * (prof.tiny_share + prof.small_share)) {
     lo = KiB + 1, hi = 64 * KiB;
   } else {
     lo = 64 * KiB + 1, hi = MiB;

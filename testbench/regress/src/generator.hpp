@@ -22,6 +22,10 @@ struct GeneratorProfile {
   std::uint32_t max_streams = 6;
   std::uint64_t max_op_bytes = 8ull << 20;  // nothing larger is drawn
   double large_fraction = 0.01;        // share of ops drawn from the classes above 1 MiB
+  // Of the rest: the share of tiny (<= 1 KiB) and of small (<= 64 KiB) ops; the remainder is
+  // medium (<= 1 MiB).
+  double tiny_share = 0.45;
+  double small_share = 0.40;
   // Per-TLP fault rate for the sim backend, spread over the TLP-level fault kinds (the per-CB
   // kinds get a tenth of it). 0: no rate-driven faults.
   double fault_rate = 0;

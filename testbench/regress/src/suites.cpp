@@ -18,6 +18,18 @@ const std::vector<Suite>& suites() {
     smoke.first_seed = 1, smoke.last_seed = 100;
     s.push_back(smoke);
 
+    Suite small;
+    small.name = "small";
+    small.description = "long random programs of small ops (three in four of at most 1 KiB, the rest up to 64 KiB)";
+    small.profile.ops = 5000;
+    small.profile.max_op_bytes = 64ull << 10;
+    small.profile.large_fraction = 0;
+    small.profile.tiny_share = 0.75;
+    small.profile.small_share = 0.25;
+    small.profile.epoch_max = 256;
+    small.first_seed = 1, small.last_seed = 20;
+    s.push_back(small);
+
     Suite nightly;
     nightly.name = "nightly";
     nightly.description = "long random programs, faults at 1e-4 per TLP on sim, transfers up to 256 MiB";

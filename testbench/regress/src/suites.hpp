@@ -1,6 +1,7 @@
 // The regression suites: what `spyre-dma regress --suite NAME` runs for each seed.
 //
 //   smoke     short random programs, no faults: the CI suite (minutes)
+//   small     long random programs of small ops (the runner's throughput case)
 //   nightly   long random programs with rate-driven fault injection (sim), large transfers
 //   faults    one fault of each kind at a chosen CB, cycling with the seed (sim)
 //   directed  the directed test files; the seed is the index of a file in the sorted list
