@@ -62,3 +62,35 @@ TEST(Runner, AFaultPlanOnRefdevIsRefusedByTheBackend) {
 
 }  // namespace
 }  // namespace spyre_dma::regress
+
+namespace spyre_dma::regress {
+namespace {
+
+TEST(Runner, ADeviceThatStopsAnsweringIsALostCompletion) {
+  // refdev told to hang: no CB is answered, so the epoch's waits give up and the runner reports
+  // the ops as lost rather than waiting for ever.
+  const auto hung = [](const Program&) {
+    TestBackend b;
+    auto d = std::make_shared<refdev::RefDevice>();
+    refdev::RefDeviceFaults f;
+    f.hang = true;
+    d->set_faults(f);
+    b.memory = &d->memory();
+    b.device = d;
+    return b;
+  };
+  RunOptions o;
+  o.wait_timeout = std::chrono::milliseconds(200);
+  o.cb_timeout = std::chrono::milliseconds(500);  // closing the engine waits this long for the dead CBs
+  Program p = generate(find_suite("smoke")->profile, 8);
+  p.ops.resize(std::min<std::size_t>(p.ops.size(), 12));
+  p.ops.push_back(OpSpec{});  // a final sync
+  const TestResult r = run_program(p, hung, o);
+  ASSERT_FALSE(r.passed);
+  bool lost = false;
+  for (const Finding& f : r.findings) lost = lost || f.kind == FindingKind::kLostCompletion;
+  EXPECT_TRUE(lost) << r.findings.front().message;
+}
+
+}  // namespace
+}  // namespace spyre_dma::regress
