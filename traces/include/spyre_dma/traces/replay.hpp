@@ -1,0 +1,73 @@
+// Replaying a trace on a device backend through the engine.
+//
+// Each trace stream becomes an engine stream (strict ordering), allocations and host buffers are
+// recreated (registered or pageable as recorded), dependencies across streams become engine
+// events, and events recorded/waited in the trace map to engine events. Data is synthesised:
+// every H2D source gets a deterministic pattern derived from the op id, a shadow of device memory
+// follows every H2D, fill and D2D, and at the end each D2H's host buffer must hold what the
+// shadow says that range held when the D2H ran.
+//
+// Timing: per-op durations come from the device timestamps the engine reports
+// (Op::device_start_ns / device_end_ns; simulated time on sim, the device's clock on refdev).
+// By default ops are issued as fast as their dependencies allow. With honour_start_times, each
+// op (that has a captured start_ns) is held until the device's time has reached its captured
+// start relative to the trace's first captured start: on a host-driven device (sim) the replay
+// submits a compute op of the remaining gap on the op's stream ahead of it (simulated time, so
+// the replay stays deterministic); on a self-timed device (refdev) it sleeps on the wall clock.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "spyre_dma/device.hpp"
+#include "spyre_dma/refdev/sparse_memory.hpp"
+#include "spyre_dma/traces/trace.hpp"
+
+#if defined(SPYRE_DMA_HAVE_MODEL)
+#include "spyre_dma/model/sim_config.hpp"
+#endif
+
+namespace spyre_dma::traces {
+
+struct ReplayOptions {
+  bool honour_start_times = false;
+  bool verify_data = true;
+  std::chrono::milliseconds timeout{60000};  // for the whole replay's final wait
+  std::string perfetto_path;                 // write the replay's op timeline here ("" none)
+};
+
+struct OpTiming {
+  std::uint64_t id;    // the trace op's id
+  double start_ns;     // device start, relative to the replay's first device start
+  double duration_ns;  // device end - device start (0 for ops that do not reach the device)
+};
+
+struct ReplayResult {
+  std::vector<OpTiming> ops;  // in trace order
+  double total_ns = 0;        // first device start to last device end
+  bool data_ok = true;
+  std::string data_error;     // the first mismatch (op id, offset, expected, got), or a failed op
+  nlohmann::json to_json() const;
+  std::string summary() const;  // a per-kind-and-size table of durations and bandwidth
+};
+
+// Replays `trace` on `device` (a fresh device: the replay opens the engine on it). `backdoor`,
+// when not null, is the device's memory: at the end every allocation's content is also compared
+// with the shadow. Throws TraceError for a trace check_trace() rejects, spyre_dma::Error for
+// engine failures before anything is submitted; failed ops are reported in data_ok/data_error.
+ReplayResult replay(const Trace& trace, std::shared_ptr<spyre_dma::Device> device,
+                    spyre_dma::refdev::SparseMemory* backdoor, const ReplayOptions& options);
+
+#if defined(SPYRE_DMA_HAVE_MODEL)
+// Opens a SimDevice with `config`, replays on it and closes it (one SimDevice may exist at a
+// time, so calls must not overlap).
+ReplayResult replay_on_sim(const Trace& trace, const spyre_dma::model::SimConfig& config,
+                           const ReplayOptions& options);
+#endif
+
+}  // namespace spyre_dma::traces
