@@ -581,6 +581,17 @@ class TestRun {
         if (kind != "lcrc") erroring += count;  // an LCRC error is replayed: no op may fail of it
       }
     }
+    // One fault at a chosen CB fails exactly the op that CB belongs to (a device reset fails
+    // everything in flight; an LCRC error is replayed and fails nothing).
+    const FaultPlan& f = p_.faults;
+    const bool single = f.at_cb > 0 && f.poisoned_rate == 0 && f.unsupported_request_rate == 0 &&
+                        f.completer_abort_rate == 0 && f.dropped_completion_rate == 0 && f.lcrc_rate == 0 &&
+                        f.iommu_fault_rate == 0 && f.malformed_cb_rate == 0 && f.device_reset_rate == 0;
+    if (single && erroring == 1 && f.at_cb_fault != "device_reset" && metrics_.failed_ops != 1) {
+      findings_.add(FindingKind::kWrongError, -1,
+                    fmt::format("one {} fault at CB {} should fail exactly one op, but {} failed", f.at_cb_fault,
+                                f.at_cb, metrics_.failed_ops));
+    }
     if (erroring > 0 && metrics_.failed_ops == 0) {
       findings_.add(FindingKind::kMissedError, -1,
                     fmt::format("the model injected {} data-path fault(s) but no op failed", erroring));
