@@ -1,0 +1,49 @@
+// Import of NVIDIA bandwidthTest results (CSV lines, e.g. from --mode=shmoo --csv) into a Trace.
+//
+// bandwidthTest times a loop of back-to-back copies of one size between two events and prints
+// bytes * reps / time. The imported trace repeats that loop: per size, copies_for_size() copies
+// back to back on one stream, registered (pinned) or pageable memory as the line says, each with
+// the captured duration size / bandwidth. docs/traces.md describes the method and its resolution.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "spyre_dma/traces/trace.hpp"
+
+namespace spyre_dma::traces {
+
+struct BandwidthPoint {
+  std::size_t line = 0;       // 1-based line of the input it came from
+  OpKind kind = OpKind::kH2D;  // H2D, D2H or D2D
+  HostMemory host = HostMemory::kRegistered;
+  std::uint64_t bytes = 0;
+  double gbps = 0;            // decimal GB/s (1e9 bytes per second), as printed
+  double time_s = 0;          // the printed time (5 decimals: often 0; not used for durations)
+};
+
+// Parses every "bandwidthTest-<H2D|D2H|D2D>-<Pinned|Pageable>, Bandwidth = X GB/s, Time = T s,
+// Size = S bytes, NumDevsUsed = N" line; other lines (banner, progress dots, "Result = PASS") are
+// skipped. A line that starts with "bandwidthTest-" and does not parse is a TraceError naming the
+// line and the field; so is an input without any result line.
+std::vector<BandwidthPoint> parse_bandwidth_test(const std::string& text, const std::string& name);
+
+// Copies per size in the trace: 10, or fewer for large sizes so that one size moves at most
+// 64 MiB beyond its first copy (at least 2 copies, so every size has a copy that follows another).
+std::uint32_t copies_for_size(std::uint64_t bytes);
+
+struct BandwidthTestImport {
+  std::string device;  // header.device ("" unknown)
+  std::string link;    // header.link, e.g. "PCIe Gen3 x16" ("" unknown)
+};
+
+// The trace of the points (in input order, one stream, one allocation per size reused by its
+// copies). Throws TraceError when `points` is empty.
+Trace bandwidth_test_trace(const std::vector<BandwidthPoint>& points, const std::string& name,
+                           const BandwidthTestImport& info = {});
+
+// Reads a bandwidthTest log file and returns its trace. Throws TraceError.
+Trace import_bandwidth_test(const std::string& path, const BandwidthTestImport& info = {});
+
+}  // namespace spyre_dma::traces

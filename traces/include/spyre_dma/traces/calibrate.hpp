@@ -1,0 +1,89 @@
+// Calibrating the model against a captured trace: the model parameters a capture can determine
+// are fitted to its captured durations by replaying the trace on the model (replay_on_sim) for
+// each candidate, and the result is a configuration file the model's loader reads (--config).
+// docs/traces.md ("Calibrate") gives the method and the measured results.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "spyre_dma/model/sim_config.hpp"
+#include "spyre_dma/traces/compare.hpp"
+#include "spyre_dma/traces/replay.hpp"
+#include "spyre_dma/traces/trace.hpp"
+
+namespace spyre_dma::traces {
+
+// Which copies a fit uses: a size range, or alternate halves of the distinct sizes (sorted
+// ascending, the smallest is index 0: "even" takes sizes 0, 2, 4, ...). Text forms:
+//   "all", "below:4MiB", "atleast:1MB", "range:64KiB:4MiB" (lower bound included, upper excluded),
+//   "even", "odd".
+// Units: KiB, MiB, GiB and K, M, G are binary; kB, KB, MB, GB decimal (bandwidthTest's sizes are).
+struct OpSelection {
+  std::string text = "all";
+  std::uint64_t lo = 0;            // bytes >= lo
+  std::uint64_t hi = UINT64_MAX;   // bytes < hi
+  int half = -1;                   // -1 none, 0 even, 1 odd
+};
+// Throws std::invalid_argument naming the text.
+OpSelection parse_selection(const std::string& text);
+std::uint64_t parse_bytes(const std::string& text);
+
+// Per op of `trace`: whether it is a copy or fill that `selection` takes.
+std::vector<bool> select_ops(const Trace& trace, const OpSelection& selection);
+
+// A trace with the copies and fills `keep` does not select removed (other ops kept, dependencies
+// on removed ops dropped, unused allocations removed).
+Trace sub_trace(const Trace& trace, const std::vector<bool>& keep);
+
+struct FitParameter {
+  std::string key;       // dotted configuration key, "device.dma_engine_gbps"
+  double initial = 0;
+  double value = 0;
+  double lo = 0, hi = 0;  // search range
+  std::string why;       // what in the capture determines it
+};
+
+struct CalibrateOptions {
+  spyre_dma::model::SimConfig base;  // the starting point (a preset or a configuration file)
+  OpSelection fit;                   // copies the fit uses; the rest are the holdout
+  std::vector<std::string> parameters;  // keys to fit; empty: chosen from the trace
+  spyre_dma::model::Fidelity fidelity = spyre_dma::model::Fidelity::kBurst;
+  std::size_t max_replays = 60;      // the fit stops when it has used these
+};
+
+struct CalibrationResult {
+  spyre_dma::model::SimConfig config;  // base with the fitted values
+  std::vector<FitParameter> parameters;
+  std::size_t replays = 0;
+  double rms_log_error = 0;   // on the fit copies: sqrt(mean(ln(simulated / captured)^2))
+  double initial_rms_log_error = 0;
+  Comparison fit;             // the fitted configuration on the fit copies
+  Comparison holdout;         // ... on the other copies (no ops when the fit used all)
+  std::string fit_selection;
+  std::vector<std::string> notes;
+
+  // A configuration file: the base preset's name and every key whose value differs from it.
+  nlohmann::json preset_json() const;
+  nlohmann::json to_json() const;
+  std::string summary() const;
+};
+
+// The parameters calibrate() fits when none are named: those the fit copies determine.
+std::vector<FitParameter> default_parameters(const Trace& fit_trace, const spyre_dma::model::SimConfig& base);
+
+// The base configuration a trace's header suggests: the preset whose link matches header.link
+// ("PCIe Gen3 x16" -> gen3x16), else the default preset with that generation and width, else the
+// default preset. `note` says which.
+spyre_dma::model::SimConfig base_for_header(const Header& header, std::string* note);
+
+// Fits, then replays the whole trace once with the result for the fit and holdout comparisons.
+// Throws TraceError when the selection leaves no copy with a captured duration above resolution,
+// std::invalid_argument for an unknown parameter key.
+CalibrationResult calibrate(const Trace& trace, const CalibrateOptions& options);
+
+}  // namespace spyre_dma::traces

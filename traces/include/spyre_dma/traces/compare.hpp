@@ -1,0 +1,66 @@
+// Comparing a captured trace with its replay: per-op relative error of the simulated duration
+// against the captured one, and statistics by direction and size class (docs/traces.md, "Compare").
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "spyre_dma/traces/replay.hpp"
+#include "spyre_dma/traces/trace.hpp"
+
+namespace spyre_dma::traces {
+
+// Size classes of the statistics: [0, 64 KiB), [64 KiB, 1 MiB), [1 MiB, 16 MiB), [16 MiB, inf).
+const char* size_class(std::uint64_t bytes);
+const std::vector<std::string>& size_class_names();
+
+// "h2d registered", "h2d pageable", "d2h registered", "d2h pageable", "d2d", "fill".
+std::string direction_name(const Op& op);
+
+struct OpComparison {
+  std::uint64_t id = 0;
+  std::string direction;
+  std::uint64_t bytes = 0;
+  double captured_ns = 0;
+  double simulated_ns = 0;
+  double rel_error = 0;  // (simulated - captured) / captured; 0 for bounds
+  // Captured at or below the capture's resolution: the captured figure only says "at most one
+  // tick", so it is reported as a bound, never as an error.
+  bool bound = false;
+};
+
+struct GroupStats {
+  std::string direction;   // as direction_name(), or "all"
+  std::string size_class;  // as size_class(), or "all"
+  std::size_t ops = 0;     // compared ops (bounds not counted)
+  std::size_t bounds = 0;
+  double median_abs = 0;   // median of |relative error|
+  double p90_abs = 0;      // 90th percentile of |relative error| (nearest rank)
+  double bias = 0;         // median of the signed relative error
+  double max_abs = 0;
+};
+
+struct Comparison {
+  std::string source;          // the captured trace's header.source
+  double resolution_ns = 0;
+  std::vector<OpComparison> ops;    // every copy and fill with a captured duration, trace order
+  std::vector<GroupStats> groups;   // per direction x size class, then per direction "all", then "all"/"all"
+  std::size_t skipped = 0;          // ops without a captured duration or not replayed
+
+  const GroupStats* find(const std::string& direction, const std::string& size_class) const;
+  nlohmann::json to_json() const;
+  std::string table() const;  // the groups, then the bounds, as a text table
+};
+
+// Statistics of a set of per-op comparisons (a subset of Comparison::ops, say).
+std::vector<GroupStats> group_stats(const std::vector<OpComparison>& ops);
+
+// Compares every copy (H2D, D2H, D2D) and fill of `captured` that has a captured duration with
+// the same op id's duration in `replayed`. Compute ops are left out: a replay gives them exactly
+// their captured duration.
+Comparison compare(const Trace& captured, const ReplayResult& replayed);
+
+}  // namespace spyre_dma::traces

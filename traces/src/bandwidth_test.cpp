@@ -1,0 +1,172 @@
+#include "spyre_dma/traces/bandwidth_test.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <sstream>
+
+#include "spyre_dma/traces/trace_io.hpp"
+
+namespace spyre_dma::traces {
+namespace {
+
+std::string trim(std::string s) {
+  auto not_space = [](unsigned char c) { return !std::isspace(c); };
+  s.erase(s.begin(), std::find_if(s.begin(), s.end(), not_space));
+  s.erase(std::find_if(s.rbegin(), s.rend(), not_space).base(), s.end());
+  return s;
+}
+
+// "Bandwidth = 12.4 GB/s" -> value and unit; the key must match.
+struct Field {
+  std::string value;
+  std::string unit;
+};
+
+Field field(const std::string& item, const std::string& key, const std::string& name, std::size_t line) {
+  const std::string t = trim(item);
+  const auto eq = t.find('=');
+  if (eq == std::string::npos || trim(t.substr(0, eq)) != key)
+    throw TraceError(name, line, key, fmt::format("expected \"{} = ...\", got \"{}\"", key, t));
+  const std::string rest = trim(t.substr(eq + 1));
+  const auto space = rest.find(' ');
+  return Field{rest.substr(0, space), space == std::string::npos ? "" : trim(rest.substr(space + 1))};
+}
+
+double to_double(const std::string& text, const std::string& key, const std::string& name, std::size_t line) {
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || !std::isfinite(v) || v < 0)
+    throw TraceError(name, line, key, fmt::format("\"{}\" is not a non-negative number", text));
+  return v;
+}
+
+}  // namespace
+
+std::vector<BandwidthPoint> parse_bandwidth_test(const std::string& text, const std::string& name) {
+  std::vector<BandwidthPoint> points;
+  std::istringstream in(text);
+  std::string raw;
+  std::size_t line = 0;
+  while (std::getline(in, raw)) {
+    ++line;
+    const std::string s = trim(raw);
+    if (s.rfind("bandwidthTest-", 0) != 0) continue;  // banner, device name, progress dots, PASS
+    std::vector<std::string> items;
+    std::stringstream ss(s);
+    for (std::string item; std::getline(ss, item, ',');) items.push_back(item);
+    if (items.size() < 4)
+      throw TraceError(name, line, "", fmt::format("expected 5 comma-separated fields, got {}: \"{}\"", items.size(), s));
+    BandwidthPoint p;
+    p.line = line;
+    // "bandwidthTest-H2D-Pinned"
+    const std::string tag = trim(items[0]).substr(std::string("bandwidthTest-").size());
+    const auto dash = tag.find('-');
+    const std::string dir = tag.substr(0, dash);
+    const std::string mem = dash == std::string::npos ? "" : tag.substr(dash + 1);
+    if (dir == "H2D") p.kind = OpKind::kH2D;
+    else if (dir == "D2H") p.kind = OpKind::kD2H;
+    else if (dir == "D2D") p.kind = OpKind::kD2D;
+    else throw TraceError(name, line, "direction", fmt::format("\"{}\" is not H2D, D2H or D2D", dir));
+    if (p.kind == OpKind::kD2D) p.host = HostMemory::kNone;
+    else if (mem == "Pinned") p.host = HostMemory::kRegistered;
+    else if (mem == "Pageable") p.host = HostMemory::kPageable;
+    else throw TraceError(name, line, "memory", fmt::format("\"{}\" is not Pinned or Pageable", mem));
+
+    const Field bw = field(items[1], "Bandwidth", name, line);
+    if (bw.unit != "GB/s") throw TraceError(name, line, "Bandwidth", fmt::format("unit \"{}\" is not GB/s", bw.unit));
+    p.gbps = to_double(bw.value, "Bandwidth", name, line);
+    if (p.gbps <= 0) throw TraceError(name, line, "Bandwidth", fmt::format("{} GB/s: a copy must take time", bw.value));
+    const Field time = field(items[2], "Time", name, line);
+    if (time.unit != "s") throw TraceError(name, line, "Time", fmt::format("unit \"{}\" is not s", time.unit));
+    p.time_s = to_double(time.value, "Time", name, line);
+    const Field size = field(items[3], "Size", name, line);
+    if (size.unit != "bytes") throw TraceError(name, line, "Size", fmt::format("unit \"{}\" is not bytes", size.unit));
+    const double bytes = to_double(size.value, "Size", name, line);
+    if (bytes < 1 || std::floor(bytes) != bytes)
+      throw TraceError(name, line, "Size", fmt::format("\"{}\" is not a positive whole number of bytes", size.value));
+    p.bytes = static_cast<std::uint64_t>(bytes);
+    points.push_back(p);
+  }
+  if (points.empty()) throw TraceError(name, 0, "", "no bandwidthTest result lines (\"bandwidthTest-H2D-Pinned, Bandwidth = ...\")");
+  return points;
+}
+
+std::uint32_t copies_for_size(std::uint64_t bytes) {
+  constexpr std::uint64_t kBudget = 64ull << 20;
+  const std::uint64_t n = 1 + kBudget / bytes;
+  return static_cast<std::uint32_t>(std::clamp<std::uint64_t>(n, 2, 10));
+}
+
+Trace bandwidth_test_trace(const std::vector<BandwidthPoint>& points, const std::string& name,
+                           const BandwidthTestImport& info) {
+  if (points.empty()) throw TraceError(name, 0, "", "no bandwidthTest points to import");
+  Trace trace;
+  trace.header.source = "bandwidthtest:" + name;
+  trace.header.device = info.device;
+  trace.header.link = info.link;
+  // The duration of one copy is size / bandwidth, and bandwidth is printed to 0.1 GB/s: the
+  // resolution is relative (up to 0.05 / bandwidth), not an absolute time; 0 says "no absolute floor".
+  trace.header.resolution_ns = 0;
+  trace.header.extra = nlohmann::json{{"method", "per size, back-to-back copies of size/bandwidth each"},
+                                      {"bandwidth_resolution_gbps", 0.1}};
+  std::uint64_t op_id = 1;
+  double t = 0;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const BandwidthPoint& p = points[i];
+    const std::uint64_t alloc = i + 1;
+    // D2D copies one half of a double-sized allocation into the other (ranges must not overlap).
+    const std::uint64_t alloc_bytes = p.kind == OpKind::kD2D ? 2 * p.bytes : p.bytes;
+    trace.allocations.push_back(Allocation{alloc, alloc_bytes, 0});
+    const double duration = static_cast<double>(p.bytes) / p.gbps;  // bytes / (GB/s) = ns
+    for (std::uint32_t r = 0; r < copies_for_size(p.bytes); ++r) {
+      Op op;
+      op.id = op_id++;
+      op.stream = 0;
+      op.kind = p.kind;
+      op.bytes = p.bytes;
+      op.host = p.host;
+      if (p.kind == OpKind::kH2D) op.dst_alloc = alloc;
+      else if (p.kind == OpKind::kD2H) op.src_alloc = alloc;
+      else {
+        op.src_alloc = alloc;
+        op.dst_alloc = alloc;
+        op.dst_offset = p.bytes;
+      }
+      op.start_ns = t;
+      op.duration_ns = duration;
+      t += duration;
+      trace.ops.push_back(std::move(op));
+    }
+  }
+  if (const std::string problem = check_trace(trace); !problem.empty())
+    throw TraceError(name, 0, "", "imported trace is inconsistent: " + problem);
+  return trace;
+}
+
+Trace import_bandwidth_test(const std::string& path, const BandwidthTestImport& info) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw TraceError(path, 0, "", "cannot open");
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  const std::string text = buffer.str();
+  const std::string base = path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
+  try {
+    return bandwidth_test_trace(parse_bandwidth_test(text, path), base, info);
+  } catch (const TraceError& e) {
+    if (e.file() == base) throw TraceError(path, e.line(), e.field(), e.message());
+    throw;
+  }
+}
+
+}  // namespace spyre_dma::traces

@@ -1,0 +1,396 @@
+#include "spyre_dma/traces/calibrate.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <regex>
+#include <set>
+#include <stdexcept>
+#include <unordered_set>
+
+#include "spyre_dma/model/config_loader.hpp"
+#include "spyre_dma/traces/trace_io.hpp"
+
+namespace spyre_dma::traces {
+namespace {
+
+using nlohmann::json;
+namespace model = spyre_dma::model;
+
+bool is_copy(const Op& op) {
+  return op.kind == OpKind::kH2D || op.kind == OpKind::kD2H || op.kind == OpKind::kD2D || op.kind == OpKind::kFill;
+}
+
+// A copy the fit can use: a captured duration above the capture's resolution.
+bool measurable(const Op& op, double resolution_ns) {
+  return is_copy(op) && op.duration_ns && *op.duration_ns > 0 &&
+         !(resolution_ns > 0 && *op.duration_ns <= resolution_ns);
+}
+
+json::json_pointer pointer(const std::string& key) {
+  std::string p = "/" + key;
+  std::replace(p.begin(), p.end(), '.', '/');
+  return json::json_pointer(p);
+}
+
+model::SimConfig with_values(const model::SimConfig& base, const std::vector<FitParameter>& params,
+                             const std::vector<double>& values) {
+  json j = model::to_json(base);
+  for (std::size_t i = 0; i < params.size(); ++i) j[pointer(params[i].key)] = values[i];
+  return model::config_from_json(j, "<calibration>");
+}
+
+double sum_sq_log(const Trace& trace, const ReplayResult& r) {
+  std::map<std::uint64_t, double> sim;
+  for (const auto& t : r.ops) sim[t.id] = t.duration_ns;
+  double s = 0;
+  std::size_t n = 0;
+  for (const Op& op : trace.ops) {
+    if (!measurable(op, trace.header.resolution_ns)) continue;
+    auto it = sim.find(op.id);
+    const double d = it == sim.end() || it->second <= 0 ? 1e-3 : it->second;
+    const double e = std::log(d / *op.duration_ns);
+    s += e * e;
+    ++n;
+  }
+  return n ? s / static_cast<double>(n) : 0;
+}
+
+double max_gbps(const Trace& t, bool pageable, std::uint64_t min_bytes) {
+  double best = 0;
+  for (const Op& op : t.ops) {
+    if (!measurable(op, t.header.resolution_ns) || op.bytes < min_bytes) continue;
+    if ((op.host == HostMemory::kPageable) != pageable) continue;
+    best = std::max(best, static_cast<double>(op.bytes) / *op.duration_ns);
+  }
+  return best;
+}
+
+std::string trim(std::string s) {
+  auto sp = [](unsigned char c) { return !std::isspace(c); };
+  s.erase(s.begin(), std::find_if(s.begin(), s.end(), sp));
+  s.erase(std::find_if(s.rbegin(), s.rend(), sp).base(), s.end());
+  return s;
+}
+
+}  // namespace
+
+std::uint64_t parse_bytes(const std::string& text) {
+  static const std::regex re(R"(^\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*$)");
+  std::smatch m;
+  if (!std::regex_match(text, m, re)) throw std::invalid_argument(fmt::format("\"{}\" is not a size", text));
+  const double v = std::stod(m[1].str());
+  const std::string unit = m[2].str();
+  static const std::map<std::string, double> kUnits = {
+      {"", 1},           {"B", 1},           {"K", 1024.0},     {"KiB", 1024.0},    {"M", 1048576.0},
+      {"MiB", 1048576.0}, {"G", 1073741824.0}, {"GiB", 1073741824.0}, {"kB", 1e3},  {"KB", 1e3},
+      {"MB", 1e6},       {"GB", 1e9}};
+  auto it = kUnits.find(unit);
+  if (it == kUnits.end())
+    throw std::invalid_argument(fmt::format("\"{}\": unknown unit \"{}\" (KiB, MiB, GiB binary; kB, MB, GB decimal)", text, unit));
+  return static_cast<std::uint64_t>(std::llround(v * it->second));
+}
+
+OpSelection parse_selection(const std::string& raw) {
+  const std::string text = trim(raw);
+  OpSelection s;
+  s.text = text;
+  if (text == "all" || text.empty()) return s;
+  if (text == "even" || text == "odd") {
+    s.half = text == "even" ? 0 : 1;
+    return s;
+  }
+  const auto colon = text.find(':');
+  const std::string kind = text.substr(0, colon);
+  const std::string rest = colon == std::string::npos ? "" : text.substr(colon + 1);
+  if (kind == "below" && !rest.empty()) {
+    s.hi = parse_bytes(rest);
+  } else if (kind == "atleast" && !rest.empty()) {
+    s.lo = parse_bytes(rest);
+  } else if (kind == "range" && rest.find(':') != std::string::npos) {
+    s.lo = parse_bytes(rest.substr(0, rest.find(':')));
+    s.hi = parse_bytes(rest.substr(rest.find(':') + 1));
+    if (s.hi <= s.lo) throw std::invalid_argument(fmt::format("\"{}\": the range is empty", text));
+  } else {
+    throw std::invalid_argument(fmt::format(
+        "\"{}\" is not a selection (all, below:SIZE, atleast:SIZE, range:LO:HI, even, odd)", text));
+  }
+  return s;
+}
+
+std::vector<bool> select_ops(const Trace& trace, const OpSelection& sel) {
+  std::vector<std::uint64_t> sizes;
+  for (const Op& op : trace.ops)
+    if (is_copy(op)) sizes.push_back(op.bytes);
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  std::vector<bool> out(trace.ops.size(), false);
+  for (std::size_t i = 0; i < trace.ops.size(); ++i) {
+    const Op& op = trace.ops[i];
+    if (!is_copy(op)) continue;
+    if (sel.half >= 0) {
+      const auto rank = std::lower_bound(sizes.begin(), sizes.end(), op.bytes) - sizes.begin();
+      out[i] = static_cast<int>(rank % 2) == sel.half;
+    } else {
+      out[i] = op.bytes >= sel.lo && op.bytes < sel.hi;
+    }
+  }
+  return out;
+}
+
+Trace sub_trace(const Trace& trace, const std::vector<bool>& keep) {
+  Trace out;
+  out.header = trace.header;
+  std::unordered_set<std::uint64_t> kept_ids, allocs;
+  for (std::size_t i = 0; i < trace.ops.size(); ++i) {
+    const Op& op = trace.ops[i];
+    if (is_copy(op) && !keep[i]) continue;
+    Op o = op;
+    o.deps.erase(std::remove_if(o.deps.begin(), o.deps.end(), [&](std::uint64_t d) { return !kept_ids.count(d); }),
+                 o.deps.end());
+    kept_ids.insert(o.id);
+    if (o.src_alloc) allocs.insert(o.src_alloc);
+    if (o.dst_alloc) allocs.insert(o.dst_alloc);
+    out.ops.push_back(std::move(o));
+  }
+  for (const Allocation& a : trace.allocations)
+    if (allocs.count(a.id)) out.allocations.push_back(a);
+  return out;
+}
+
+model::SimConfig base_for_header(const Header& header, std::string* note) {
+  static const std::regex re(R"(Gen\s*([1-5])\s*x\s*([0-9]+))", std::regex::icase);
+  std::smatch m;
+  if (!std::regex_search(header.link, m, re)) {
+    if (note) *note = fmt::format("link \"{}\" names no generation and width: base preset {}", header.link,
+                                  model::preset_names().front());
+    return model::preset(model::preset_names().front());
+  }
+  const auto gen = static_cast<std::uint32_t>(std::stoul(m[1].str()));
+  const auto lanes = static_cast<std::uint32_t>(std::stoul(m[2].str()));
+  for (const auto& name : model::preset_names()) {
+    const model::SimConfig c = model::preset(name);
+    if (c.link.generation == gen && c.link.lanes == lanes) {
+      if (note) *note = fmt::format("link \"{}\": base preset {}", header.link, name);
+      return c;
+    }
+  }
+  model::SimConfig c = model::preset(model::preset_names().front());
+  c.link.generation = gen;
+  c.link.lanes = lanes;
+  if (note) *note = fmt::format("link \"{}\": base preset {} with generation {} x{}", header.link, c.preset, gen, lanes);
+  return c;
+}
+
+std::vector<FitParameter> default_parameters(const Trace& t, const model::SimConfig& base) {
+  std::vector<FitParameter> out;
+  const json cfg = model::to_json(base);
+  bool small = false, small_h2d = false, pageable = false;
+  for (const Op& op : t.ops) {
+    if (!measurable(op, t.header.resolution_ns)) continue;
+    if (op.bytes < (256u << 10)) small = true;
+    if (op.bytes < (64u << 10) && op.kind == OpKind::kH2D) small_h2d = true;
+    if (op.host == HostMemory::kPageable) pageable = true;
+  }
+  const double direct_gbps = max_gbps(t, false, 1u << 20);
+  const double staged_gbps = max_gbps(t, true, 1u << 20);
+  if (direct_gbps > 0) {
+    out.push_back({"device.dma_engine_gbps", direct_gbps, direct_gbps, direct_gbps / 2, direct_gbps * 2,
+                   "the bandwidth of the largest direct copies"});
+  }
+  if (pageable && staged_gbps > 0 && cfg.contains(pointer("host_cost.staging_gbps"))) {
+    out.push_back({"host_cost.staging_gbps", staged_gbps, staged_gbps, staged_gbps / 4, staged_gbps * 4,
+                   "the bandwidth of the largest pageable copies"});
+  }
+  if (small) {
+    const double v = std::max(1.0, base.device.cb_overhead_ns);
+    out.push_back({"device.cb_overhead_ns", v, v, 1, 50000, "the duration of small copies (fixed cost per CB)"});
+  }
+  if (small_h2d) {
+    const double v = std::max(1.0, base.link.latency_ns);
+    out.push_back({"link.latency_ns", v, v, 1, 20000, "the duration of small reads (round trip)"});
+  }
+  return out;
+}
+
+CalibrationResult calibrate(const Trace& trace, const CalibrateOptions& options) {
+  CalibrationResult result;
+  result.fit_selection = options.fit.text;
+  const std::vector<bool> fit_mask = select_ops(trace, options.fit);
+  const Trace fit_trace = sub_trace(trace, fit_mask);
+  std::size_t usable = 0;
+  for (const Op& op : fit_trace.ops) usable += measurable(op, trace.header.resolution_ns) ? 1 : 0;
+  if (usable == 0)
+    throw TraceError(trace.header.source, 0, "fit",
+                     fmt::format("selection \"{}\" leaves no copy with a captured duration above the resolution",
+                                 options.fit.text));
+
+  model::SimConfig base = options.base;
+  base.fidelity = options.fidelity;
+  std::vector<FitParameter> params;
+  if (options.parameters.empty()) {
+    params = default_parameters(fit_trace, base);
+  } else {
+    const json cfg = model::to_json(base);
+    const auto defaults = default_parameters(fit_trace, base);
+    for (const auto& key : options.parameters) {
+      if (!cfg.contains(pointer(key)) || !cfg[pointer(key)].is_number())
+        throw std::invalid_argument(fmt::format("\"{}\" is not a numeric configuration key", key));
+      auto d = std::find_if(defaults.begin(), defaults.end(), [&](const FitParameter& p) { return p.key == key; });
+      if (d != defaults.end()) {
+        params.push_back(*d);
+      } else {
+        const double v = std::max(1e-3, cfg[pointer(key)].get<double>());
+        params.push_back({key, v, v, v / 100, v * 100, "named on the command line"});
+      }
+    }
+  }
+  if (params.empty()) result.notes.push_back("the fit copies determine no parameter: the base is kept");
+
+  ReplayOptions ro;
+  ro.verify_data = false;  // the fit needs timings only; the final replay below checks the data
+  std::map<std::vector<double>, double> cache;
+  auto objective = [&](const std::vector<double>& x) {
+    if (auto it = cache.find(x); it != cache.end()) return it->second;
+    double v = std::numeric_limits<double>::infinity();
+    try {
+      v = sum_sq_log(fit_trace, replay_on_sim(fit_trace, with_values(base, params, x), ro));
+    } catch (const model::ConfigError&) {
+      // a candidate outside the loader's ranges is simply not a solution
+    }
+    ++result.replays;
+    cache.emplace(x, v);
+    return v;
+  };
+
+  std::vector<double> x;
+  for (const auto& p : params) x.push_back(p.initial);
+  double best = objective(x);
+  result.initial_rms_log_error = std::sqrt(best);
+
+  // The fixed cost per CB starts from a one-step correction: the median gap between captured and
+  // simulated durations of the small copies, which it adds to almost one to one.
+  if (auto cb = std::find_if(params.begin(), params.end(), [](const FitParameter& p) { return p.key == "device.cb_overhead_ns"; });
+      cb != params.end()) {
+    const ReplayResult r = replay_on_sim(fit_trace, with_values(base, params, x), ro);
+    ++result.replays;
+    std::map<std::uint64_t, double> sim;
+    for (const auto& t : r.ops) sim[t.id] = t.duration_ns;
+    std::vector<double> gaps;
+    for (const Op& op : fit_trace.ops)
+      if (measurable(op, trace.header.resolution_ns) && op.bytes < (64u << 10) && sim.count(op.id))
+        gaps.push_back(*op.duration_ns - sim[op.id]);
+    if (!gaps.empty()) {
+      std::sort(gaps.begin(), gaps.end());
+      const std::size_t i = static_cast<std::size_t>(cb - params.begin());
+      std::vector<double> y = x;
+      y[i] = std::clamp(x[i] + gaps[gaps.size() / 2], cb->lo, cb->hi);
+      if (const double v = objective(y); v < best) {
+        best = v;
+        x = y;
+      }
+    }
+  }
+
+  // Coordinate pattern search in log space: each parameter is tried a step up and a step down;
+  // a step that helps is kept (and grows), one that does not halves. Durations are monotone in
+  // each parameter, so this converges without gradients, and it is deterministic.
+  std::vector<double> step(params.size(), std::log(1.5));
+  const double min_step = std::log(1.003);
+  while (result.replays + 2 <= options.max_replays) {
+    bool active = false;
+    for (std::size_t i = 0; i < params.size() && result.replays + 2 <= options.max_replays; ++i) {
+      if (step[i] < min_step) continue;
+      active = true;
+      bool moved = false;
+      for (const double dir : {+1.0, -1.0}) {
+        std::vector<double> y = x;
+        y[i] = std::clamp(x[i] * std::exp(dir * step[i]), params[i].lo, params[i].hi);
+        if (y[i] == x[i]) continue;
+        if (const double v = objective(y); v < best) {
+          best = v;
+          x = y;
+          moved = true;
+          break;
+        }
+      }
+      step[i] = moved ? step[i] * 1.25 : step[i] / 2;
+    }
+    if (!active) break;
+  }
+  if (result.replays + 2 > options.max_replays) result.notes.push_back(fmt::format("stopped at the replay budget ({})", options.max_replays));
+
+  for (std::size_t i = 0; i < params.size(); ++i) params[i].value = x[i];
+  result.parameters = params;
+  result.rms_log_error = std::sqrt(best);
+  result.config = with_values(base, params, x);
+
+  // One replay of the whole trace with the result: the fit and the holdout side by side.
+  ReplayOptions full;
+  full.verify_data = true;
+  const ReplayResult r = replay_on_sim(trace, result.config, full);
+  ++result.replays;
+  if (!r.data_ok) result.notes.push_back("replay with the fitted configuration: data mismatch: " + r.data_error);
+  const Comparison all = compare(trace, r);
+  std::unordered_set<std::uint64_t> fit_ids;
+  for (std::size_t i = 0; i < trace.ops.size(); ++i)
+    if (fit_mask[i]) fit_ids.insert(trace.ops[i].id);
+  for (Comparison* c : {&result.fit, &result.holdout}) {
+    c->source = all.source;
+    c->resolution_ns = all.resolution_ns;
+  }
+  for (const auto& o : all.ops) (fit_ids.count(o.id) ? result.fit : result.holdout).ops.push_back(o);
+  result.fit.groups = group_stats(result.fit.ops);
+  result.holdout.groups = group_stats(result.holdout.ops);
+  return result;
+}
+
+json CalibrationResult::preset_json() const {
+  const json full = model::to_json(config);
+  const json base = model::to_json(model::preset(config.preset));
+  // A file that names the base preset and only what differs from it reads as what was fitted
+  // and loads to exactly `config`.
+  json out = json::object();
+  out["preset"] = config.preset;
+  const json diff = json::diff(base, full);
+  for (const auto& d : diff) {
+    if (!d.contains("op") || d["op"] != "replace") continue;
+    const json::json_pointer p(d["path"].get<std::string>());
+    if (p.to_string() == "/preset") continue;
+    out[p] = full[p];
+  }
+  return out;
+}
+
+json CalibrationResult::to_json() const {
+  json params = json::array();
+  for (const auto& p : parameters)
+    params.push_back({{"key", p.key}, {"initial", p.initial}, {"value", p.value}, {"lo", p.lo}, {"hi", p.hi}, {"why", p.why}});
+  return {{"fit_selection", fit_selection},
+          {"parameters", params},
+          {"replays", replays},
+          {"rms_log_error", rms_log_error},
+          {"initial_rms_log_error", initial_rms_log_error},
+          {"preset", preset_json()},
+          {"config", model::to_json(config)},
+          {"fit", fit.to_json()},
+          {"holdout", holdout.to_json()},
+          {"notes", notes}};
+}
+
+std::string CalibrationResult::summary() const {
+  std::string out = fmt::format("fit on \"{}\": {} replays, rms log error {:.4f} (from {:.4f})\n", fit_selection,
+                                replays, rms_log_error, initial_rms_log_error);
+  for (const auto& p : parameters)
+    out += fmt::format("  {:<26} {:>12.4g} (from {:.4g}; {})\n", p.key, p.value, p.initial, p.why);
+  out += "fit copies:\n" + fit.table();
+  if (!holdout.ops.empty()) out += "held-out copies (predicted):\n" + holdout.table();
+  for (const auto& n : notes) out += "note: " + n + "\n";
+  return out;
+}
+
+}  // namespace spyre_dma::traces
