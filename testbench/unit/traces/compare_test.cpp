@@ -1,0 +1,88 @@
+// Compare: relative errors, statistics by direction and size class, bounds at the resolution.
+#include <gtest/gtest.h>
+
+#include "spyre_dma/traces/compare.hpp"
+
+namespace {
+
+using namespace spyre_dma::traces;
+
+Op copy(std::uint64_t id, std::uint64_t bytes, double captured_ns, HostMemory host = HostMemory::kRegistered) {
+  Op op;
+  op.id = id;
+  op.kind = OpKind::kH2D;
+  op.host = host;
+  op.bytes = bytes;
+  op.dst_alloc = id;
+  op.duration_ns = captured_ns;
+  return op;
+}
+
+TEST(Compare, RelativeErrorsStatisticsAndBounds) {
+  Trace t;
+  t.header.resolution_ns = 1000;
+  ReplayResult r;
+  // Four 4 KiB copies captured at 10 us, simulated 9, 10, 11, 13 us.
+  const double sim[] = {9e3, 10e3, 11e3, 13e3};
+  for (std::uint64_t i = 0; i < 4; ++i) {
+    t.ops.push_back(copy(i + 1, 4096, 10e3));
+    r.ops.push_back({i + 1, 0, sim[i]});
+  }
+  // A 256 B copy captured at one tick: a bound.
+  t.ops.push_back(copy(5, 256, 1000));
+  r.ops.push_back({5, 0, 1800});
+  // A 32 MiB pageable copy 5% slow; a compute op (never compared).
+  t.ops.push_back(copy(6, 32ull << 20, 1e6, HostMemory::kPageable));
+  r.ops.push_back({6, 0, 1.05e6});
+  Op k;
+  k.id = 7;
+  k.kind = OpKind::kCompute;
+  k.compute_ns = 500;
+  k.duration_ns = 500;
+  t.ops.push_back(k);
+  r.ops.push_back({7, 0, 500});
+
+  const Comparison c = compare(t, r);
+  ASSERT_EQ(c.ops.size(), 6u);
+  EXPECT_NEAR(c.ops[0].rel_error, -0.1, 1e-12);
+  EXPECT_TRUE(c.ops[4].bound);
+  const GroupStats* small = c.find("h2d registered", "<64KiB");
+  ASSERT_NE(small, nullptr);
+  EXPECT_EQ(small->ops, 4u);
+  EXPECT_EQ(small->bounds, 1u);
+  EXPECT_NEAR(small->median_abs, 0.1, 1e-12);  // |e| = 0.1, 0, 0.1, 0.3
+  EXPECT_NEAR(small->p90_abs, 0.3, 1e-12);
+  EXPECT_NEAR(small->bias, 0.05, 1e-12);  // signed -0.1, 0, 0.1, 0.3
+  EXPECT_NEAR(small->max_abs, 0.3, 1e-12);
+  const GroupStats* big = c.find("h2d pageable", ">=16MiB");
+  ASSERT_NE(big, nullptr);
+  EXPECT_NEAR(big->bias, 0.05, 1e-12);
+  const GroupStats* all = c.find("all", "all");
+  ASSERT_NE(all, nullptr);
+  EXPECT_EQ(all->ops, 5u);
+  const std::string table = c.table();
+  EXPECT_NE(table.find("bound: h2d registered 256 B x 1: captured <= 1.00 us, simulated 1.80 us"), std::string::npos) << table;
+  const auto j = c.to_json();
+  EXPECT_EQ(j["ops"].size(), 6u);
+  EXPECT_FALSE(j["ops"][4].contains("rel_error"));
+}
+
+TEST(Compare, SizeClasses) {
+  EXPECT_STREQ(size_class(65535), "<64KiB");
+  EXPECT_STREQ(size_class(65536), "64KiB-1MiB");
+  EXPECT_STREQ(size_class(1u << 20), "1MiB-16MiB");
+  EXPECT_STREQ(size_class(16u << 20), ">=16MiB");
+}
+
+TEST(Compare, OpsWithoutADurationAreSkipped) {
+  Trace t;
+  t.ops.push_back(copy(1, 4096, 1000));
+  t.ops.back().duration_ns.reset();
+  ReplayResult r;
+  r.ops.push_back({1, 0, 900});
+  const Comparison c = compare(t, r);
+  EXPECT_TRUE(c.ops.empty());
+  EXPECT_EQ(c.skipped, 1u);
+}
+
+}  // namespace
