@@ -30,3 +30,6 @@ if(SYSTEMC_FOUND)
 else()
   message(STATUS "spyre-dma: SystemC not found; the SystemC model will not be built")
 endif()
+
+# zlib: SpyreDma::traces reads gzip-compressed trace files.
+find_package(ZLIB REQUIRED)

@@ -196,7 +196,7 @@ void EngineCore::publish(const std::shared_ptr<OpState>& op, Work& work) {
   if (op->done.load(std::memory_order_relaxed)) return;
   op->done.store(true, std::memory_order_release);
   work.completed_any = true;
-  if (op->on_complete) work.finished.push_back(op);
+  if (op->on_complete || options_.observer) work.finished.push_back(op);
 }
 
 void EngineCore::retire(StreamState& s, Work& work) {

@@ -153,6 +153,7 @@ std::shared_ptr<AllocationState> EngineCore::allocate(std::uint64_t bytes, Alloc
   a->allocator = allocator_;
   a->address = allocator_->allocate(bytes, options.max_chunk_bytes);
   a->size = bytes;
+  a->max_chunk_bytes = options.max_chunk_bytes;
   Lock lock(mu_);
   a->id = ++alloc_ids_;
   return a;
@@ -177,8 +178,43 @@ std::shared_ptr<HostRegistrationState> EngineCore::register_host(void* ptr, std:
   return r;
 }
 
+void EngineCore::notify_submit(const StreamState& stream, const OpState& op,
+                               const EventState* event) const {
+  OpInfo info;
+  info.id = op.id;
+  info.stream = stream.id;
+  info.kind = op.kind;
+  info.bytes = op.bytes;
+  if (op.kind == OpKind::kH2D || op.kind == OpKind::kD2H) {
+    info.host = op.staged ? HostAccess::kPageable : HostAccess::kRegistered;
+  }
+  if (op.dst) {
+    info.dst_alloc = op.dst->id;
+    info.dst_alloc_bytes = op.dst->size;
+    info.dst_alloc_max_chunk = op.dst->max_chunk_bytes;
+    info.dst_offset = op.dst_offset;
+  }
+  if (op.src) {
+    info.src_alloc = op.src->id;
+    info.src_alloc_bytes = op.src->size;
+    info.src_alloc_max_chunk = op.src->max_chunk_bytes;
+    info.src_offset = op.src_offset;
+  }
+  info.pattern = op.pattern;
+  info.compute = std::chrono::nanoseconds(op.duration_ns);
+  // Events have no id of their own; their state's address names them while they live.
+  info.event = reinterpret_cast<std::uintptr_t>(event);
+  info.issued = std::chrono::steady_clock::now();
+  try {
+    options_.observer->on_submit(info);
+  } catch (...) {
+    // An observer has nobody to report to; the op goes ahead.
+  }
+}
+
 std::shared_ptr<OpState> EngineCore::submit(const std::shared_ptr<StreamState>& stream,
                                             std::shared_ptr<OpState> op) {
+  if (options_.observer) notify_submit(*stream, *op, nullptr);
   Work work;
   Lock lock(mu_);
   if (closed_) throw Closed("submit: engine closed");
@@ -208,6 +244,7 @@ std::shared_ptr<OpState> EngineCore::submit_record(const std::shared_ptr<StreamS
   op->id = next_op_id();
   op->kind = OpKind::kEventRecord;
   op->core = weak_from_this();
+  if (options_.observer) notify_submit(*stream, *op, event.get());
   Work work;
   Lock lock(mu_);
   if (closed_) throw Closed("record: engine closed");
@@ -229,6 +266,7 @@ std::shared_ptr<OpState> EngineCore::submit_wait(const std::shared_ptr<StreamSta
   op->id = next_op_id();
   op->kind = OpKind::kEventWait;
   op->core = weak_from_this();
+  if (options_.observer) notify_submit(*stream, *op, event.get());
   Work work;
   Lock lock(mu_);
   if (closed_) throw Closed("wait: engine closed");

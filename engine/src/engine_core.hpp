@@ -21,6 +21,7 @@
 #include "host_memory.hpp"
 #include "hw_queue.hpp"
 #include "spyre_dma/engine.hpp"
+#include "spyre_dma/observer.hpp"
 #include "staging_pool.hpp"
 #include "tag_pool.hpp"
 
@@ -135,6 +136,8 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   void maybe_complete(const std::shared_ptr<OpState>& op, Work& work);
   void complete(std::shared_ptr<OpState> op, Status status, Work& work);  // by value: callers pass fields it clears
   void publish(const std::shared_ptr<OpState>& op, Work& work);  // done + on_complete, once
+  // EngineOptions::observer's on_submit, outside the lock (only when an observer is set).
+  void notify_submit(const StreamState& stream, const OpState& op, const EventState* event) const;
   void retire(StreamState& s, Work& work);
   void settle(Work& work);  // retires touched streams, feeds blocked ones, rings doorbells
   void fail_everything(const Status& why, Work& work);

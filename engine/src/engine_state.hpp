@@ -27,6 +27,7 @@ struct AllocationState {
   CompositeAddress address;
   std::uint64_t size = 0;
   std::uint64_t id = 0;
+  std::uint64_t max_chunk_bytes = 0;  // as requested (what a trace needs to recreate it)
   ~AllocationState() { allocator->free(address); }
 };
 

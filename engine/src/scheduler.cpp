@@ -260,12 +260,16 @@ void EngineCore::run_work(Lock& lock, Work& work) {
     lock.unlock();
     // Copy-outs, in RB order. Their ops complete together below, so that completion callbacks
     // keep the order completions happen in.
-    for (const CopyOut& c : w.copy_outs) std::memcpy(c.dst, c.src, c.len);
+    for (const CopyOut& c : w.copy_outs) {
+      std::memcpy(c.dst, c.src, c.len);
+      device_->host_copied(c.len);
+    }
     // Copy-ins: each CB goes to the device as soon as its piece is in staging, so the DMA of one
     // piece overlaps the host copy of the next (the stream stays busy, so order is kept).
     for (auto& batch : w.copy_ins) {
       for (const CopyIn& c : batch.second) {
         std::memcpy(c.staging, c.src, c.len);
+        device_->host_copied(c.len);  // before the doorbell below: a simulated host pays for it
         lock.lock();
         if (c.epoch != epoch_) {
           // A reset or shutdown failed the op meanwhile and left this CB to this thread; the rings
@@ -300,7 +304,10 @@ void EngineCore::run_work(Lock& lock, Work& work) {
     }
     for (const auto& op : w.finished) {
       try {
-        op->on_complete(op->final_status);
+        if (options_.observer) {
+          options_.observer->on_complete(op->id, op->final_status, op->start_ns, op->end_ns);
+        }
+        if (op->on_complete) op->on_complete(op->final_status);
       } catch (...) {
         // A completion callback has nobody to report to; the op's status stands.
       }

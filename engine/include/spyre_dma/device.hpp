@@ -78,6 +78,12 @@ class Device {
   // kHostDriven device advances its time here: up to the next interrupt, or until it has nothing
   // left to do (then it returns 0 at once).
   virtual std::uint32_t wait_for_interrupt(std::chrono::nanoseconds timeout) = 0;
+
+  // The engine copied `bytes` between user memory and a staging buffer on the host (pageable or
+  // unaligned copies), just before its next register writes. Real devices ignore it (the copy
+  // took real time already); a simulated device charges the copy's time on its own clock before
+  // the next register write takes effect, so staged copies cost what they would on a real host.
+  virtual void host_copied(std::uint64_t bytes) { (void)bytes; }
 };
 
 }  // namespace spyre_dma

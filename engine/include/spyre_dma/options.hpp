@@ -5,11 +5,14 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace spyre_dma {
 
 using namespace std::chrono_literals;
+
+class OpObserver;  // spyre_dma/observer.hpp
 
 enum class CompletionMode : std::uint8_t {
   kAuto,          // kPollerThread for self-timed devices, kCallerDriven for host-driven ones
@@ -34,6 +37,9 @@ struct EngineOptions {
   std::chrono::nanoseconds poll_spin = 20us;
   // Device memory the allocator may hand out; 0 takes the device's usable size.
   std::uint64_t device_memory_bytes = 0;
+  // Sees every op accepted and its completion (trace capture); null: off, one pointer test per
+  // op. See spyre_dma/observer.hpp for the threads its callbacks run on.
+  std::shared_ptr<OpObserver> observer;
 };
 
 enum class Ordering : std::uint8_t {
