@@ -24,11 +24,11 @@ static_assert(sizeof(void*) != 8 || sizeof(HostConfig) == 32,
               "HostConfig changed: update fields()");
 static_assert(sizeof(void*) != 8 || sizeof(DeviceConfig) == 80,
               "DeviceConfig changed: update fields()");
-static_assert(sizeof(void*) != 8 || sizeof(HostCostConfig) == 16,
+static_assert(sizeof(void*) != 8 || sizeof(HostCostConfig) == 24,
               "HostCostConfig changed: update fields()");
 static_assert(sizeof(void*) != 8 || sizeof(FaultConfig) == sizeof(std::string) + 72,
               "FaultConfig changed: update fields()");
-static_assert(sizeof(void*) != 8 || sizeof(SimConfig) == 2 * sizeof(std::string) + 328,
+static_assert(sizeof(void*) != 8 || sizeof(SimConfig) == 2 * sizeof(std::string) + 336,
               "SimConfig changed: update fields()");
 
 const char* type_name(ValueType type) {
@@ -417,6 +417,11 @@ std::vector<Field> build_fields() {
                     "ns",
                     "Simulated time from the MSI-X write until the engine's wait "
                     "returns."));
+  f.push_back(field("host_cost.staging_gbps", SPYRE_FIELD(host_cost.staging_gbps), non_negative(),
+                    "GB/s",
+                    "Host memcpy bandwidth into and out of staging buffers (pageable copies): "
+                    "the next register write after a staged piece of N bytes takes effect "
+                    "N / staging_gbps ns later; 0: staging copies take no simulated time."));
 
   // --- faults ----------------------------------------------------------------------------
   f.push_back(field("faults.poisoned_rate", SPYRE_FIELD(faults.poisoned_rate), unit_interval(),

@@ -82,14 +82,27 @@ class SimDevice::Impl {
     writes_.push_back({offset, value, width});
   }
 
-  // On the simulation thread: hands queued register writes to the model at the current instant.
+  // Queued with the writes, so that it lands between the writes issued before and after it.
+  void host_copied(std::uint64_t bytes) {
+    std::lock_guard lock(mu_);
+    writes_.push_back({0, bytes, 0});
+  }
+
+  // On the simulation thread: hands queued register writes to the model at the current instant
+  // (width 0: a host staging copy of `value` bytes).
   void take_writes() {
     std::vector<QueuedWrite> w;
     {
       std::lock_guard lock(mu_);
       w.swap(writes_);
     }
-    for (const QueuedWrite& q : w) top_->post_write(q.offset, q.value, q.width);
+    for (const QueuedWrite& q : w) {
+      if (q.width == 0) {
+        top_->host_copied(q.value);
+      } else {
+        top_->post_write(q.offset, q.value, q.width);
+      }
+    }
   }
 
   // Runs the model until `done()` or until nothing is left to simulate.
@@ -236,6 +249,9 @@ std::uint64_t SimDevice::map(void* host, std::size_t bytes, DmaAccess access) {
   return impl_->iommu().map(host, bytes, access);
 }
 void SimDevice::unmap(std::uint64_t iova) { impl_->iommu().unmap(iova); }
+void SimDevice::host_copied(std::uint64_t bytes) {
+  if (config().host_cost.staging_gbps > 0) impl_->host_copied(bytes);
+}
 
 std::uint32_t SimDevice::wait_for_interrupt(std::chrono::nanoseconds) { return impl_->wait_for_interrupt(); }
 

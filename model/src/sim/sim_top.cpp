@@ -15,6 +15,7 @@ SimTop::SimTop(sc_module_name name, const SimConfig& config, refdev::Iommu& iomm
       controller("controller", config, iommu, root_complex, link.checker()),
       device_memory("device_memory", config.device),
       write_cost_ps_(pcie::ns_to_ps(config.host_cost.register_write_ns)),
+      staging_gbps_(config.host_cost.staging_gbps),
       link_latency_ps_(pcie::ns_to_ps(config.link.latency_ns)) {
   controller.pcie.bind(link.device_side);
   link.host_side.bind(root_complex.socket);
@@ -27,7 +28,7 @@ SimTop::SimTop(sc_module_name name, const SimConfig& config, refdev::Iommu& iomm
 }
 
 void SimTop::post_write(std::uint64_t offset, std::uint64_t value, unsigned width) {
-  const pcie::Ps now = to_ps(sc_time_stamp());
+  const pcie::Ps now = std::max(to_ps(sc_time_stamp()), host_free_ps_);
   const pcie::Ps at = now + write_cost_ps_;
   // A posted write on the downstream wire: it enters the link at the latest one link latency
   // before it lands (the rest of its cost is the host's own), and completions sent after that
@@ -36,6 +37,13 @@ void SimTop::post_write(std::uint64_t offset, std::uint64_t value, unsigned widt
   const bool first = writes_.empty();
   writes_.emplace(at, Write{offset, value, width});
   if (first) write_due_.notify(delay_until(at));
+}
+
+void SimTop::host_copied(std::uint64_t bytes) {
+  if (staging_gbps_ <= 0) return;
+  // 1 GB/s is one byte per ns.
+  const pcie::Ps start = std::max(to_ps(sc_time_stamp()), host_free_ps_);
+  host_free_ps_ = start + pcie::ns_to_ps(static_cast<double>(bytes) / staging_gbps_);
 }
 
 void SimTop::apply_writes() {

@@ -29,6 +29,8 @@ class SimTop : public sc_core::sc_module {
   // A register write the host issued now: it reaches the device after the configured cost.
   // Writes keep their order.
   void post_write(std::uint64_t offset, std::uint64_t value, unsigned width);
+  // The host spent bytes / staging_gbps copying to or from staging: later writes wait for it.
+  void host_copied(std::uint64_t bytes);
   bool writes_pending() const noexcept { return !writes_.empty(); }
   // Pause the simulation once every posted write has landed.
   void pause_when_written() noexcept { pause_when_written_ = true; }
@@ -49,6 +51,8 @@ class SimTop : public sc_core::sc_module {
   void apply_writes();  // SC_METHOD
 
   pcie::Ps write_cost_ps_;
+  double staging_gbps_;
+  pcie::Ps host_free_ps_ = 0;  // when the host's staging copies are over
   pcie::Ps link_latency_ps_;
   std::multimap<pcie::Ps, Write> writes_;
   sc_core::sc_event write_due_;

@@ -64,6 +64,9 @@ struct DeviceConfig {
 struct HostCostConfig {
   double register_write_ns = 100.0;
   double interrupt_ns = 500.0;  // MSI-X write until the engine's wait returns
+  // The host's memcpy between user memory and staging buffers (pageable copies), in GB/s: the
+  // next register write after a copy of N bytes is delayed by N / staging_gbps ns. 0: free.
+  double staging_gbps = 0.0;
 };
 
 // Faults the model injects on purpose, to exercise the error paths of the engine above it. Every

@@ -38,6 +38,8 @@ class SimDevice final : public Device {
   std::uint64_t map(void* host, std::size_t bytes, DmaAccess access) override;
   void unmap(std::uint64_t iova) override;
   std::uint32_t wait_for_interrupt(std::chrono::nanoseconds timeout) override;
+  // Charges bytes / HostCostConfig::staging_gbps of simulated time before the next register write.
+  void host_copied(std::uint64_t bytes) override;
 
   const SimConfig& config() const noexcept;
   // Simulated time now, in ns.
