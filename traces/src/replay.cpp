@@ -1,0 +1,421 @@
+// Replay of a trace through the engine on any backend (replay.hpp describes the rules).
+#include "spyre_dma/traces/replay.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <deque>
+#include <fstream>
+#include <map>
+#include <thread>
+#include <tuple>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "shadow.hpp"
+#include "spyre_dma/engine.hpp"
+#include "spyre_dma/traces/trace_io.hpp"
+
+#if defined(SPYRE_DMA_HAVE_MODEL)
+#include "spyre_dma/model/sim_device.hpp"
+#endif
+
+namespace spyre_dma::traces {
+
+namespace {
+
+using detail::Shadow;
+using detail::Source;
+using Clock = std::chrono::steady_clock;
+
+// Ops in flight at once: bounds the host memory a replay holds (buffers are reused once their op
+// completes) and the engine's queues, without limiting the device's overlap in practice.
+constexpr std::size_t kWindowOps = 4096;
+constexpr std::uint64_t kWindowBytes = 2ull << 30;
+
+// Host buffers by size class, reused across ops. Registered ones come from the engine.
+class HostPool {
+ public:
+  explicit HostPool(spyre_dma::Engine& engine) : engine_(engine) {}
+  struct Buffer {
+    std::uint8_t* data = nullptr;
+    std::uint64_t cls = 0;
+    bool registered = false;
+    std::size_t index = 0;
+  };
+  Buffer take(std::uint64_t bytes, bool registered) {
+    std::uint64_t cls = 4096;
+    while (cls < bytes) cls <<= 1;
+    auto& free = free_[{cls, registered}];
+    if (!free.empty()) {
+      Buffer b = free.back();
+      free.pop_back();
+      return b;
+    }
+    Buffer b;
+    b.cls = cls;
+    b.registered = registered;
+    if (registered) {
+      reg_.push_back(engine_.allocate_host(cls));
+      b.data = static_cast<std::uint8_t*>(reg_.back().data());
+    } else {
+      // Plain heap memory, not known to the engine: the engine stages it.
+      plain_.emplace_back(new std::uint8_t[cls]);
+      b.data = plain_.back().get();
+    }
+    return b;
+  }
+  void give(const Buffer& b) { free_[{b.cls, b.registered}].push_back(b); }
+
+ private:
+  spyre_dma::Engine& engine_;
+  std::map<std::pair<std::uint64_t, bool>, std::vector<Buffer>> free_;
+  std::vector<spyre_dma::HostBuffer> reg_;
+  std::vector<std::unique_ptr<std::uint8_t[]>> plain_;
+};
+
+struct InFlight {
+  std::size_t index = 0;  // into trace.ops
+  spyre_dma::Op op;
+  bool has_buffer = false;
+  HostPool::Buffer buffer;
+  std::vector<Shadow::Piece> expect;  // D2H: what its buffer must hold
+  std::uint64_t src_offset = 0;
+};
+
+class Replayer {
+ public:
+  Replayer(const Trace& trace, std::shared_ptr<spyre_dma::Device> device,
+           spyre_dma::refdev::SparseMemory* backdoor, const ReplayOptions& options)
+      : trace_(trace), backdoor_(backdoor), options_(options) {
+    host_driven_ = device->describe().progress == spyre_dma::Progress::kHostDriven;
+#if defined(SPYRE_DMA_HAVE_MODEL)
+    sim_ = dynamic_cast<spyre_dma::model::SimDevice*>(device.get());
+#endif
+    engine_ = spyre_dma::Engine::open(std::move(device));
+    pool_ = std::make_unique<HostPool>(*engine_);
+    deadline_ = Clock::now() + options_.timeout;
+  }
+
+  ReplayResult run() {
+    prepare();
+    result_.ops.resize(trace_.ops.size());
+    for (std::size_t i = 0; i < trace_.ops.size(); ++i) {
+      if (options_.honour_start_times) hold_until_start(trace_.ops[i]);
+      submit(i);
+      while (inflight_.size() >= kWindowOps || inflight_bytes_ > kWindowBytes) reclaim_front(true);
+      while (!inflight_.empty() && inflight_.front().op.done()) reclaim_front(false);
+    }
+    while (!inflight_.empty()) reclaim_front(true);
+    const auto left = std::max(Clock::duration::zero(), deadline_ - Clock::now());
+    const spyre_dma::Status st = engine_->synchronize(left);
+    if (!st.ok()) fail(fmt::format("synchronize: {}", st.to_string()));
+    if (options_.verify_data && backdoor_) check_backdoor();
+    finish_timings();
+    if (!options_.perfetto_path.empty()) write_perfetto();
+    return result_;
+  }
+
+ private:
+  void fail(const std::string& why) {
+    if (result_.data_ok) {
+      result_.data_ok = false;
+      result_.data_error = why;
+    }
+  }
+
+  void prepare() {
+    for (const Allocation& a : trace_.allocations) {
+      spyre_dma::AllocOptions o;
+      o.max_chunk_bytes = a.max_chunk_bytes;
+      buffers_.emplace(a.id, engine_->allocate(a.bytes, o));
+      shadow_maps_[a.id];
+    }
+    // Ops that another stream depends on get an event recorded right after them.
+    std::unordered_map<std::uint64_t, std::uint32_t> stream_of;
+    for (const Op& op : trace_.ops) {
+      stream_of.emplace(op.id, op.stream);
+      for (const std::uint64_t d : op.deps) {
+        if (stream_of.at(d) != op.stream) dep_targets_.insert(d);
+      }
+      if (op.start_ns && (!first_start_ || *op.start_ns < *first_start_)) first_start_ = op.start_ns;
+    }
+    wall0_ = Clock::now();
+  }
+
+  spyre_dma::Stream& stream(std::uint32_t id) {
+    auto it = streams_.find(id);
+    if (it == streams_.end()) {
+      spyre_dma::StreamOptions o;
+      o.name = "trace stream " + std::to_string(id);
+      it = streams_.emplace(id, engine_->create_stream(o)).first;
+    }
+    return it->second;
+  }
+
+  spyre_dma::Event& event(std::uint32_t id) {
+    auto it = events_.find(id);
+    if (it == events_.end()) it = events_.emplace(id, engine_->create_event()).first;
+    return it->second;
+  }
+
+  double device_now_ns() {
+#if defined(SPYRE_DMA_HAVE_MODEL)
+    if (sim_) return sim_->now_ns();
+#endif
+    return 0;
+  }
+
+  // Holds the op until the device's time reaches its captured start, relative to the first.
+  void hold_until_start(const Op& op) {
+    if (!op.start_ns || !first_start_) return;
+    const double target = *op.start_ns - *first_start_;
+    if (host_driven_) {
+#if defined(SPYRE_DMA_HAVE_MODEL)
+      if (!sim_) return;
+      if (!sim_t0_) sim_t0_ = sim_->now_ns();
+      const double now = sim_->now_ns() - *sim_t0_;
+      if (now >= target) return;
+      // Simulated time moves only while the device has work: a timed compute of the gap on a
+      // stream of its own makes it reach the target, deterministically.
+      if (!clock_stream_.valid()) clock_stream_ = engine_->create_stream();
+      const auto gap = std::chrono::nanoseconds(static_cast<std::int64_t>(target - now));
+      const spyre_dma::Op wait = clock_stream_.compute(gap);
+      const auto left = std::max(Clock::duration::zero(), deadline_ - Clock::now());
+      const spyre_dma::Status st = wait.wait(left);
+      if (!st.ok()) fail(fmt::format("holding op {} until {} ns: {}", op.id, target, st.to_string()));
+#endif
+      return;
+    }
+    std::this_thread::sleep_until(wall0_ + std::chrono::nanoseconds(static_cast<std::int64_t>(target)));
+  }
+
+  void submit(std::size_t index) {
+    const Op& op = trace_.ops[index];
+    spyre_dma::Stream& s = stream(op.stream);
+    for (const std::uint64_t d : op.deps) {
+      const auto it = dep_events_.find(d);
+      if (it != dep_events_.end()) s.wait(it->second);  // same-stream deps are stream order
+    }
+    InFlight f;
+    f.index = index;
+    switch (op.kind) {
+      case OpKind::kH2D: {
+        f.has_buffer = true;
+        f.buffer = pool_->take(op.bytes, op.host == HostMemory::kRegistered);
+        const Source src{Source::kData, op.id, op.dst_offset};
+        detail::generate(src, op.dst_offset, f.buffer.data, op.bytes);
+        shadow_.write(shadow_maps_[op.dst_alloc], op.dst_offset, op.bytes, src);
+        f.op = s.copy_h2d(buffers_.at(op.dst_alloc), op.dst_offset, f.buffer.data, op.bytes);
+        inflight_bytes_ += op.bytes;
+        break;
+      }
+      case OpKind::kD2H: {
+        f.has_buffer = true;
+        f.buffer = pool_->take(op.bytes, op.host == HostMemory::kRegistered);
+        if (options_.verify_data) f.expect = shadow_.read(shadow_maps_[op.src_alloc], op.src_offset, op.bytes);
+        f.src_offset = op.src_offset;
+        f.op = s.copy_d2h(f.buffer.data, buffers_.at(op.src_alloc), op.src_offset, op.bytes);
+        inflight_bytes_ += op.bytes;
+        break;
+      }
+      case OpKind::kD2D: {
+        const auto pieces = shadow_.read(shadow_maps_[op.src_alloc], op.src_offset, op.bytes);
+        auto& dst = shadow_maps_[op.dst_alloc];
+        for (const auto& p : pieces) {
+          Source moved = p.src;
+          moved.origin = p.src.origin + op.dst_offset - op.src_offset;  // modulo 2^64 on purpose
+          shadow_.write(dst, p.start - op.src_offset + op.dst_offset, p.end - p.start, moved);
+        }
+        f.op = s.copy_d2d(buffers_.at(op.dst_alloc), op.dst_offset, buffers_.at(op.src_alloc), op.src_offset,
+                          op.bytes);
+        break;
+      }
+      case OpKind::kFill:
+        shadow_.write(shadow_maps_[op.dst_alloc], op.dst_offset, op.bytes,
+                      Source{Source::kFill, op.pattern, op.dst_offset});
+        f.op = s.fill(buffers_.at(op.dst_alloc), op.dst_offset, op.bytes, op.pattern);
+        break;
+      case OpKind::kCompute:
+        f.op = s.compute(std::chrono::nanoseconds(op.compute_ns));
+        break;
+      case OpKind::kHostCallback:
+        f.op = s.host_callback([] {});
+        break;
+      case OpKind::kEventRecord:
+        f.op = s.record(event(op.event));
+        break;
+      case OpKind::kEventWait:
+        f.op = s.wait(event(op.event));
+        break;
+    }
+    if (dep_targets_.count(op.id)) {
+      spyre_dma::Event e = engine_->create_event();
+      s.record(e);
+      dep_events_.emplace(op.id, std::move(e));
+    }
+    inflight_.push_back(std::move(f));
+  }
+
+  void reclaim_front(bool wait) {
+    InFlight& f = inflight_.front();
+    const Op& op = trace_.ops[f.index];
+    spyre_dma::Status st;
+    if (wait) {
+      const auto left = std::max(Clock::duration::zero(), deadline_ - Clock::now());
+      st = f.op.wait(left);
+    } else {
+      st = f.op.status();
+    }
+    if (!st.ok()) fail(fmt::format("op {} ({}): {}", op.id, to_string(op.kind), st.to_string()));
+    OpTiming& t = result_.ops[f.index];
+    t.id = op.id;
+    raw_start_.resize(trace_.ops.size());
+    if (st.ok() && f.op.device_start_ns() != 0) {
+      raw_start_[f.index] = f.op.device_start_ns();
+      t.duration_ns = static_cast<double>(f.op.device_end_ns() - f.op.device_start_ns());
+    }
+    if (st.ok() && op.kind == OpKind::kD2H && options_.verify_data) verify_d2h(op, f);
+    if (f.has_buffer) {
+      pool_->give(f.buffer);
+      inflight_bytes_ -= op.bytes;
+    }
+    inflight_.pop_front();
+  }
+
+  void verify_d2h(const Op& op, const InFlight& f) {
+    std::vector<std::uint8_t> want;
+    for (const auto& p : f.expect) {
+      if (p.src.kind == Source::kUnknown) continue;  // never written: no expectation
+      const std::uint64_t n = p.end - p.start;
+      want.resize(n);
+      detail::generate(p.src, p.start, want.data(), n);
+      const std::uint8_t* got = f.buffer.data + (p.start - f.src_offset);
+      if (std::memcmp(want.data(), got, n) != 0) {
+        std::uint64_t k = 0;
+        while (want[k] == got[k]) ++k;
+        fail(fmt::format("op {} (d2h from allocation {}): byte at offset {} is 0x{:02x}, expected 0x{:02x}",
+                         op.id, op.src_alloc, p.start + k, got[k], want[k]));
+        return;
+      }
+    }
+  }
+
+  // Every allocation's final content against the shadow, through the device's memory backdoor.
+  void check_backdoor() {
+    std::vector<std::uint8_t> want, got;
+    for (const auto& [id, map] : shadow_maps_) {
+      const spyre_dma::DeviceBuffer& buf = buffers_.at(id);
+      for (const auto& [start, seg] : map) {
+        if (seg.src.kind == Source::kUnknown) continue;
+        std::uint64_t pos = start;
+        while (pos < seg.end) {
+          const auto where = buf.address().locate(pos);
+          const spyre_dma::DeviceChunk& c = buf.address().chunks()[where.chunk];
+          const std::uint64_t n = std::min(seg.end - pos, c.size - where.offset_in_chunk);
+          want.resize(n);
+          got.resize(n);
+          detail::generate(seg.src, pos, want.data(), n);
+          backdoor_->read(c.physical() + where.offset_in_chunk, got.data(), n);
+          if (want != got) {
+            std::uint64_t k = 0;
+            while (want[k] == got[k]) ++k;
+            fail(fmt::format("allocation {}: device memory at offset {} is 0x{:02x}, expected 0x{:02x}", id,
+                             pos + k, got[k], want[k]));
+            return;
+          }
+          pos += n;
+        }
+      }
+    }
+  }
+
+  void finish_timings() {
+    raw_start_.resize(trace_.ops.size());
+    std::uint64_t first = 0, last = 0;
+    for (std::size_t i = 0; i < raw_start_.size(); ++i) {
+      if (!raw_start_[i]) continue;
+      if (!first || raw_start_[i] < first) first = raw_start_[i];
+      last = std::max<std::uint64_t>(last, raw_start_[i] + static_cast<std::uint64_t>(result_.ops[i].duration_ns));
+    }
+    for (std::size_t i = 0; i < raw_start_.size(); ++i) {
+      result_.ops[i].start_ns = raw_start_[i] ? static_cast<double>(raw_start_[i] - first) : 0.0;
+    }
+    result_.total_ns = first ? static_cast<double>(last - first) : 0.0;
+  }
+
+  void write_perfetto() {
+    nlohmann::json events = nlohmann::json::array();
+    for (std::size_t i = 0; i < trace_.ops.size(); ++i) {
+      const Op& op = trace_.ops[i];
+      if (!raw_start_[i]) continue;
+      events.push_back({{"name", fmt::format("{} {}", to_string(op.kind), op.bytes)},
+                        {"ph", "X"},
+                        {"pid", 0},
+                        {"tid", op.stream},
+                        {"ts", result_.ops[i].start_ns / 1000.0},
+                        {"dur", result_.ops[i].duration_ns / 1000.0},
+                        {"args", {{"op", op.id}}}});
+    }
+    std::ofstream out(options_.perfetto_path, std::ios::trunc);
+    out << nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ns"}}.dump() << '\n';
+    if (!out) throw TraceError(options_.perfetto_path, 0, "", "cannot write the Perfetto trace");
+  }
+
+  const Trace& trace_;
+  spyre_dma::refdev::SparseMemory* backdoor_;
+  const ReplayOptions& options_;
+  bool host_driven_ = false;
+#if defined(SPYRE_DMA_HAVE_MODEL)
+  spyre_dma::model::SimDevice* sim_ = nullptr;
+  std::optional<double> sim_t0_;
+#endif
+  std::unique_ptr<spyre_dma::Engine> engine_;
+  std::unique_ptr<HostPool> pool_;
+  Clock::time_point deadline_, wall0_;
+  std::optional<double> first_start_;
+  std::unordered_map<std::uint64_t, spyre_dma::DeviceBuffer> buffers_;
+  std::map<std::uint64_t, Shadow::Map> shadow_maps_;
+  Shadow shadow_;
+  std::map<std::uint32_t, spyre_dma::Stream> streams_;
+  std::map<std::uint32_t, spyre_dma::Event> events_;
+  spyre_dma::Stream clock_stream_;
+  std::unordered_set<std::uint64_t> dep_targets_;
+  std::unordered_map<std::uint64_t, spyre_dma::Event> dep_events_;
+  std::deque<InFlight> inflight_;
+  std::uint64_t inflight_bytes_ = 0;
+  std::vector<std::uint64_t> raw_start_;
+  ReplayResult result_;
+};
+
+}  // namespace
+
+nlohmann::json ReplayResult::to_json() const {
+  nlohmann::json ops_json = nlohmann::json::array();
+  for (const OpTiming& t : ops) ops_json.push_back({{"id", t.id}, {"start_ns", t.start_ns}, {"duration_ns", t.duration_ns}});
+  return {{"total_ns", total_ns}, {"data_ok", data_ok}, {"data_error", data_error}, {"ops", ops_json}};
+}
+
+std::string ReplayResult::summary() const {
+  return fmt::format("{} ops, {:.0f} ns device time span, data {}{}\n", ops.size(), total_ns,
+                     data_ok ? "ok" : "MISMATCH", data_ok ? "" : ": " + data_error);
+}
+
+ReplayResult replay(const Trace& trace, std::shared_ptr<spyre_dma::Device> device,
+                    spyre_dma::refdev::SparseMemory* backdoor, const ReplayOptions& options) {
+  if (const std::string bad = check_trace(trace); !bad.empty()) throw TraceError("<trace>", 0, "", bad);
+  if (!device) throw std::invalid_argument("replay: null device");
+  Replayer r(trace, std::move(device), backdoor, options);
+  return r.run();
+}
+
+#if defined(SPYRE_DMA_HAVE_MODEL)
+ReplayResult replay_on_sim(const Trace& trace, const spyre_dma::model::SimConfig& config,
+                           const ReplayOptions& options) {
+  auto device = std::make_shared<spyre_dma::model::SimDevice>(config);
+  spyre_dma::refdev::SparseMemory* memory = &device->memory();
+  return replay(trace, std::move(device), memory, options);
+}
+#endif
+
+}  // namespace spyre_dma::traces
