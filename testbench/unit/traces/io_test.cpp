@@ -1,0 +1,163 @@
+// Reading and writing trace files: round trip, gzip input, and errors that name line and field.
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "spyre_dma/traces/trace_io.hpp"
+
+namespace st = spyre_dma::traces;
+
+namespace {
+
+const char* kHeader =
+    R"({"format":"spyre-dma-trace","version":1,"source":"test","device":"","link":"","resolution_ns":0,"extra":{}})";
+
+st::Trace sample() {
+  st::Trace t;
+  t.header.source = "capture";
+  t.header.device = "refdev";
+  t.header.link = "PCIe Gen5 x16";
+  t.header.resolution_ns = 1000;
+  t.header.extra["note"] = "x";
+  t.allocations.push_back({3, 8192, 4096});
+  st::Op a;
+  a.id = 10;
+  a.kind = st::OpKind::kFill;
+  a.bytes = 8192;
+  a.dst_alloc = 3;
+  a.pattern = 0xdeadbeef;
+  a.issue_ns = 1.5;
+  a.start_ns = 100;
+  a.duration_ns = 20.25;
+  t.ops.push_back(a);
+  st::Op c;
+  c.id = 11;
+  c.stream = 2;
+  c.kind = st::OpKind::kCompute;
+  c.compute_ns = 5000;
+  c.deps = {10};
+  t.ops.push_back(c);
+  st::Op e;
+  e.id = 12;
+  e.kind = st::OpKind::kEventRecord;
+  e.event = 4;
+  t.ops.push_back(e);
+  st::Op d;
+  d.id = 13;
+  d.kind = st::OpKind::kD2H;
+  d.bytes = 4096;
+  d.host = st::HostMemory::kPageable;
+  d.src_alloc = 3;
+  d.src_offset = 4096;
+  t.ops.push_back(d);
+  return t;
+}
+
+st::TraceError parse_error(const std::string& body) {
+  std::istringstream in(std::string(kHeader) + "\n" + body);
+  try {
+    st::parse_trace(in, "t.trace");
+  } catch (const st::TraceError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "no error for: " << body;
+  return st::TraceError("", 0, "", "");
+}
+
+}  // namespace
+
+TEST(TraceIo, RoundTrip) {
+  const st::Trace t = sample();
+  std::stringstream s;
+  st::write_trace(t, s);
+  const st::Trace back = st::parse_trace(s, "mem");
+  EXPECT_EQ(back.header.source, "capture");
+  EXPECT_EQ(back.header.link, "PCIe Gen5 x16");
+  EXPECT_EQ(back.header.resolution_ns, 1000);
+  EXPECT_EQ(back.header.extra["note"], "x");
+  ASSERT_EQ(back.allocations.size(), 1u);
+  EXPECT_EQ(back.allocations[0].max_chunk_bytes, 4096u);
+  ASSERT_EQ(back.ops.size(), 4u);
+  EXPECT_EQ(back.ops[0].pattern, 0xdeadbeefu);
+  EXPECT_EQ(back.ops[0].duration_ns, 20.25);
+  EXPECT_EQ(back.ops[0].issue_ns, 1.5);
+  EXPECT_EQ(back.ops[1].stream, 2u);
+  EXPECT_EQ(back.ops[1].compute_ns, 5000u);
+  EXPECT_EQ(back.ops[1].deps, std::vector<std::uint64_t>{10});
+  EXPECT_FALSE(back.ops[1].start_ns.has_value());
+  EXPECT_EQ(back.ops[2].event, 4u);
+  EXPECT_EQ(back.ops[3].host, st::HostMemory::kPageable);
+  EXPECT_EQ(back.ops[3].src_offset, 4096u);
+  std::stringstream again;
+  st::write_trace(back, again);
+  std::stringstream first;
+  st::write_trace(t, first);
+  EXPECT_EQ(again.str(), first.str());
+}
+
+TEST(TraceIo, ReadsGzip) {
+  std::stringstream s;
+  st::write_trace(sample(), s);
+  const std::string path = ::testing::TempDir() + "/sample.trace.gz";
+  gzFile gz = gzopen(path.c_str(), "wb");
+  ASSERT_NE(gz, nullptr);
+  gzwrite(gz, s.str().data(), static_cast<unsigned>(s.str().size()));
+  gzclose(gz);
+  const st::Trace t = st::read_trace(path);
+  EXPECT_EQ(t.ops.size(), 4u);
+  std::remove(path.c_str());
+}
+
+TEST(TraceIo, ErrorsNameLineAndField) {
+  auto e = parse_error(R"({"alloc":{"id":1,"bytes":4096}})" "\n" R"({"op":{"id":1,"kind":"h2d","bytes":128,"host":"pageable","dst_alloc":1,"colour":3}})");
+  EXPECT_EQ(e.line(), 3u);
+  EXPECT_EQ(e.field(), "op.colour");
+  EXPECT_EQ(std::string(e.what()).rfind("t.trace:3: op.colour: ", 0), 0u) << e.what();
+
+  e = parse_error(R"({"alloc":{"id":1,"bytes":"big"}})");
+  EXPECT_EQ(e.line(), 2u);
+  EXPECT_EQ(e.field(), "alloc.bytes");
+
+  e = parse_error(R"({"op":{"id":1,"kind":"memcpy"}})");
+  EXPECT_EQ(e.field(), "op.kind");
+  EXPECT_NE(e.message().find("memcpy"), std::string::npos);
+
+  e = parse_error(R"({"op":{"id":1,"kind":"d2h","bytes":128,"host":"pinned","src_alloc":1}})");
+  EXPECT_EQ(e.field(), "op.host");
+
+  e = parse_error(R"({"op":{"id":5,"kind":"compute","compute_ns":1}})" "\n" R"({"op":{"id":4,"kind":"compute"}})");
+  EXPECT_EQ(e.line(), 3u);
+  EXPECT_EQ(e.field(), "op.id");
+
+  e = parse_error(R"({"op":{"id":1,"kind":"h2d","bytes":128,"host":"registered","dst_alloc":9}})");
+  EXPECT_EQ(e.field(), "op.dst_alloc");
+
+  e = parse_error(R"({"alloc":{"id":1,"bytes":4096}})" "\n" R"({"op":{"id":1,"kind":"fill","bytes":4096,"dst_alloc":1,"dst_offset":128}})");
+  EXPECT_EQ(e.line(), 3u);
+  EXPECT_EQ(e.field(), "op.dst_offset");
+
+  e = parse_error(R"({"op":{"id":1,"kind":"compute","deps":[7]}})");
+  EXPECT_EQ(e.field(), "op.deps");
+
+  e = parse_error("{not json");
+  EXPECT_EQ(e.line(), 2u);
+
+  e = parse_error(R"({"blob":{}})");
+  EXPECT_EQ(e.field(), "blob");
+
+  std::istringstream wrong(R"({"format":"spyre-dma-trace","version":2})");
+  try {
+    st::parse_trace(wrong, "v2");
+    FAIL();
+  } catch (const st::TraceError& err) {
+    EXPECT_EQ(err.line(), 1u);
+    EXPECT_EQ(err.field(), "header.version");
+  }
+}
+
+TEST(TraceIo, MissingFileIsATraceError) {
+  EXPECT_THROW(st::read_trace("/nonexistent/x.trace"), st::TraceError);
+}
