@@ -2,6 +2,7 @@
 //   demo            sweep transfer sizes on a device backend and print the throughput table
 //   regress         run a regression suite over a range of seeds (regress_command.hpp)
 //   regress-merge   merge the JSON results of regression shards
+//   trace           trace show, replay and capture (trace_command.hpp)
 //
 // Exit status: 0 success; 1 a run-time failure (a transfer failed, stalled or delivered wrong
 // data); 2 a usage error (unknown option, bad option value).
@@ -12,6 +13,7 @@
 
 #include "demo_command.hpp"
 #include "regress_command.hpp"
+#include "trace_command.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"spyre-dma: DMA engine tool for the Spyre-class accelerator", "spyre-dma"};
@@ -24,6 +26,8 @@ int main(int argc, char** argv) {
   CLI::App* regress = spyre_dma_cli::add_regress_command(app, regress_options);
   spyre_dma_cli::MergeOptions merge_options;
   CLI::App* merge = spyre_dma_cli::add_merge_command(app, merge_options);
+  spyre_dma_cli::TraceOptions trace_options;
+  spyre_dma_cli::add_trace_command(app, trace_options);
 
   try {
     app.parse(argc, argv);
@@ -38,6 +42,7 @@ int main(int argc, char** argv) {
     if (demo->parsed()) return spyre_dma_cli::run_demo(demo_options);
     if (regress->parsed()) return spyre_dma_cli::run_regress(regress_options, argv[0]);
     if (merge->parsed()) return spyre_dma_cli::run_merge(merge_options);
+    if (spyre_dma_cli::trace_verb_parsed(trace_options)) return spyre_dma_cli::run_trace(trace_options);
   } catch (const std::exception& e) {
     fmt::print(stderr, "spyre-dma: error: {}\n", e.what());
     return 1;

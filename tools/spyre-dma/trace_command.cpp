@@ -1,0 +1,237 @@
+#include "trace_command.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <set>
+#include <vector>
+
+#include "backend.hpp"
+#include "size_spec.hpp"
+#include "spyre_dma/engine.hpp"
+#include "spyre_dma/refdev/ref_device.hpp"
+#include "spyre_dma/traces/recorder.hpp"
+#include "spyre_dma/traces/replay.hpp"
+#include "spyre_dma/traces/trace_io.hpp"
+
+#if defined(SPYRE_DMA_HAVE_MODEL)
+#include "spyre_dma/model/sim_device.hpp"
+#endif
+
+namespace spyre_dma_cli {
+
+namespace st = spyre_dma::traces;
+
+namespace {
+
+std::string kind_label(const st::Op& op) {
+  std::string k = st::to_string(op.kind);
+  if (op.host != st::HostMemory::kNone) k += std::string(" ") + st::to_string(op.host);
+  return k;
+}
+
+int run_show(const TraceOptions& o) {
+  const st::Trace t = st::read_trace(o.file);
+  struct Row {
+    std::uint64_t count = 0, bytes = 0;
+  };
+  std::map<std::string, Row> by_kind;
+  std::set<std::uint32_t> streams;
+  std::optional<double> first, last;
+  for (const st::Op& op : t.ops) {
+    Row& r = by_kind[kind_label(op)];
+    ++r.count;
+    r.bytes += op.bytes;
+    streams.insert(op.stream);
+    if (op.start_ns) {
+      first = std::min(first.value_or(*op.start_ns), *op.start_ns);
+      last = std::max(last.value_or(0.0), *op.start_ns + op.duration_ns.value_or(0.0));
+    }
+  }
+  fmt::print("trace {}: format version {}, source '{}', device '{}', link '{}', resolution {} ns\n", o.file,
+             t.header.version, t.header.source, t.header.device, t.header.link.empty() ? "?" : t.header.link,
+             t.header.resolution_ns);
+  fmt::print("{} ops on {} streams, {} allocations\n", t.ops.size(), streams.size(), t.allocations.size());
+  fmt::print("{:<24} {:>10} {:>16}\n", "kind", "ops", "bytes");
+  for (const auto& [k, r] : by_kind) fmt::print("{:<24} {:>10} {:>16}\n", k, r.count, r.bytes);
+  if (first) {
+    fmt::print("captured device time span: {:.3f} us\n", (*last - *first) / 1000.0);
+  } else {
+    fmt::print("no captured device times\n");
+  }
+  return 0;
+}
+
+std::string summary_table(const st::Trace& t, const st::ReplayResult& r) {
+  struct Row {
+    std::uint64_t count = 0;
+    double sum_ns = 0;
+  };
+  std::map<std::pair<std::string, std::uint64_t>, Row> rows;
+  for (std::size_t i = 0; i < t.ops.size(); ++i) {
+    Row& row = rows[{kind_label(t.ops[i]), t.ops[i].bytes}];
+    ++row.count;
+    row.sum_ns += r.ops[i].duration_ns;
+  }
+  std::string s = fmt::format("{:<24} {:>10} {:>8} {:>14} {:>10}\n", "kind", "size", "ops", "mean us", "GB/s");
+  for (const auto& [key, row] : rows) {
+    const double mean = row.sum_ns / static_cast<double>(row.count);
+    const double gbps = mean > 0 && key.second ? static_cast<double>(key.second) / mean : 0.0;
+    s += fmt::format("{:<24} {:>10} {:>8} {:>14.3f} {:>10.2f}\n", key.first,
+                     key.second ? format_size(key.second) : "-", row.count, mean / 1000.0, gbps);
+  }
+  return s;
+}
+
+spyre_dma::refdev::SparseMemory* backdoor_of(spyre_dma::Device& device) {
+  if (auto* ref = dynamic_cast<spyre_dma::refdev::RefDevice*>(&device)) return &ref->memory();
+#if defined(SPYRE_DMA_HAVE_MODEL)
+  if (auto* sim = dynamic_cast<spyre_dma::model::SimDevice*>(&device)) return &sim->memory();
+#endif
+  return nullptr;
+}
+
+int run_replay(const TraceOptions& o) {
+  const BackendOptions backend{o.backend, o.preset, o.config, o.fidelity, ""};
+  if (std::string e = check_backend_options(backend); !e.empty()) {
+    fmt::print(stderr, "spyre-dma trace replay: {}\n", e);
+    return 2;
+  }
+  const st::Trace t = st::read_trace(o.file);
+  st::ReplayOptions ro;
+  ro.honour_start_times = o.honour_start_times;
+  ro.verify_data = !o.no_verify;
+  ro.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.timeout_s * 1000));
+  ro.perfetto_path = o.perfetto;
+  auto device = open_backend(backend);
+  const std::string name = device->describe().name;
+  const auto wall0 = std::chrono::steady_clock::now();
+  const st::ReplayResult r = st::replay(t, device, backdoor_of(*device), ro);
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  device.reset();
+  fmt::print("replayed {} ({} ops) on {} in {:.3f} s wall ({:.0f} ops/s)\n", o.file, t.ops.size(), name, wall_s,
+             wall_s > 0 ? static_cast<double>(t.ops.size()) / wall_s : 0.0);
+  fmt::print("{}", summary_table(t, r));
+  fmt::print("{}", r.summary());
+  if (!o.json.empty()) {
+    nlohmann::json j = r.to_json();
+    j["trace"] = o.file;
+    j["backend"] = backend_config(backend);
+    j["wall_s"] = wall_s;
+    std::ofstream out(o.json, std::ios::trunc);
+    out << j.dump(1) << '\n';
+    if (!out) {
+      fmt::print(stderr, "spyre-dma trace replay: --json: cannot write '{}'\n", o.json);
+      return 2;
+    }
+  }
+  return r.data_ok ? 0 : 1;
+}
+
+int run_capture(const TraceOptions& o) {
+  const BackendOptions backend{o.backend, o.preset, o.config, o.fidelity, ""};
+  if (std::string e = check_backend_options(backend); !e.empty()) {
+    fmt::print(stderr, "spyre-dma trace capture: {}\n", e);
+    return 2;
+  }
+  const std::vector<std::uint64_t> sizes = parse_size_list(o.sizes);
+  auto device = open_backend(backend);
+  st::Header header;
+  header.source = "capture";
+  header.device = o.backend == "sim" ? device->describe().name : o.backend;
+  auto recorder = std::make_shared<st::TraceRecorder>(header);
+  spyre_dma::EngineOptions eo;
+  eo.observer = recorder;
+  auto engine = spyre_dma::Engine::open(device, eo);
+  std::vector<spyre_dma::Stream> streams;
+  for (int i = 0; i < std::max(1, o.streams); ++i) streams.push_back(engine->create_stream());
+  const std::uint64_t largest = *std::max_element(sizes.begin(), sizes.end());
+  spyre_dma::DeviceBuffer buf = engine->allocate(largest * streams.size());
+  spyre_dma::HostBuffer pinned = engine->allocate_host(largest * streams.size());
+  std::vector<std::uint8_t> pageable(largest * streams.size(), 0x5a);
+  const auto timeout = std::chrono::nanoseconds(static_cast<std::int64_t>(o.timeout_s * 1e9));
+  int failures = 0;
+  for (const std::uint64_t size : sizes) {
+    for (const std::string& mem : o.memory) {
+      for (int rep = 0; rep < o.repeat; ++rep) {
+        for (std::size_t s = 0; s < streams.size(); ++s) {
+          std::uint8_t* host = (mem == "registered" ? static_cast<std::uint8_t*>(pinned.data()) : pageable.data()) +
+                               s * largest;
+          for (const std::string& dir : o.directions) {
+            if (dir == "h2d") streams[s].copy_h2d(buf, s * largest, host, size);
+            if (dir == "d2h") streams[s].copy_d2h(host, buf, s * largest, size);
+          }
+        }
+        if (!engine->synchronize(timeout).ok()) ++failures;
+      }
+    }
+  }
+  st::Trace t = recorder->trace();
+  engine.reset();
+  device.reset();
+  st::write_trace_file(t, o.out);
+  fmt::print("captured {} ops into {}\n", t.ops.size(), o.out);
+  return failures ? 1 : 0;
+}
+
+}  // namespace
+
+CLI::App* add_trace_command(CLI::App& app, TraceOptions& o) {
+  CLI::App* trace = app.add_subcommand("trace", "Trace tools: show, replay, capture (and importers)");
+  trace->require_subcommand(1);
+
+  o.show = trace->add_subcommand("show", "Summarise a trace: ops by kind, bytes, streams, time span");
+  o.show->add_option("file", o.file, "Trace file (JSON Lines, optionally gzip-compressed)")->required();
+
+  o.replay = trace->add_subcommand("replay", "Replay a trace on a backend; report per-op device durations");
+  o.replay->add_option("file", o.file, "Trace file")->required();
+  auto backend_opts = [&o](CLI::App* c) {
+    c->add_option("--backend", o.backend, "Device backend: refdev or sim")
+        ->check(CLI::Validator([](std::string& v) { return check_backend(v); }, "{refdev,sim}"));
+    c->add_option("--preset", o.preset, "sim: model preset");
+    c->add_option("--config", o.config, "sim: JSON configuration file");
+    c->add_option("--fidelity", o.fidelity, "sim: tlp or burst")->check(CLI::IsMember({"tlp", "burst"}));
+    c->add_option("--timeout", o.timeout_s, "Seconds the whole run may take");
+  };
+  backend_opts(o.replay);
+  o.replay->add_flag("--honour-start-times", o.honour_start_times,
+                     "Hold each op until the device time reaches its captured start (relative to the first)");
+  o.replay->add_flag("--no-verify", o.no_verify, "Skip the data check");
+  o.replay->add_option("--json", o.json, "Write per-op start and duration (ns) and the totals to FILE");
+  o.replay->add_option("--perfetto", o.perfetto, "Write the replay's op timeline as Perfetto JSON to FILE");
+
+  o.capture = trace->add_subcommand("capture", "Run an H2D/D2H size sweep through the engine and record it");
+  o.capture->add_option("--out", o.out, "Trace file to write")->required();
+  backend_opts(o.capture);
+  o.capture->add_option("--sizes", o.sizes, "Transfer sizes (e.g. 4KiB..1MiB, 4KiB,64KiB)");
+  o.capture->add_option("--repeat", o.repeat, "Rounds per size and memory kind")->check(CLI::PositiveNumber);
+  o.capture->add_option("--streams", o.streams, "Streams, each with its own range")->check(CLI::PositiveNumber);
+  o.capture->add_option("--directions", o.directions, "Directions")->check(CLI::IsMember({"h2d", "d2h"}));
+  o.capture->add_option("--memory", o.memory, "Host memory kinds")->check(CLI::IsMember({"registered", "pageable"}));
+  return trace;
+}
+
+bool trace_verb_parsed(const TraceOptions& o) {
+  return (o.show && o.show->parsed()) || (o.replay && o.replay->parsed()) || (o.capture && o.capture->parsed());
+}
+
+int run_trace(const TraceOptions& o) {
+  try {
+    if (o.show->parsed()) return run_show(o);
+    if (o.replay->parsed()) return run_replay(o);
+    if (o.capture->parsed()) return run_capture(o);
+  } catch (const st::TraceError& e) {
+    fmt::print(stderr, "spyre-dma trace: {}\n", e.what());
+    return 2;
+  } catch (const std::invalid_argument& e) {
+    fmt::print(stderr, "spyre-dma trace: {}\n", e.what());
+    return 2;
+  }
+  return 2;
+}
+
+}  // namespace spyre_dma_cli
