@@ -14,6 +14,7 @@
 #include "demo_command.hpp"
 #include "regress_command.hpp"
 #include "trace_command.hpp"
+#include "trace_analysis_command.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"spyre-dma: DMA engine tool for the Spyre-class accelerator", "spyre-dma"};
@@ -28,6 +29,7 @@ int main(int argc, char** argv) {
   CLI::App* merge = spyre_dma_cli::add_merge_command(app, merge_options);
   spyre_dma_cli::TraceOptions trace_options;
   spyre_dma_cli::add_trace_command(app, trace_options);
+  spyre_dma_cli::add_trace_analysis_commands(*app.get_subcommand("trace"));
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,229 @@
+// Compiled only where the tool links SpyreDma::traces (its headers are then on the path).
+#if __has_include("spyre_dma/traces/trace_io.hpp")
+#include "trace_analysis_command.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <fstream>
+#include <functional>
+#include <stdexcept>
+
+#include "spyre_dma/traces/bandwidth_test.hpp"
+#include "spyre_dma/traces/kineto.hpp"
+#include "spyre_dma/traces/trace_io.hpp"
+
+#if defined(SPYRE_DMA_HAVE_MODEL)
+#include "spyre_dma/model/config_loader.hpp"
+#include "spyre_dma/traces/calibrate.hpp"
+#include "spyre_dma/traces/compare.hpp"
+#include "spyre_dma/traces/replay.hpp"
+#endif
+
+namespace spyre_dma_cli {
+namespace {
+
+namespace traces = spyre_dma::traces;
+
+// A bad input (a file that does not parse, a value out of range): exit status 2.
+struct BadInput : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+void write_json_file(const nlohmann::json& j, const std::string& path) {
+  std::ofstream out(path);
+  if (!out) throw std::runtime_error(fmt::format("{}: cannot open for writing", path));
+  out << j.dump(2) << "\n";
+  if (!out) throw std::runtime_error(fmt::format("{}: write failed", path));
+}
+
+int guarded(const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const traces::TraceError& e) {
+    fmt::print(stderr, "spyre-dma: error: {}\n", e.what());
+    return 2;
+#if defined(SPYRE_DMA_HAVE_MODEL)
+  } catch (const spyre_dma::model::ConfigError& e) {
+    fmt::print(stderr, "spyre-dma: error: {}\n", e.what());
+    return 2;
+#endif
+  } catch (const BadInput& e) {
+    fmt::print(stderr, "spyre-dma: error: {}\n", e.what());
+    return 2;
+  } catch (const std::invalid_argument& e) {
+    fmt::print(stderr, "spyre-dma: error: {}\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "spyre-dma: error: {}\n", e.what());
+    return 1;
+  }
+}
+
+#if defined(SPYRE_DMA_HAVE_MODEL)
+spyre_dma::model::SimConfig model_config(const TraceAnalysisOptions& o, const traces::Trace* trace, std::string* note) {
+  using namespace spyre_dma::model;
+  if (!o.preset.empty() && !o.config.empty())
+    throw BadInput("--preset and --config: give one (a configuration file names its preset itself)");
+  SimConfig c;
+  if (!o.config.empty()) c = load_config(o.config);
+  else if (!o.preset.empty()) c = preset(o.preset);
+  else if (trace) c = traces::base_for_header(trace->header, note);
+  if (!o.fidelity.empty()) {
+    if (o.fidelity != "tlp" && o.fidelity != "burst")
+      throw BadInput(fmt::format("--fidelity \"{}\": expected tlp or burst", o.fidelity));
+    c.fidelity = o.fidelity == "tlp" ? Fidelity::kTlp : Fidelity::kBurst;
+  }
+  return c;
+}
+
+// scripts/plot-compare sits next to scripts/plot-sweep, whose path the build records.
+std::string plot_script() {
+  std::string s = SPYRE_DMA_PLOT_SCRIPT;
+  const auto slash = s.find_last_of('/');
+  return (slash == std::string::npos ? std::string() : s.substr(0, slash + 1)) + "plot-compare";
+}
+
+int draw(const nlohmann::json& doc, const std::string& json_path, const std::string& png) {
+  std::string path = json_path;
+  if (path.empty()) {
+    path = png + ".json";
+    write_json_file(doc, path);
+  }
+  const std::string cmd = fmt::format("python3 '{}' '{}' '{}'", plot_script(), path, png);
+  if (std::system(cmd.c_str()) != 0) {
+    fmt::print(stderr, "spyre-dma: error: plotting failed: {}\n", cmd);
+    return 1;
+  }
+  fmt::print("plot: {}\n", png);
+  return 0;
+}
+#endif
+
+}  // namespace
+
+int run_trace_import(const TraceAnalysisOptions& o) {
+  return guarded([&] {
+    traces::Trace t;
+    if (o.from == "kineto") {
+      traces::ImportReport r;
+      t = traces::import_kineto(o.input, r);
+      if (!o.device.empty()) t.header.device = o.device;
+      t.header.link = o.link;
+      fmt::print("{}: {} events: {} copies, {} memsets, {} kernels imported ({} joined to their host call); "
+                 "{} ignored, {} unknown, {} malformed\n",
+                 o.input, r.events_seen, r.memcpy, r.memset, r.kernels, r.joined_to_host, r.ignored, r.unknown,
+                 r.malformed);
+      for (const auto& n : r.notes) fmt::print("  note: {}\n", n);
+    } else {
+      t = traces::import_bandwidth_test(o.input, traces::BandwidthTestImport{o.device, o.link});
+      fmt::print("{}: {} ops in {} allocations (one per size)\n", o.input, t.ops.size(), t.allocations.size());
+    }
+    traces::write_trace_file(t, o.out);
+    fmt::print("wrote {}\n", o.out);
+    return 0;
+  });
+}
+
+int run_trace_compare(const TraceAnalysisOptions& o) {
+  return guarded([&]() -> int {
+#if defined(SPYRE_DMA_HAVE_MODEL)
+    if (o.backend != "sim") throw BadInput(fmt::format("--backend \"{}\": compare replays on the model (sim)", o.backend));
+    const traces::Trace t = traces::read_trace(o.captured);
+    std::string note;
+    const auto cfg = model_config(o, &t, &note);
+    if (!note.empty()) fmt::print("{}\n", note);
+    const traces::ReplayResult r = traces::replay_on_sim(t, cfg, traces::ReplayOptions{});
+    const traces::Comparison c = traces::compare(t, r);
+    fmt::print("{}", c.table());
+    nlohmann::json doc = c.to_json();
+    doc["config"] = spyre_dma::model::to_json(cfg);
+    doc["data_ok"] = r.data_ok;
+    if (!o.json.empty()) write_json_file(doc, o.json);
+    if (!r.data_ok) {
+      fmt::print(stderr, "spyre-dma: error: replay data mismatch: {}\n", r.data_error);
+      return 1;
+    }
+    if (!o.plot.empty()) return draw(doc, o.json, o.plot);
+    return 0;
+#else
+    throw BadInput("compare needs the model (sim backend), which this build lacks");
+#endif
+  });
+}
+
+int run_trace_calibrate(const TraceAnalysisOptions& o) {
+  return guarded([&]() -> int {
+#if defined(SPYRE_DMA_HAVE_MODEL)
+    if (!o.fit_sizes.empty() && !o.fit_half.empty()) throw BadInput("--fit-sizes and --fit-half: give one");
+    const traces::Trace t = traces::read_trace(o.captured);
+    traces::CalibrateOptions co;
+    std::string note;
+    co.base = model_config(o, &t, &note);
+    if (!note.empty()) fmt::print("{}\n", note);
+    if (!o.fidelity.empty()) co.fidelity = co.base.fidelity;
+    co.fit = traces::parse_selection(!o.fit_half.empty() ? o.fit_half : o.fit_sizes.empty() ? "all" : o.fit_sizes);
+    co.parameters = o.params;
+    co.max_replays = o.max_replays;
+    const traces::CalibrationResult r = traces::calibrate(t, co);
+    fmt::print("{}", r.summary());
+    // The loader accepts comments: the file says where it came from.
+    std::ofstream out(o.out);
+    if (!out) throw std::runtime_error(fmt::format("{}: cannot open for writing", o.out));
+    out << fmt::format("// spyre-dma trace calibrate {} (fit: {}); rms log error {:.4f}\n", t.header.source,
+                       r.fit_selection, r.rms_log_error)
+        << r.preset_json().dump(2) << "\n";
+    if (!out) throw std::runtime_error(fmt::format("{}: write failed", o.out));
+    fmt::print("wrote {}\n", o.out);
+    if (!o.json.empty()) write_json_file(r.to_json(), o.json);
+    return 0;
+#else
+    throw BadInput("calibrate needs the model (sim backend), which this build lacks");
+#endif
+  });
+}
+
+void add_trace_analysis_commands(CLI::App& trace) {
+  static TraceAnalysisOptions o;
+  auto finish = [](int rc) {
+    std::fflush(stdout);
+    std::fflush(stderr);
+    std::exit(rc);
+  };
+
+  CLI::App* imp = trace.add_subcommand("import", "Convert a Kineto or bandwidthTest capture into a trace file");
+  imp->add_option("--from", o.from, "Capture format")->required()->check(CLI::IsMember({"kineto", "bandwidthtest"}));
+  imp->add_option("input", o.input, "Capture file (Kineto: Chrome-trace JSON, plain or gzip; bandwidthTest: its log)")->required();
+  imp->add_option("--out", o.out, "Trace file to write (JSON Lines)")->required();
+  imp->add_option("--device", o.device, "Device name for the header (Kineto: taken from the file when left out)");
+  imp->add_option("--link", o.link, "Host link for the header, e.g. \"PCIe Gen3 x16\" (calibrate picks its base preset from it)");
+  imp->callback([finish] { finish(run_trace_import(o)); });
+
+  CLI::App* cmp = trace.add_subcommand("compare", "Replay a captured trace on the model and compare durations");
+  cmp->add_option("captured", o.captured, "Captured trace file")->required();
+  cmp->add_option("--backend", o.backend, "Backend to replay on (sim)");
+  cmp->add_option("--preset", o.preset, "Model preset (default: from the trace's link, else spyre-gen5x16)");
+  cmp->add_option("--config", o.config, "Model configuration file (e.g. from trace calibrate)");
+  cmp->add_option("--fidelity", o.fidelity, "tlp or burst (overrides the configuration)");
+  cmp->add_option("--json", o.json, "Write the comparison as JSON");
+  cmp->add_option("--plot", o.plot, "Draw captured and simulated duration against size (PNG)");
+  cmp->callback([finish] { finish(run_trace_compare(o)); });
+
+  CLI::App* cal = trace.add_subcommand("calibrate", "Fit model parameters to a captured trace; write a configuration file");
+  cal->add_option("captured", o.captured, "Captured trace file")->required();
+  cal->add_option("--out", o.out, "Configuration file to write (loads with --config)")->required();
+  cal->add_option("--fit-sizes", o.fit_sizes, "Copies to fit on: all, below:SIZE, atleast:SIZE, range:LO:HI");
+  cal->add_option("--fit-half", o.fit_half, "Fit on alternate distinct sizes: even or odd")->check(CLI::IsMember({"even", "odd"}));
+  cal->add_option("--param", o.params, "Configuration key to fit (repeatable; default: what the trace determines)");
+  cal->add_option("--max-replays", o.max_replays, "Replay budget of the fit")->check(CLI::Range(4, 1000));
+  cal->add_option("--preset", o.preset, "Base preset (default: from the trace's link)");
+  cal->add_option("--config", o.config, "Base configuration file");
+  cal->add_option("--fidelity", o.fidelity, "Fidelity of the fit's replays: burst (default) or tlp");
+  cal->add_option("--json", o.json, "Write the calibration report as JSON");
+  cal->callback([finish] { finish(run_trace_calibrate(o)); });
+}
+
+}  // namespace spyre_dma_cli
+#endif

@@ -1,0 +1,51 @@
+// Compiled only where the tool links SpyreDma::traces (its headers are then on the path).
+#if __has_include("spyre_dma/traces/trace_io.hpp")
+// `spyre-dma trace import | compare | calibrate`: the analysis verbs of the `trace` command.
+//   import     a Kineto (PyTorch profiler) or bandwidthTest capture -> a trace file
+//   compare    replay a captured trace on the model, compare simulated with captured durations
+//   calibrate  fit the model's parameters to a captured trace, write a configuration file
+// Exit status: 0 success; 1 a run-time failure; 2 a usage error or bad input (the message names
+// the file, line and field).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace spyre_dma_cli {
+
+struct TraceAnalysisOptions {
+  // import
+  std::string from;
+  std::string input;
+  std::string out;
+  std::string device;
+  std::string link;
+  // compare and calibrate
+  std::string captured;
+  std::string backend = "sim";
+  std::string preset;
+  std::string config;
+  std::string fidelity;
+  std::string json;
+  std::string plot;
+  // calibrate
+  std::string fit_sizes;
+  std::string fit_half;
+  std::vector<std::string> params;
+  std::size_t max_replays = 60;
+};
+
+// Adds the three verbs to `trace`, with options of their own that live as long as the program.
+// Each runs from its parse callback and ends the process with its exit status, so the tool's
+// main needs no dispatch for them.
+void add_trace_analysis_commands(CLI::App& trace);
+
+int run_trace_import(const TraceAnalysisOptions& options);
+int run_trace_compare(const TraceAnalysisOptions& options);
+int run_trace_calibrate(const TraceAnalysisOptions& options);
+
+}  // namespace spyre_dma_cli
+#endif
