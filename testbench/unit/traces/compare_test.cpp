@@ -26,21 +26,21 @@ TEST(Compare, RelativeErrorsStatisticsAndBounds) {
   const double sim[] = {9e3, 10e3, 11e3, 13e3};
   for (std::uint64_t i = 0; i < 4; ++i) {
     t.ops.push_back(copy(i + 1, 4096, 10e3));
-    r.ops.push_back({i + 1, 0, sim[i]});
+    r.ops.push_back({i + 1, 1e7 * static_cast<double>(i + 1), sim[i]});
   }
   // A 256 B copy captured at one tick: a bound.
   t.ops.push_back(copy(5, 256, 1000));
-  r.ops.push_back({5, 0, 1800});
+  r.ops.push_back({5, 5e7, 1800});
   // A 32 MiB pageable copy 5% slow; a compute op (never compared).
   t.ops.push_back(copy(6, 32ull << 20, 1e6, HostMemory::kPageable));
-  r.ops.push_back({6, 0, 1.05e6});
+  r.ops.push_back({6, 6e7, 1.05e6});
   Op k;
   k.id = 7;
   k.kind = OpKind::kCompute;
   k.compute_ns = 500;
   k.duration_ns = 500;
   t.ops.push_back(k);
-  r.ops.push_back({7, 0, 500});
+  r.ops.push_back({7, 7e7, 500});
 
   const Comparison c = compare(t, r);
   ASSERT_EQ(c.ops.size(), 6u);
