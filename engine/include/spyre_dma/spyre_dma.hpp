@@ -4,6 +4,7 @@
 #include "spyre_dma/device.hpp"
 #include "spyre_dma/engine.hpp"
 #include "spyre_dma/memory.hpp"
+#include "spyre_dma/observer.hpp"
 #include "spyre_dma/options.hpp"
 #include "spyre_dma/status.hpp"
 #include "spyre_dma/stream.hpp"

@@ -53,7 +53,9 @@ struct ReplayResult {
   bool data_ok = true;
   std::string data_error;     // the first mismatch (op id, offset, expected, got), or a failed op
   nlohmann::json to_json() const;
-  std::string summary() const;  // a per-kind-and-size table of durations and bandwidth
+  // One line: op count, device time span, the data check (spyre-dma trace replay adds a table
+  // per kind and size, which needs the trace).
+  std::string summary() const;
 };
 
 // Replays `trace` on `device` (a fresh device: the replay opens the engine on it). `backdoor`,
