@@ -143,6 +143,13 @@ int run_capture(const TraceOptions& o) {
   st::Header header;
   header.source = "capture";
   header.device = o.backend == "sim" ? device->describe().name : o.backend;
+  if (o.backend == "sim") {
+    const nlohmann::json config = backend_config(backend);
+    if (config.contains("link") && config["link"].contains("generation") && config["link"].contains("lanes")) {
+      header.link = fmt::format("PCIe Gen{} x{}", config["link"]["generation"].get<int>(),
+                                config["link"]["lanes"].get<int>());
+    }
+  }
   auto recorder = std::make_shared<st::TraceRecorder>(header);
   spyre_dma::EngineOptions eo;
   eo.observer = recorder;
