@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
 
   try {
     if (demo->parsed()) return spyre_dma_cli::run_demo(demo_options);
-    if (regress->parsed()) return spyre_dma_cli::run_regress(regress_options, argv[0]);
+    if (regress->parsed()) return spyre_dma_cli::run_regress(regress_options);
     if (merge->parsed()) return spyre_dma_cli::run_merge(merge_options);
     if (spyre_dma_cli::trace_verb_parsed(trace_options)) return spyre_dma_cli::run_trace(trace_options);
   } catch (const std::exception& e) {

@@ -284,8 +284,7 @@ CLI::App* add_merge_command(CLI::App& app, MergeOptions& o) {
   return cmd;
 }
 
-int run_regress(const RegressOptions& o, const std::string& self) {
-  (void)self;
+int run_regress(const RegressOptions& o) {
   if (o.list) {
     for (const Suite& s : suites()) {
       fmt::print("{:<10} {}{}\n", s.name, s.description,

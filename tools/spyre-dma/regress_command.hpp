@@ -41,7 +41,7 @@ CLI::App* add_regress_command(CLI::App& app, RegressOptions& options);
 CLI::App* add_merge_command(CLI::App& app, MergeOptions& options);
 
 // 0: every test passed; 1: a test failed; 2: a usage error found at run time.
-int run_regress(const RegressOptions& options, const std::string& self);
+int run_regress(const RegressOptions& options);
 int run_merge(const MergeOptions& options);
 
 }  // namespace spyre_dma_cli
