@@ -79,6 +79,19 @@ spyre_dma::model::SimConfig model_config(const TraceAnalysisOptions& o, const tr
   return c;
 }
 
+std::size_t staging_piece(const TraceAnalysisOptions& o) {
+  if (o.staging_buffer.empty()) return 0;
+  std::uint64_t b = 0;
+  try {
+    b = traces::parse_bytes(o.staging_buffer);
+  } catch (const std::invalid_argument& e) {
+    throw BadInput(fmt::format("--staging-buffer: {}", e.what()));
+  }
+  if (b == 0 || b % 128 != 0)
+    throw BadInput(fmt::format("--staging-buffer \"{}\": expected a positive multiple of 128 bytes", o.staging_buffer));
+  return static_cast<std::size_t>(b);
+}
+
 // scripts/plot-compare sits next to scripts/plot-sweep, whose path the build records.
 std::string plot_script() {
   std::string s = SPYRE_DMA_PLOT_SCRIPT;
@@ -135,12 +148,15 @@ int run_trace_compare(const TraceAnalysisOptions& o) {
     std::string note;
     const auto cfg = model_config(o, &t, &note);
     if (!note.empty()) fmt::print("{}\n", note);
-    const traces::ReplayResult r = traces::replay_on_sim(t, cfg, traces::ReplayOptions{});
+    traces::ReplayOptions ro;
+    ro.staging_buffer_bytes = staging_piece(o);
+    const traces::ReplayResult r = traces::replay_on_sim(t, cfg, ro);
     const traces::Comparison c = traces::compare(t, r);
     fmt::print("{}", c.table());
     nlohmann::json doc = c.to_json();
     doc["config"] = spyre_dma::model::to_json(cfg);
     doc["data_ok"] = r.data_ok;
+    doc["staging_buffer_bytes"] = ro.staging_buffer_bytes;
     if (!o.json.empty()) write_json_file(doc, o.json);
     if (!r.data_ok) {
       fmt::print(stderr, "spyre-dma: error: replay data mismatch: {}\n", r.data_error);
@@ -167,14 +183,19 @@ int run_trace_calibrate(const TraceAnalysisOptions& o) {
     co.fit = traces::parse_selection(!o.fit_half.empty() ? o.fit_half : o.fit_sizes.empty() ? "all" : o.fit_sizes);
     co.parameters = o.params;
     co.max_replays = o.max_replays;
+    co.fit_copies_per_size = o.fit_copies;
+    co.staging_buffer_bytes = staging_piece(o);
     const traces::CalibrationResult r = traces::calibrate(t, co);
     fmt::print("{}", r.summary());
     // The loader accepts comments: the file says where it came from.
     std::ofstream out(o.out);
     if (!out) throw std::runtime_error(fmt::format("{}: cannot open for writing", o.out));
     out << fmt::format("// spyre-dma trace calibrate {} (fit: {}); rms log error {:.4f}\n", t.header.source,
-                       r.fit_selection, r.rms_log_error)
-        << r.preset_json().dump(2) << "\n";
+                       r.fit_selection, r.rms_log_error);
+    if (r.staging_buffer_bytes)
+      out << fmt::format("// replay with --staging-buffer {} (the fitted staging piece, a replay option)\n",
+                         r.staging_buffer_bytes);
+    out        << r.preset_json().dump(2) << "\n";
     if (!out) throw std::runtime_error(fmt::format("{}: write failed", o.out));
     fmt::print("wrote {}\n", o.out);
     if (!o.json.empty()) write_json_file(r.to_json(), o.json);
@@ -207,6 +228,8 @@ void add_trace_analysis_commands(CLI::App& trace) {
   cmp->add_option("--preset", o.preset, "Model preset (default: from the trace's link, else spyre-gen5x16)");
   cmp->add_option("--config", o.config, "Model configuration file (e.g. from trace calibrate)");
   cmp->add_option("--fidelity", o.fidelity, "tlp or burst (overrides the configuration)");
+  cmp->add_option("--staging-buffer", o.staging_buffer,
+                  "Staging piece of the replay's engine for pageable copies, e.g. 1MiB (trace calibrate reports it)");
   cmp->add_option("--json", o.json, "Write the comparison as JSON");
   cmp->add_option("--plot", o.plot, "Draw captured and simulated duration against size (PNG)");
   cmp->callback([finish] { finish(run_trace_compare(o)); });
@@ -218,6 +241,9 @@ void add_trace_analysis_commands(CLI::App& trace) {
   cal->add_option("--fit-half", o.fit_half, "Fit on alternate distinct sizes: even or odd")->check(CLI::IsMember({"even", "odd"}));
   cal->add_option("--param", o.params, "Configuration key to fit (repeatable; default: what the trace determines)");
   cal->add_option("--max-replays", o.max_replays, "Replay budget of the fit")->check(CLI::Range(4, 1000));
+  cal->add_option("--fit-copies", o.fit_copies, "Copies of each size the fit replays (0: all)");
+  cal->add_option("--staging-buffer", o.staging_buffer,
+                  "Staging piece of the replay's engine when it is not fitted (--param engine.staging_buffer_bytes fits it)");
   cal->add_option("--preset", o.preset, "Base preset (default: from the trace's link)");
   cal->add_option("--config", o.config, "Base configuration file");
   cal->add_option("--fidelity", o.fidelity, "Fidelity of the fit's replays: burst (default) or tlp");

@@ -31,11 +31,13 @@ struct TraceAnalysisOptions {
   std::string fidelity;
   std::string json;
   std::string plot;
+  std::string staging_buffer;  // the replay's staging piece (a size; "" the engine's default)
   // calibrate
   std::string fit_sizes;
   std::string fit_half;
   std::vector<std::string> params;
   std::size_t max_replays = 60;
+  std::size_t fit_copies = 2;
 };
 
 // Adds the three verbs to `trace`, with options of their own that live as long as the program.

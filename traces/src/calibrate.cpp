@@ -7,9 +7,11 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <regex>
 #include <set>
 #include <stdexcept>
+#include <tuple>
 #include <unordered_set>
 
 #include "spyre_dma/model/config_loader.hpp"
@@ -37,27 +39,64 @@ json::json_pointer pointer(const std::string& key) {
   return json::json_pointer(p);
 }
 
+bool is_staging_piece(const FitParameter& p) { return p.key == kStagingPieceKey; }
+
+// The staging piece is a whole number of 4 KiB pages (the engine needs a multiple of 128 bytes).
+double round_piece(double bytes) { return std::max(4096.0, 4096.0 * std::round(bytes / 4096.0)); }
+
 model::SimConfig with_values(const model::SimConfig& base, const std::vector<FitParameter>& params,
                              const std::vector<double>& values) {
   json j = model::to_json(base);
-  for (std::size_t i = 0; i < params.size(); ++i) j[pointer(params[i].key)] = values[i];
+  for (std::size_t i = 0; i < params.size(); ++i)
+    if (!is_staging_piece(params[i])) j[pointer(params[i].key)] = values[i];
   return model::config_from_json(j, "<calibration>");
 }
 
-double sum_sq_log(const Trace& trace, const ReplayResult& r) {
-  std::map<std::uint64_t, double> sim;
-  for (const auto& t : r.ops) sim[t.id] = t.duration_ns;
+std::size_t piece_of(const std::vector<FitParameter>& params, const std::vector<double>& values,
+                     std::size_t fallback) {
+  for (std::size_t i = 0; i < params.size(); ++i)
+    if (is_staging_piece(params[i])) return static_cast<std::size_t>(values[i]);
+  return fallback;
+}
+
+// Mean squared ln(simulated / captured) over the copies compare() measures (not bounds), with
+// compare()'s simulated figure: the time each copy adds to its stream, which is what a GPU-side
+// duration and bandwidthTest's loop time measure.
+double mean_sq_log(const Comparison& c, const FitParameter* judged_by = nullptr) {
   double s = 0;
   std::size_t n = 0;
-  for (const Op& op : trace.ops) {
-    if (!measurable(op, trace.header.resolution_ns)) continue;
-    auto it = sim.find(op.id);
-    const double d = it == sim.end() || it->second <= 0 ? 1e-3 : it->second;
-    const double e = std::log(d / *op.duration_ns);
+  for (const auto& o : c.ops) {
+    if (o.bound) continue;
+    if (judged_by && (o.bytes < judged_by->min_bytes || o.bytes >= judged_by->max_bytes ||
+                      (judged_by->pageable && o.direction.find("pageable") == std::string::npos)))
+      continue;
+    const double d = o.simulated_ns <= 0 ? 1e-3 : o.simulated_ns;
+    const double e = std::log(d / o.captured_ns);
     s += e * e;
     ++n;
   }
   return n ? s / static_cast<double>(n) : 0;
+}
+
+// Least-squares line duration = a + b * bytes through the measurable pageable copies of at least
+// `min_bytes`; false with fewer than two distinct sizes.
+bool pageable_line(const Trace& t, std::uint64_t min_bytes, double* a, double* b) {
+  double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  std::set<std::uint64_t> sizes;
+  for (const Op& op : t.ops) {
+    if (!measurable(op, t.header.resolution_ns) || op.host != HostMemory::kPageable || op.bytes < min_bytes) continue;
+    const double x = static_cast<double>(op.bytes), y = *op.duration_ns;
+    n += 1;
+    sx += x;
+    sy += y;
+    sxx += x * x;
+    sxy += x * y;
+    sizes.insert(op.bytes);
+  }
+  if (sizes.size() < 2) return false;
+  *b = (n * sxy - sx * sy) / (n * sxx - sx * sx);
+  *a = (sy - *b * sx) / n;
+  return *b > 0;
 }
 
 double max_gbps(const Trace& t, bool pageable, std::uint64_t min_bytes) {
@@ -200,19 +239,40 @@ std::vector<FitParameter> default_parameters(const Trace& t, const model::SimCon
   const double staged_gbps = max_gbps(t, true, 1u << 20);
   if (direct_gbps > 0) {
     out.push_back({"device.dma_engine_gbps", direct_gbps, direct_gbps, direct_gbps / 2, direct_gbps * 2,
-                   "the bandwidth of the largest direct copies"});
+                   "the bandwidth of the largest direct copies; judged by copies >= 1 MiB", 1u << 20});
   }
   if (pageable && staged_gbps > 0 && cfg.contains(pointer("host_cost.staging_gbps"))) {
-    out.push_back({"host_cost.staging_gbps", staged_gbps, staged_gbps, staged_gbps / 4, staged_gbps * 4,
-                   "the bandwidth of the largest pageable copies"});
+    // A driver that stages in pieces starts the device after its first piece: the device time
+    // of a copy of S > piece bytes is about (S - piece) / staging + piece / dma, a line in S
+    // whose slope is 1 / staging and whose intercept is -piece * (1 / staging - 1 / dma). The
+    // line through the pageable copies of 1 MiB and up gives both starting points; the fit then
+    // refines them on the replays.
+    double a = 0, b = 0;
+    // (dma_engine_gbps 0 is no limit beyond the link: the start then leaves out piece / dma.)
+    const double inv_dma = base.device.dma_engine_gbps > 0 ? 1 / base.device.dma_engine_gbps : 0.0;
+    if (pageable_line(t, 1u << 20, &a, &b) && a < 0 && b > inv_dma) {
+      const double gbps = 1 / b;
+      const double piece = std::clamp(round_piece(-a / (b - inv_dma)), 65536.0, 16.0 * 1048576);
+      out.push_back({"host_cost.staging_gbps", gbps, gbps, gbps / 4, gbps * 4,
+                     "the slope of device time against size of the pageable copies >= 1 MiB", 1u << 20,
+                     UINT64_MAX, true});
+      out.push_back({kStagingPieceKey, piece, piece, 65536.0, 16.0 * 1048576,
+                     "the intercept of that line: the device starts after the first piece", 1u << 20, UINT64_MAX,
+                     true});
+    } else {
+      out.push_back({"host_cost.staging_gbps", staged_gbps, staged_gbps, staged_gbps / 4, staged_gbps * 4,
+                     "the bandwidth of the largest pageable copies >= 1 MiB", 1u << 20, UINT64_MAX, true});
+    }
   }
   if (small) {
     const double v = std::max(1.0, base.device.cb_overhead_ns);
-    out.push_back({"device.cb_overhead_ns", v, v, 1, 50000, "the duration of small copies (fixed cost per CB)"});
+    out.push_back({"device.cb_overhead_ns", v, v, 1, 50000,
+                   "the duration of small copies (fixed cost per CB); judged by copies < 256 KiB", 0, 256u << 10});
   }
   if (small_h2d) {
     const double v = std::max(1.0, base.link.latency_ns);
-    out.push_back({"link.latency_ns", v, v, 1, 20000, "the duration of small reads (round trip)"});
+    out.push_back({"link.latency_ns", v, v, 1, 20000,
+                   "the duration of small reads (round trip); judged by copies < 64 KiB", 0, 64u << 10});
   }
   return out;
 }
@@ -221,7 +281,17 @@ CalibrationResult calibrate(const Trace& trace, const CalibrateOptions& options)
   CalibrationResult result;
   result.fit_selection = options.fit.text;
   const std::vector<bool> fit_mask = select_ops(trace, options.fit);
-  const Trace fit_trace = sub_trace(trace, fit_mask);
+  // The fit replays the first fit_copies_per_size copies of each size.
+  std::vector<bool> replay_mask = fit_mask;
+  if (options.fit_copies_per_size > 0) {
+    std::map<std::tuple<OpKind, HostMemory, std::uint64_t>, std::size_t> seen;
+    for (std::size_t i = 0; i < trace.ops.size(); ++i) {
+      if (!replay_mask[i]) continue;
+      const Op& op = trace.ops[i];
+      if (++seen[{op.kind, op.host, op.bytes}] > options.fit_copies_per_size) replay_mask[i] = false;
+    }
+  }
+  const Trace fit_trace = sub_trace(trace, replay_mask);
   std::size_t usable = 0;
   for (const Op& op : fit_trace.ops) usable += measurable(op, trace.header.resolution_ns) ? 1 : 0;
   if (usable == 0)
@@ -238,6 +308,13 @@ CalibrationResult calibrate(const Trace& trace, const CalibrateOptions& options)
     const json cfg = model::to_json(base);
     const auto defaults = default_parameters(fit_trace, base);
     for (const auto& key : options.parameters) {
+      if (key == kStagingPieceKey) {
+        auto d = std::find_if(defaults.begin(), defaults.end(), [&](const FitParameter& p) { return p.key == key; });
+        const double v = options.staging_buffer_bytes ? static_cast<double>(options.staging_buffer_bytes) : 4.0 * 1048576;
+        params.push_back(d != defaults.end() ? *d
+                                             : FitParameter{key, v, v, 65536.0, 16.0 * 1048576, "named on the command line"});
+        continue;
+      }
       if (!cfg.contains(pointer(key)) || !cfg[pointer(key)].is_number())
         throw std::invalid_argument(fmt::format("\"{}\" is not a numeric configuration key", key));
       auto d = std::find_if(defaults.begin(), defaults.end(), [&](const FitParameter& p) { return p.key == key; });
@@ -251,48 +328,48 @@ CalibrationResult calibrate(const Trace& trace, const CalibrateOptions& options)
   }
   if (params.empty()) result.notes.push_back("the fit copies determine no parameter: the base is kept");
 
-  ReplayOptions ro;
-  ro.verify_data = false;  // the fit needs timings only; the final replay below checks the data
-  std::map<std::vector<double>, double> cache;
-  auto objective = [&](const std::vector<double>& x) {
+  auto replay_options = [&](const std::vector<double>& x) {
+    ReplayOptions ro;
+    ro.verify_data = false;  // the fit needs timings only; the final replay below checks the data
+    ro.staging_buffer_bytes = piece_of(params, x, options.staging_buffer_bytes);
+    return ro;
+  };
+  // One replay per candidate, its comparison kept: each parameter's step is judged by the error
+  // of the copies it governs (FitParameter::min_bytes ...), the report by all fit copies.
+  std::map<std::vector<double>, std::optional<Comparison>> cache;
+  auto replayed = [&](const std::vector<double>& x) -> const std::optional<Comparison>& {
     if (auto it = cache.find(x); it != cache.end()) return it->second;
-    double v = std::numeric_limits<double>::infinity();
+    std::optional<Comparison> c;
     try {
-      v = sum_sq_log(fit_trace, replay_on_sim(fit_trace, with_values(base, params, x), ro));
+      c = compare(fit_trace, replay_on_sim(fit_trace, with_values(base, params, x), replay_options(x)));
     } catch (const model::ConfigError&) {
       // a candidate outside the loader's ranges is simply not a solution
     }
     ++result.replays;
-    cache.emplace(x, v);
-    return v;
+    return cache.emplace(x, std::move(c)).first->second;
+  };
+  auto objective = [&](const std::vector<double>& x, const FitParameter* judged_by) {
+    const auto& c = replayed(x);
+    return c ? mean_sq_log(*c, judged_by) : std::numeric_limits<double>::infinity();
   };
 
   std::vector<double> x;
   for (const auto& p : params) x.push_back(p.initial);
-  double best = objective(x);
-  result.initial_rms_log_error = std::sqrt(best);
+  result.initial_rms_log_error = std::sqrt(objective(x, nullptr));
 
   // The fixed cost per CB starts from a one-step correction: the median gap between captured and
   // simulated durations of the small copies, which it adds to almost one to one.
   if (auto cb = std::find_if(params.begin(), params.end(), [](const FitParameter& p) { return p.key == "device.cb_overhead_ns"; });
-      cb != params.end()) {
-    const ReplayResult r = replay_on_sim(fit_trace, with_values(base, params, x), ro);
-    ++result.replays;
-    std::map<std::uint64_t, double> sim;
-    for (const auto& t : r.ops) sim[t.id] = t.duration_ns;
+      cb != params.end() && replayed(x)) {
     std::vector<double> gaps;
-    for (const Op& op : fit_trace.ops)
-      if (measurable(op, trace.header.resolution_ns) && op.bytes < (64u << 10) && sim.count(op.id))
-        gaps.push_back(*op.duration_ns - sim[op.id]);
+    for (const auto& o : replayed(x)->ops)
+      if (!o.bound && o.bytes < (64u << 10)) gaps.push_back(o.captured_ns - o.simulated_ns);
     if (!gaps.empty()) {
       std::sort(gaps.begin(), gaps.end());
       const std::size_t i = static_cast<std::size_t>(cb - params.begin());
       std::vector<double> y = x;
       y[i] = std::clamp(x[i] + gaps[gaps.size() / 2], cb->lo, cb->hi);
-      if (const double v = objective(y); v < best) {
-        best = v;
-        x = y;
-      }
+      if (objective(y, &*cb) < objective(x, &*cb)) x = y;
     }
   }
 
@@ -310,9 +387,9 @@ CalibrationResult calibrate(const Trace& trace, const CalibrateOptions& options)
       for (const double dir : {+1.0, -1.0}) {
         std::vector<double> y = x;
         y[i] = std::clamp(x[i] * std::exp(dir * step[i]), params[i].lo, params[i].hi);
+        if (is_staging_piece(params[i])) y[i] = round_piece(y[i]);
         if (y[i] == x[i]) continue;
-        if (const double v = objective(y); v < best) {
-          best = v;
+        if (objective(y, &params[i]) < objective(x, &params[i])) {
           x = y;
           moved = true;
           break;
@@ -326,11 +403,12 @@ CalibrationResult calibrate(const Trace& trace, const CalibrateOptions& options)
 
   for (std::size_t i = 0; i < params.size(); ++i) params[i].value = x[i];
   result.parameters = params;
-  result.rms_log_error = std::sqrt(best);
+  result.rms_log_error = std::sqrt(objective(x, nullptr));
   result.config = with_values(base, params, x);
+  result.staging_buffer_bytes = piece_of(params, x, options.staging_buffer_bytes);
 
   // One replay of the whole trace with the result: the fit and the holdout side by side.
-  ReplayOptions full;
+  ReplayOptions full = replay_options(x);
   full.verify_data = true;
   const ReplayResult r = replay_on_sim(trace, result.config, full);
   ++result.replays;
@@ -373,6 +451,7 @@ json CalibrationResult::to_json() const {
   return {{"fit_selection", fit_selection},
           {"parameters", params},
           {"replays", replays},
+          {"staging_buffer_bytes", staging_buffer_bytes},
           {"rms_log_error", rms_log_error},
           {"initial_rms_log_error", initial_rms_log_error},
           {"preset", preset_json()},
@@ -386,7 +465,7 @@ std::string CalibrationResult::summary() const {
   std::string out = fmt::format("fit on \"{}\": {} replays, rms log error {:.4f} (from {:.4f})\n", fit_selection,
                                 replays, rms_log_error, initial_rms_log_error);
   for (const auto& p : parameters)
-    out += fmt::format("  {:<26} {:>12.4g} (from {:.4g}; {})\n", p.key, p.value, p.initial, p.why);
+    out += fmt::format("  {:<28} {:>12.4g} (from {:.4g}; {})\n", p.key, p.value, p.initial, p.why);
   out += "fit copies:\n" + fit.table();
   if (!holdout.ops.empty()) out += "held-out copies (predicted):\n" + holdout.table();
   for (const auto& n : notes) out += "note: " + n + "\n";

@@ -92,7 +92,9 @@ class Replayer {
 #if defined(SPYRE_DMA_HAVE_MODEL)
     sim_ = dynamic_cast<spyre_dma::model::SimDevice*>(device.get());
 #endif
-    engine_ = spyre_dma::Engine::open(std::move(device));
+    spyre_dma::EngineOptions eo;
+    if (options_.staging_buffer_bytes) eo.staging_buffer_bytes = options_.staging_buffer_bytes;
+    engine_ = spyre_dma::Engine::open(std::move(device), eo);
     pool_ = std::make_unique<HostPool>(*engine_);
     deadline_ = Clock::now() + options_.timeout;
   }

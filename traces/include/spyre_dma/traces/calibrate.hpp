@@ -46,6 +46,14 @@ struct FitParameter {
   double value = 0;
   double lo = 0, hi = 0;  // search range
   std::string why;       // what in the capture determines it
+  // The fit copies whose error this parameter's steps minimise: those of bytes in
+  // [min_bytes, max_bytes), pageable ones only when `pageable`. A parameter is judged by the
+  // copies it governs (the large copies' bandwidth by the large copies), so that where the
+  // model's shape differs from the device's at one end of the sizes the other end is not bent
+  // to compensate.
+  std::uint64_t min_bytes = 0;
+  std::uint64_t max_bytes = UINT64_MAX;
+  bool pageable = false;
 };
 
 struct CalibrateOptions {
@@ -53,21 +61,38 @@ struct CalibrateOptions {
   OpSelection fit;                   // copies the fit uses; the rest are the holdout
   std::vector<std::string> parameters;  // keys to fit; empty: chosen from the trace
   spyre_dma::model::Fidelity fidelity = spyre_dma::model::Fidelity::kBurst;
-  std::size_t max_replays = 60;      // the fit stops when it has used these
+  std::size_t max_replays = 60;      // the fit stops when it has used these (a converged fit stops sooner)
+  // The fit replays at most this many copies of each size (direction, host memory, bytes), the
+  // first ones in trace order; 0: all. Every copy after the first of a run of back-to-back
+  // copies adds the same time to its stream, so two carry what ten do (bandwidthTest's loops)
+  // at a fraction of the replay time. The held-out copies are all compared.
+  std::size_t fit_copies_per_size = 2;
+  // The replay's staging piece when it is not fitted (ReplayOptions::staging_buffer_bytes; 0:
+  // the engine's default).
+  std::size_t staging_buffer_bytes = 0;
 };
+
+// The fit parameter of the replay's staging piece (ReplayOptions::staging_buffer_bytes), not a
+// model configuration key: it is the driver's behaviour, how many bytes it stages before the
+// device may start.
+inline constexpr const char* kStagingPieceKey = "engine.staging_buffer_bytes";
 
 struct CalibrationResult {
   spyre_dma::model::SimConfig config;  // base with the fitted values
+  std::size_t staging_buffer_bytes = 0;  // the replay's staging piece (fitted or given; 0: default)
   std::vector<FitParameter> parameters;
   std::size_t replays = 0;
-  double rms_log_error = 0;   // on the fit copies: sqrt(mean(ln(simulated / captured)^2))
+  // On the fit copies: sqrt(mean(ln(simulated / captured)^2)), simulated as compare() has it:
+  // the time each copy adds to its stream.
+  double rms_log_error = 0;
   double initial_rms_log_error = 0;
   Comparison fit;             // the fitted configuration on the fit copies
   Comparison holdout;         // ... on the other copies (no ops when the fit used all)
   std::string fit_selection;
   std::vector<std::string> notes;
 
-  // A configuration file: the base preset's name and every key whose value differs from it.
+  // A configuration file: the base preset's name and every key whose value differs from it
+  // (the staging piece is a replay option, not part of it: compare --staging-buffer).
   nlohmann::json preset_json() const;
   nlohmann::json to_json() const;
   std::string summary() const;

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -39,6 +40,11 @@ struct ReplayOptions {
   bool verify_data = true;
   std::chrono::milliseconds timeout{60000};  // for the whole replay's final wait
   std::string perfetto_path;                 // write the replay's op timeline here ("" none)
+  // The engine's staging piece for pageable host memory (EngineOptions::staging_buffer_bytes; a
+  // multiple of 128 bytes): a driver that stages in smaller pieces than the engine's default
+  // starts the device after its first piece, so the staging of the rest is in the device time.
+  // 0: the engine's default.
+  std::size_t staging_buffer_bytes = 0;
 };
 
 struct OpTiming {
