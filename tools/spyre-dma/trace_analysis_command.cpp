@@ -92,7 +92,9 @@ std::size_t staging_piece(const TraceAnalysisOptions& o) {
   return static_cast<std::size_t>(b);
 }
 
-// scripts/plot-compare sits next to scripts/plot-sweep, whose path the build records.
+// scripts/plot-compare sits next to scripts/plot-sweep, whose path the build records. It runs by
+// its own #! line (the system python3, where scripts/setup installs matplotlib), not by whichever
+// python3 comes first on PATH.
 std::string plot_script() {
   std::string s = SPYRE_DMA_PLOT_SCRIPT;
   const auto slash = s.find_last_of('/');
@@ -105,7 +107,7 @@ int draw(const nlohmann::json& doc, const std::string& json_path, const std::str
     path = png + ".json";
     write_json_file(doc, path);
   }
-  const std::string cmd = fmt::format("python3 '{}' '{}' '{}'", plot_script(), path, png);
+  const std::string cmd = fmt::format("'{}' '{}' '{}'", plot_script(), path, png);
   if (std::system(cmd.c_str()) != 0) {
     fmt::print(stderr, "spyre-dma: error: plotting failed: {}\n", cmd);
     return 1;
