@@ -14,17 +14,6 @@ constexpr std::uint64_t kSmallBuffer = 2 * MiB;
 constexpr std::uint64_t kBigThreshold = 256 * KiB;  // ops above this use the big buffer pair
 constexpr std::uint32_t kMaxEvents = 24;            // events are reused round robin beyond this
 
-// Which hardware pipeline an op's CBs go to: what pipeline-FIFO ordering is per.
-enum class Pipe : std::uint8_t { kCompute, kDmai, kDmao, kHost };
-Pipe pipe_of(OpType t) {
-  switch (t) {
-    case OpType::kH2D: case OpType::kD2D: case OpType::kFill: return Pipe::kDmai;
-    case OpType::kD2H: return Pipe::kDmao;
-    case OpType::kCompute: return Pipe::kCompute;
-    default: return Pipe::kHost;
-  }
-}
-
 // A size in [lo, hi], half the time on an edge that matters to the data path.
 std::uint64_t edge_size(Rng& r, std::uint64_t lo, std::uint64_t hi, std::uint64_t max_cb) {
   if (r.chance(0.5)) {
@@ -70,7 +59,7 @@ struct Range {
 struct Write {
   Range range;
   std::uint32_t stream;
-  Pipe pipe;
+  Queue pipe;
 };
 // What the current epoch did to one buffer.
 struct EpochUse {
@@ -249,7 +238,7 @@ class Builder {
   }
 
   // Orders the op about to be emitted on `stream` after every epoch write it reads.
-  void order_reads(std::uint32_t stream, Pipe pipe, const EpochUse& use, std::uint64_t lo, std::uint64_t hi) {
+  void order_reads(std::uint32_t stream, Queue pipe, const EpochUse& use, std::uint64_t lo, std::uint64_t hi) {
     for (const Write& w : use.writes) {
       if (!w.range.overlaps(lo, hi)) continue;
       const Ordering o = p_.streams[stream].ordering;
@@ -288,7 +277,7 @@ class Builder {
     } else {
       op.type = OpType::kH2D;  // extra weight on the most common direction
     }
-    const Pipe pipe = pipe_of(op.type);
+    const Queue pipe = queue_of(op.type);
     switch (op.type) {
       case OpType::kH2D: {
         if (!place(true, op.dev, bytes, true, op.dev_offset)) return false;

@@ -19,6 +19,15 @@ const char* to_string(OpType type) noexcept {
   return "?";
 }
 
+Queue queue_of(OpType type) noexcept {
+  switch (type) {
+    case OpType::kH2D: case OpType::kD2D: case OpType::kFill: return Queue::kDmai;
+    case OpType::kD2H: return Queue::kDmao;
+    case OpType::kCompute: return Queue::kCompute;
+    default: return Queue::kNone;
+  }
+}
+
 namespace {
 
 std::string check_host(const Program& p, const OpSpec& op, std::size_t i) {

@@ -48,6 +48,11 @@ enum class OpType : std::uint8_t {
 };
 const char* to_string(OpType type) noexcept;
 
+// The hardware queue an op's CBs go to (pipeline-FIFO streams order per queue); kNone for what the
+// host handles itself (callbacks, events, sync).
+enum class Queue : std::uint8_t { kCompute, kDmai, kDmao, kNone };
+Queue queue_of(OpType type) noexcept;
+
 // What a directed test expects of one operation. Random programs leave it empty: there every op
 // must succeed unless a fault was injected.
 struct Expectation {

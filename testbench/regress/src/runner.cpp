@@ -93,16 +93,6 @@ bool crosses(std::uint64_t lo, std::uint64_t bytes, std::uint64_t unit) {
   return bytes > 0 && lo / unit != (lo + bytes - 1) / unit;
 }
 
-enum class Pipe : std::uint8_t { kCompute, kDmai, kDmao, kNone };
-Pipe pipe_of(OpType t) {
-  switch (t) {
-    case OpType::kH2D: case OpType::kD2D: case OpType::kFill: return Pipe::kDmai;
-    case OpType::kD2H: return Pipe::kDmao;
-    case OpType::kCompute: return Pipe::kCompute;
-    default: return Pipe::kNone;
-  }
-}
-
 // Everything one test run holds.
 class TestRun {
  public:
@@ -477,20 +467,20 @@ class TestRun {
   // the device's own timestamps.
   void check_order(const std::vector<std::size_t>& ops) {
     // The previous device op of each stream (per pipeline on pipeline-FIFO streams).
-    std::map<std::pair<std::uint32_t, Pipe>, std::size_t> prev_device;
+    std::map<std::pair<std::uint32_t, Queue>, std::size_t> prev_device;
     for (std::size_t i : ops) {
       const Record& r = records_[i];
       const OpSpec& op = p_.ops[i];
       if (!r.has_callback || !r.op.valid() || !r.op.done()) continue;
       const Ordering o = p_.streams[op.stream].ordering;
       // Device timestamps of consecutive device ops of a stream.
-      const Pipe pipe = pipe_of(op.type);
-      if (pipe == Pipe::kNone || !r.status.ok() || r.op.device_end_ns() == 0) continue;
-      const auto key = std::make_pair(op.stream, o == Ordering::kPipelineFifo ? pipe : Pipe::kNone);
+      const Queue pipe = queue_of(op.type);
+      if (pipe == Queue::kNone || !r.status.ok() || r.op.device_end_ns() == 0) continue;
+      const auto key = std::make_pair(op.stream, o == Ordering::kPipelineFifo ? pipe : Queue::kNone);
       if (auto it = prev_device.find(key); it != prev_device.end()) {
         const std::size_t prev = it->second;
         const Record& q = records_[prev];
-        const bool same_pipe = pipe_of(p_.ops[prev].type) == pipe;
+        const bool same_pipe = queue_of(p_.ops[prev].type) == pipe;
         // On one pipeline CBs retire in order but may overlap (a read engine issues the next CB's
         // requests while the last completions arrive), so only the ring order binds them, and the
         // completion order above checks it. Across pipelines, and on op-ordered streams, the
@@ -511,7 +501,7 @@ class TestRun {
       for (std::size_t k : ops) {
         if (k >= w.record) break;
         const Record& r = records_[k];
-        if (p_.ops[k].stream == from && pipe_of(p_.ops[k].type) != Pipe::kNone && r.op.valid() && r.status.ok() &&
+        if (p_.ops[k].stream == from && queue_of(p_.ops[k].type) != Queue::kNone && r.op.valid() && r.status.ok() &&
             r.op.device_end_ns() > end) {
           end = r.op.device_end_ns();
           last_before = k;
@@ -519,7 +509,7 @@ class TestRun {
       }
       if (end == 0) continue;
       for (std::size_t k : ops) {
-        if (k <= w.wait || p_.ops[k].stream != to || pipe_of(p_.ops[k].type) == Pipe::kNone) continue;
+        if (k <= w.wait || p_.ops[k].stream != to || queue_of(p_.ops[k].type) == Queue::kNone) continue;
         const Record& r = records_[k];
         if (!r.op.valid() || !r.status.ok() || r.op.device_start_ns() == 0) continue;
         if (r.op.device_start_ns() < end) {
@@ -546,11 +536,11 @@ class TestRun {
     coverage_.hit("pipeline.barrier", mc.barriers);
     for (std::size_t i = 0; i < p_.ops.size(); ++i) {
       if (!records_[i].op.valid()) continue;
-      switch (pipe_of(p_.ops[i].type)) {
-        case Pipe::kCompute: coverage_.hit("pipeline.compute"); break;
-        case Pipe::kDmai: coverage_.hit("pipeline.dmai"); break;
-        case Pipe::kDmao: coverage_.hit("pipeline.dmao"); break;
-        case Pipe::kNone: break;
+      switch (queue_of(p_.ops[i].type)) {
+        case Queue::kCompute: coverage_.hit("pipeline.compute"); break;
+        case Queue::kDmai: coverage_.hit("pipeline.dmai"); break;
+        case Queue::kDmao: coverage_.hit("pipeline.dmao"); break;
+        case Queue::kNone: break;
       }
     }
     if (backend_.statistics) model_checks(backend_.statistics());

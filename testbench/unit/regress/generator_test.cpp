@@ -18,15 +18,6 @@ struct Touch {
   std::uint64_t lo, hi;
 };
 
-// The hardware queue an op's CBs go to (pipeline-FIFO streams order per queue).
-int pipe_of(OpType t) {
-  switch (t) {
-    case OpType::kH2D: case OpType::kD2D: case OpType::kFill: return 1;
-    case OpType::kD2H: return 2;
-    default: return 0;
-  }
-}
-
 bool overlap(const Touch& a, std::uint64_t lo, std::uint64_t hi) { return a.lo < hi && lo < a.hi; }
 
 // Checks one program's epochs; returns what is wrong, or "".
@@ -38,7 +29,7 @@ std::string check_hazards(const Program& p) {
   auto ordered = [&](const Touch& w, std::size_t reader, std::uint32_t stream) {
     // The same stream orders it, except across pipelines on a pipeline-FIFO stream.
     if (w.stream == stream &&
-        (p.streams[stream].ordering != Ordering::kPipelineFifo || pipe_of(p.ops[w.op].type) == pipe_of(p.ops[reader].type))) {
+        (p.streams[stream].ordering != Ordering::kPipelineFifo || queue_of(p.ops[w.op].type) == queue_of(p.ops[reader].type))) {
       return true;
     }
     // An event recorded on the writer's stream after the write, waited on by the reader's stream

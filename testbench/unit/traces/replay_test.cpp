@@ -27,6 +27,17 @@ st::Op make(std::uint64_t id, std::uint32_t stream, st::OpKind kind, std::uint64
   return op;
 }
 
+// One H2D of `bytes` into its own allocation.
+st::Trace one_h2d(std::uint64_t bytes, st::HostMemory host) {
+  st::Trace t;
+  t.allocations.push_back({1, bytes, 0});
+  st::Op op = make(1, 0, st::OpKind::kH2D, bytes);
+  op.host = host;
+  op.dst_alloc = 1;
+  t.ops.push_back(op);
+  return t;
+}
+
 // Stream 0 writes two ranges, a fill and a device copy; stream 1 reads them back after
 // depending on the writers; a long compute on stream 0 delays the writer of range B.
 st::Trace data_trace() {
@@ -160,12 +171,7 @@ TEST(Replay, StagingCostSlowsPageableCopies) {
   EXPECT_GT(slower, copy_ns - free_ns) << "free " << free_ns << " charged " << charged_ns;
   EXPECT_LT(slower, copy_ns * 1.05) << "free " << free_ns << " charged " << charged_ns;
   // Replays see it too.
-  st::Trace t;
-  t.allocations.push_back({1, bytes, 0});
-  auto op = make(1, 0, st::OpKind::kH2D, bytes);
-  op.host = st::HostMemory::kPageable;
-  op.dst_alloc = 1;
-  t.ops.push_back(op);
+  const st::Trace t = one_h2d(bytes, st::HostMemory::kPageable);
   spyre_dma::model::SimConfig config;
   config.fidelity = spyre_dma::model::Fidelity::kBurst;
   const st::ReplayResult a = st::replay_on_sim(t, config, {});
@@ -176,13 +182,7 @@ TEST(Replay, StagingCostSlowsPageableCopies) {
 }
 
 TEST(Replay, StagingCostLeavesRegisteredCopiesAlone) {
-  const std::uint64_t bytes = 16ull << 20;
-  st::Trace t;
-  t.allocations.push_back({1, bytes, 0});
-  auto op = make(1, 0, st::OpKind::kH2D, bytes);
-  op.host = st::HostMemory::kRegistered;
-  op.dst_alloc = 1;
-  t.ops.push_back(op);
+  const st::Trace t = one_h2d(16ull << 20, st::HostMemory::kRegistered);
   spyre_dma::model::SimConfig config;
   config.fidelity = spyre_dma::model::Fidelity::kBurst;
   const st::ReplayResult free_copy = st::replay_on_sim(t, config, {});
