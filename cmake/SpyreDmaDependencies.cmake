@@ -33,3 +33,25 @@ endif()
 
 # zlib: SpyreDma::traces reads gzip-compressed trace files.
 find_package(ZLIB REQUIRED)
+
+# CUDA toolkit (for engine/cuda's CUDA executor). SPYRE_DMA_CUDA: AUTO (default) uses it when
+# found, ON requires it, OFF never looks. Only the runtime library and headers are used (no nvcc).
+set(SPYRE_DMA_CUDA "AUTO" CACHE STRING "Build the CUDA copy executor: AUTO (if the toolkit is found), ON, OFF")
+set_property(CACHE SPYRE_DMA_CUDA PROPERTY STRINGS AUTO ON OFF)
+set(SPYRE_DMA_HAVE_CUDA OFF)
+if(SPYRE_DMA_CUDA STREQUAL "OFF")
+  message(STATUS "spyre-dma: CUDA executor off (SPYRE_DMA_CUDA=OFF); the cuda backend runs on host memcpy only")
+elseif(SPYRE_DMA_CUDA STREQUAL "AUTO" OR SPYRE_DMA_CUDA STREQUAL "ON")
+  find_package(CUDAToolkit QUIET)
+  if(CUDAToolkit_FOUND AND TARGET CUDA::cudart_static)
+    set(SPYRE_DMA_HAVE_CUDA ON)
+    message(STATUS "spyre-dma: CUDA toolkit ${CUDAToolkit_VERSION} found (${CUDAToolkit_BIN_DIR}); CUDA executor built")
+  elseif(SPYRE_DMA_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "spyre-dma: SPYRE_DMA_CUDA=ON but the CUDA toolkit was not found: install it or put nvcc "
+                        "on PATH (or set CUDAToolkit_ROOT), or configure with -DSPYRE_DMA_CUDA=OFF")
+  else()
+    message(STATUS "spyre-dma: CUDA toolkit not found; CUDA executor not built (set CUDAToolkit_ROOT to use one)")
+  endif()
+else()
+  message(FATAL_ERROR "spyre-dma: SPYRE_DMA_CUDA='${SPYRE_DMA_CUDA}': expected AUTO, ON or OFF")
+endif()

@@ -1,0 +1,54 @@
+// CopyEngineDevice: the Device interface over DeviceState (see copy_engine_device.hpp).
+#include "spyre_dma/cuda/copy_engine_device.hpp"
+
+#include <sstream>
+
+#include "device_state.hpp"
+
+namespace spyre_dma::cuda {
+
+CopyEngineDevice::CopyEngineDevice(std::unique_ptr<CopyExecutor> executor, CopyEngineDeviceConfig config)
+    : state_(std::make_unique<detail::DeviceState>(std::move(executor), std::move(config))) {}
+
+CopyEngineDevice::~CopyEngineDevice() = default;
+
+DeviceDescription CopyEngineDevice::describe() const {
+  const CopyEngineDeviceConfig& c = state_->config();
+  std::ostringstream name;
+  name << c.name << ": contract on a copy executor (" << state_->executor().describe() << "), "
+       << (state_->executor().device_memory_bytes() >> 20) << " MiB device memory, window " << c.window
+       << " CBs per pipeline";
+  return DeviceDescription{c.name, name.str(), Progress::kSelfTimed};
+}
+
+std::uint32_t CopyEngineDevice::read32(std::uint64_t offset) {
+  return static_cast<std::uint32_t>(state_->read(offset, 4));
+}
+void CopyEngineDevice::write32(std::uint64_t offset, std::uint32_t value) { state_->write(offset, value, 4); }
+std::uint64_t CopyEngineDevice::read64(std::uint64_t offset) { return state_->read(offset, 8); }
+void CopyEngineDevice::write64(std::uint64_t offset, std::uint64_t value) { state_->write(offset, value, 8); }
+
+std::uint64_t CopyEngineDevice::map(void* host, std::size_t bytes, DmaAccess access) {
+  const std::uint64_t iova = state_->iommu().map(host, bytes, access);  // checks the arguments
+  state_->remember_mapping(iova, host);
+  state_->executor().host_mapped(host, bytes);
+  return iova;
+}
+
+void CopyEngineDevice::unmap(std::uint64_t iova) {
+  // The IOMMU waits for open windows (copies still running on that memory) before it removes the
+  // mapping (and throws for an IOVA map() did not return); only then may the executor unpin it.
+  void* host = state_->iommu_host(iova);
+  state_->iommu().unmap(iova);
+  state_->forget_mapping(iova);
+  if (host) state_->executor().host_unmapped(host);
+}
+
+std::uint32_t CopyEngineDevice::wait_for_interrupt(std::chrono::nanoseconds timeout) {
+  return state_->wait_for_interrupt(timeout);
+}
+
+CopyExecutor& CopyEngineDevice::executor() noexcept { return state_->executor(); }
+const CopyEngineDeviceConfig& CopyEngineDevice::config() const noexcept { return state_->config(); }
+
+}  // namespace spyre_dma::cuda
