@@ -13,7 +13,6 @@ RootComplex::RootComplex(sc_module_name name, const SimConfig& config, refdev::I
                          std::function<void(std::uint32_t)> on_interrupt)
     : sc_module(name),
       socket("socket"),
-      config_(config),
       iommu_(iommu),
       on_interrupt_(std::move(on_interrupt)),
       service_ps_(pcie::ns_to_ps(config.host.root_complex_ns + config.host.memory_latency_ns +

@@ -51,7 +51,6 @@ class RootComplex : public sc_core::sc_module {
   bool write_host(std::uint64_t iova, const std::uint8_t* data, std::size_t len);
   bool write_ordered(std::uint64_t iova, const std::uint8_t* data, std::size_t len);
 
-  const SimConfig& config_;
   refdev::Iommu& iommu_;
   std::function<void(std::uint32_t)> on_interrupt_;
   pcie::Ps service_ps_;      // completer processing + memory latency per read request

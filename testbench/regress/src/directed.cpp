@@ -32,8 +32,8 @@ class Reader {
   // Every key of `obj` must be one of `allowed`.
   void keys(const json& obj, const std::string& where, std::initializer_list<const char*> allowed) const {
     if (!obj.is_object()) fail(where, "expected an object, got " + obj.dump());
-    for (const auto& [k, v] : obj.items()) {
-      (void)v;
+    for (const auto& item : obj.items()) {
+      const std::string& k = item.key();  // a name, not a structured binding: lambdas capture it
       if (std::none_of(allowed.begin(), allowed.end(), [&](const char* a) { return k == a; })) {
         std::string list;
         for (const char* a : allowed) list += std::string(list.empty() ? "" : ", ") + a;
