@@ -3,6 +3,7 @@
 //   regress         run a regression suite over a range of seeds (regress_command.hpp)
 //   regress-merge   merge the JSON results of regression shards
 //   trace           trace show, replay and capture (trace_command.hpp)
+//   validate        sweep a backend, compare with the model, calibrate and check (validate_command.hpp)
 //
 // Exit status: 0 success; 1 a run-time failure (a transfer failed, stalled or delivered wrong
 // data); 2 a usage error (unknown option, bad option value).
@@ -15,6 +16,7 @@
 #include "regress_command.hpp"
 #include "trace_command.hpp"
 #include "trace_analysis_command.hpp"
+#include "validate_command.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"spyre-dma: DMA engine tool for the Spyre-class accelerator", "spyre-dma"};
@@ -30,6 +32,8 @@ int main(int argc, char** argv) {
   spyre_dma_cli::TraceOptions trace_options;
   spyre_dma_cli::add_trace_command(app, trace_options);
   spyre_dma_cli::add_trace_analysis_commands(*app.get_subcommand("trace"));
+  spyre_dma_cli::ValidateOptions validate_options;
+  CLI::App* validate = spyre_dma_cli::add_validate_command(app, validate_options);
 
   try {
     app.parse(argc, argv);
@@ -44,6 +48,7 @@ int main(int argc, char** argv) {
     if (demo->parsed()) return spyre_dma_cli::run_demo(demo_options);
     if (regress->parsed()) return spyre_dma_cli::run_regress(regress_options);
     if (merge->parsed()) return spyre_dma_cli::run_merge(merge_options);
+    if (validate->parsed()) return spyre_dma_cli::run_validate(validate_options);
     if (spyre_dma_cli::trace_verb_parsed(trace_options)) return spyre_dma_cli::run_trace(trace_options);
   } catch (const std::exception& e) {
     fmt::print(stderr, "spyre-dma: error: {}\n", e.what());

@@ -1,0 +1,316 @@
+// spyre-dma validate (see validate_command.hpp and docs/validation.md).
+#include "validate_command.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+#include "backend.hpp"
+#include "size_spec.hpp"
+#include "sweep.hpp"
+#include "spyre_dma/spyre_dma.hpp"
+#if __has_include("spyre_dma/cuda/cuda_copy_executor.hpp")
+#include "spyre_dma/cuda/cuda_copy_executor.hpp"
+#endif
+
+#if __has_include("spyre_dma/traces/trace_io.hpp") && defined(SPYRE_DMA_HAVE_MODEL)
+#define SPYRE_DMA_VALIDATE_AVAILABLE 1
+#include "spyre_dma/model/config_loader.hpp"
+#include "spyre_dma/traces/calibrate.hpp"
+#include "spyre_dma/traces/compare.hpp"
+#include "spyre_dma/traces/recorder.hpp"
+#include "spyre_dma/traces/replay.hpp"
+#include "spyre_dma/traces/trace_io.hpp"
+#endif
+
+namespace spyre_dma_cli {
+
+CLI::App* add_validate_command(CLI::App& app, ValidateOptions& o) {
+  CLI::App* v = app.add_subcommand(
+      "validate", "Sweep a backend, replay the captured trace on the model, calibrate on one size range and "
+                  "check another; write report, trace and plot into --out");
+  v->add_option("--backend", o.backend, "Backend to validate (refdev, sim, cuda)");
+  v->add_option("--preset", o.preset, "sim backend: the preset it runs");
+  v->add_option("--model-preset", o.model_preset,
+                "Model preset to compare with (default: --preset; cuda: h200-gen5x16; refdev: spyre-gen5x16)");
+  v->add_option("--sizes", o.sizes, "Transfer sizes (4KiB..1GiB doubles; or a list)");
+  v->add_option("--repeat", o.repeat, "Timed runs per point (the median is reported)")->check(CLI::Range(3, 1000));
+  v->add_option("--streams", o.streams, "Stream counts to sweep (each transfer split over them)")
+      ->check(CLI::Range(1, 64))
+      ->delimiter(',');
+  v->add_option("--memory", o.memory, "Host memory kinds")
+      ->check(CLI::IsMember({"registered", "pageable"}))
+      ->delimiter(',');
+  v->add_option("--out", o.out, "Output folder (created)")->required();
+  v->add_option("--fit-sizes", o.fit_sizes, "Copies the calibration fits (below:64MiB, range:A:B, atleast:X, all)");
+  v->add_option("--check-sizes", o.check_sizes, "Registered copies the check judges after calibration");
+  v->add_option("--tolerance", o.tolerance, "Largest median |relative error| the check accepts")
+      ->check(CLI::Range(0.0, 1.0));
+  v->add_flag("--no-calibrate", o.no_calibrate, "Compare with the model preset only");
+  v->add_flag("--no-plot", o.no_plot, "Do not draw plot.png");
+  v->add_option("--fidelity", o.fidelity, "Model fidelity of the replays")->check(CLI::IsMember({"tlp", "burst"}));
+  v->add_option("--timeout", o.timeout_s, "Seconds a transfer may take")->check(CLI::PositiveNumber);
+  v->add_option("--cuda-memory", o.cuda_memory, "cuda backend: device memory to cudaMalloc");
+  v->add_option("--cuda-device", o.cuda_device, "cuda backend: CUDA device ordinal")->check(CLI::NonNegativeNumber);
+  return v;
+}
+
+#if defined(SPYRE_DMA_VALIDATE_AVAILABLE)
+namespace {
+
+namespace st = spyre_dma::traces;
+namespace fs = std::filesystem;
+
+void write_text(const fs::path& p, const std::string& text) {
+  std::ofstream out(p, std::ios::trunc);
+  out << text;
+  if (!out) throw std::runtime_error(fmt::format("{}: cannot write", p.string()));
+}
+
+std::string link_name(const spyre_dma::model::SimConfig& c) {
+  return fmt::format("PCIe Gen{} x{}", c.link.generation, c.link.lanes);
+}
+
+std::string default_model_preset(const ValidateOptions& o) {
+  if (!o.model_preset.empty()) return o.model_preset;
+  if (!o.preset.empty()) return o.preset;
+  if (o.backend == "cuda") return "h200-gen5x16";
+  return spyre_dma::model::preset_names().front();
+}
+
+// The check: for each direction, the registered copies of the checked sizes, median |error|.
+struct CheckRow {
+  std::string direction;
+  std::size_t ops = 0;
+  double median_abs = 0;
+  bool pass = false;
+};
+
+std::vector<CheckRow> check_rows(const st::Comparison& c, const st::OpSelection& sel, double tol) {
+  std::vector<CheckRow> rows;
+  for (const char* dir : {"h2d registered", "d2h registered"}) {
+    std::vector<double> errs;
+    for (const st::OpComparison& op : c.ops) {
+      if (op.direction != dir || op.bound || op.bytes < sel.lo || op.bytes >= sel.hi) continue;
+      errs.push_back(std::fabs(op.rel_error));
+    }
+    CheckRow r;
+    r.direction = dir;
+    r.ops = errs.size();
+    if (!errs.empty()) {
+      std::sort(errs.begin(), errs.end());
+      const std::size_t n = errs.size();
+      r.median_abs = n % 2 ? errs[n / 2] : (errs[n / 2 - 1] + errs[n / 2]) / 2;
+      r.pass = r.median_abs <= tol;
+    }
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+nlohmann::json point_json(const PointResult& p) {
+  return {{"bytes", p.bytes},           {"direction", std::string(to_string(p.direction))},
+          {"memory", std::string(to_string(p.memory))}, {"streams", p.streams_used},
+          {"run_ns", p.run_ns},         {"median_ns", p.median_ns},
+          {"gb_per_s", p.gb_per_s},     {"verified", p.verified}};
+}
+
+}  // namespace
+
+int run_validate(const ValidateOptions& o) {
+  const auto wall0 = std::chrono::steady_clock::now();
+  BackendOptions backend;
+  backend.name = o.backend;
+  backend.preset = o.preset;
+  backend.fidelity = o.backend == "sim" ? "burst" : "";
+  if (o.backend == "cuda") {
+    if (!o.preset.empty()) {
+      fmt::print(stderr, "spyre-dma validate: --preset '{}' applies to --backend sim only (the model: --model-preset)\n", o.preset);
+      return 2;
+    }
+  } else if (std::string e = check_backend_options(backend); !e.empty()) {
+    fmt::print(stderr, "spyre-dma validate: {}\n", e);
+    return 2;
+  }
+  std::vector<std::uint64_t> sizes;
+  st::OpSelection fit, check;
+  spyre_dma::model::SimConfig model;
+  try {
+    sizes = parse_size_list(o.sizes);
+    fit = st::parse_selection(o.fit_sizes);
+    check = st::parse_selection(o.check_sizes);
+    model = spyre_dma::model::preset(default_model_preset(o));
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "spyre-dma validate: {}\n", e.what());
+    return 2;
+  }
+  model.fidelity = o.fidelity == "tlp" ? spyre_dma::model::Fidelity::kTlp : spyre_dma::model::Fidelity::kBurst;
+  const fs::path out(o.out);
+  std::error_code ec;
+  fs::create_directories(out, ec);
+  if (ec) {
+    fmt::print(stderr, "spyre-dma validate: --out '{}': {}\n", o.out, ec.message());
+    return 2;
+  }
+
+  std::uint64_t cuda_memory = 0;
+  try {
+    cuda_memory = parse_size(o.cuda_memory);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "spyre-dma validate: --cuda-memory: {}\n", e.what());
+    return 2;
+  }
+
+  // 1. The sweep, recorded.
+  std::shared_ptr<spyre_dma::Device> device;
+  if (o.backend == "cuda") {
+    spyre_dma::cuda::CudaExecutorConfig cc;
+    cc.device = o.cuda_device;
+    cc.device_memory_bytes = cuda_memory;
+    device = spyre_dma::cuda::open_cuda_device(cc);  // DeviceFault / OutOfMemory name the cudart call
+  } else {
+    device = open_backend(backend);
+  }
+  st::Header header;
+  header.source = "validate";
+  header.device = device->describe().name;
+  header.link = o.backend == "cuda" ? link_name(model) : "";
+  if (o.backend == "sim") header.link = link_name(spyre_dma::model::preset(o.preset.empty() ? spyre_dma::model::preset_names().front() : o.preset));
+  header.extra["backend"] = o.backend;
+  auto recorder = std::make_shared<st::TraceRecorder>(header);
+  spyre_dma::EngineOptions eo;
+  eo.observer = recorder;
+  auto engine = spyre_dma::Engine::open(device, eo);
+  fmt::print("spyre-dma validate: {} ({}), {} sizes {}..{}, {} runs per point, streams {}, model {}\n", o.backend,
+             device->describe().name, sizes.size(), format_size(sizes.front()), format_size(sizes.back()), o.repeat,
+             fmt::join(o.streams, ","), model.preset);
+  std::vector<PointResult> points;
+  for (int streams : o.streams) {
+    SweepConfig sc;
+    sc.sizes = sizes;
+    sc.repeat = o.repeat;
+    sc.streams = streams;
+    sc.device_clock = true;
+    sc.timeout = std::chrono::nanoseconds(static_cast<std::int64_t>(o.timeout_s * 1e9));
+    sc.memories.clear();
+    for (const auto& m : o.memory) sc.memories.push_back(m == "registered" ? HostMemory::kRegistered : HostMemory::kPageable);
+    Sweep sweep(*engine, sc);
+    sweep.run([&](const PointResult& p) {
+      fmt::print("  {:>9} {} {:<10} x{}  {:>10.2f} us  {:>7.2f} GB/s\n", format_size(p.bytes), to_string(p.direction),
+                 to_string(p.memory), p.streams_used, p.median_ns / 1e3, p.gb_per_s);
+      points.push_back(p);
+    });
+  }
+  st::Trace trace = recorder->trace(std::chrono::seconds(60));
+  engine.reset();
+  device.reset();
+  st::write_trace_file(trace, (out / "trace.jsonl").string());
+
+  // 2. Replay on the model, compare.
+  st::ReplayOptions ro;
+  const st::ReplayResult replayed = st::replay_on_sim(trace, model, ro);
+  const st::Comparison cmp = st::compare(trace, replayed);
+  nlohmann::json cmp_doc = cmp.to_json();
+  cmp_doc["config"] = spyre_dma::model::to_json(model);
+  cmp_doc["data_ok"] = replayed.data_ok;
+  write_text(out / "compare.json", cmp_doc.dump(1) + "\n");
+  fmt::print("model {} replay:\n{}", model.preset, cmp.table());
+
+  // 3. Calibrate and check.
+  nlohmann::json cal_doc = nullptr;
+  const st::Comparison* judged = &cmp;
+  std::optional<st::CalibrationResult> cal;
+  if (!o.no_calibrate) {
+    st::CalibrateOptions co;
+    co.base = model;
+    co.fit = fit;
+    co.fidelity = model.fidelity;
+    cal = st::calibrate(trace, co);
+    write_text(out / "calibrated.json", cal->preset_json().dump(2) + "\n");
+    cal_doc = cal->to_json();
+    judged = &cal->holdout;
+    fmt::print("calibration (fit {}):\n{}", o.fit_sizes, cal->summary());
+  }
+  const std::vector<CheckRow> rows = check_rows(*judged, check, o.tolerance);
+  bool pass = replayed.data_ok;
+  for (const CheckRow& r : rows) pass = pass && r.pass;
+
+  // 4. Report and plot.
+  nlohmann::json report;
+  report["backend"] = o.backend;
+  report["device"] = header.device;
+  report["model_preset"] = model.preset;
+  report["link"] = link_name(model);
+  report["sizes"] = sizes;
+  report["repeat"] = o.repeat;
+  report["streams"] = o.streams;
+  report["method"] = "device timestamps (first CB start to last CB end), median of runs; see docs/validation.md";
+  for (const PointResult& p : points) report["points"].push_back(point_json(p));
+  report["comparison"] = cmp.to_json();
+  report["calibration"] = cal_doc;
+  report["fit_sizes"] = o.no_calibrate ? "" : o.fit_sizes;
+  report["check_sizes"] = o.check_sizes;
+  report["tolerance"] = o.tolerance;
+  for (const CheckRow& r : rows) {
+    report["check"].push_back({{"direction", r.direction}, {"ops", r.ops}, {"median_abs_error", r.median_abs}, {"pass", r.pass}});
+  }
+  report["replay_data_ok"] = replayed.data_ok;
+  report["pass"] = pass;
+  report["wall_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  write_text(out / "report.json", report.dump(1) + "\n");
+
+  std::string md = fmt::format("# spyre-dma validate: {}\n\n", o.backend);
+  md += fmt::format("- Device: {}\n- Model: preset `{}` ({}), {} fidelity\n", header.device, model.preset,
+                    link_name(model), o.fidelity);
+  md += fmt::format("- Sweep: {} sizes {}..{}, {} runs per point (median), streams {}, memory {}\n", sizes.size(),
+                    format_size(sizes.front()), format_size(sizes.back()), o.repeat, fmt::join(o.streams, ", "),
+                    fmt::join(o.memory, ", "));
+  md += "- Timing: device timestamps of the CBs (first start to last end); files: trace.jsonl, compare.json, "
+        "calibrated.json, report.json, plot.png\n\n";
+  md += "## Measured\n\n| Size | Direction | Memory | Streams | Median us | GB/s |\n|---|---|---|---|---|---|\n";
+  for (const PointResult& p : points) {
+    md += fmt::format("| {} | {} | {} | {} | {:.2f} | {:.2f} |\n", format_size(p.bytes), to_string(p.direction),
+                      to_string(p.memory), p.streams_used, p.median_ns / 1e3, p.gb_per_s);
+  }
+  md += fmt::format("\n## Model `{}` against the capture (per op)\n\n```\n{}```\n", model.preset, cmp.table());
+  if (cal) md += fmt::format("\n## Calibration (fit: {})\n\n```\n{}```\n", o.fit_sizes, cal->summary());
+  md += fmt::format("\n## Check: registered copies {}, {}, median |error| <= {:.1f}%\n\n", o.check_sizes,
+                    o.no_calibrate ? "uncalibrated model" : "held out from the fit", o.tolerance * 100);
+  md += "| Direction | Ops | Median abs error | Result |\n|---|---|---|---|\n";
+  for (const CheckRow& r : rows) {
+    md += fmt::format("| {} | {} | {:.2f}% | {} |\n", r.direction, r.ops, r.median_abs * 100,
+                      r.ops == 0 ? "FAIL (no copies in range)" : r.pass ? "pass" : "FAIL");
+  }
+  md += fmt::format("\nReplay data check: {}. Verdict: **{}**\n", replayed.data_ok ? "ok" : replayed.data_error,
+                    pass ? "PASS" : "FAIL");
+  write_text(out / "report.md", md);
+
+  if (!o.no_plot) {
+    std::string script = SPYRE_DMA_PLOT_SCRIPT;
+    const auto slash = script.find_last_of('/');
+    script = (slash == std::string::npos ? std::string() : script.substr(0, slash + 1)) + "plot-compare";
+    const fs::path plot_input = cal ? out / "compare-calibrated.json" : out / "compare.json";
+    if (cal) write_text(plot_input, cal->holdout.to_json().dump(1) + "\n");
+    const std::string cmd = fmt::format("'{}' '{}' '{}'", script, plot_input.string(), (out / "plot.png").string());
+    if (std::system(cmd.c_str()) != 0) {
+      fmt::print(stderr, "spyre-dma validate: warning: plotting failed ({}): is matplotlib installed?\n", cmd);
+    }
+  }
+  fmt::print("{}: {}\n", (out / "report.md").string(), pass ? "PASS" : "FAIL");
+  return pass ? 0 : 1;
+}
+
+#else
+int run_validate(const ValidateOptions&) {
+  fmt::print(stderr, "spyre-dma validate: this build lacks the model or the trace library (SystemC not found)\n");
+  return 2;
+}
+#endif
+
+}  // namespace spyre_dma_cli

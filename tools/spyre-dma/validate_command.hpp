@@ -1,0 +1,42 @@
+// `spyre-dma validate`: the standard validation of a backend against the model (docs/validation.md).
+//   1. a size sweep on the backend (H2D and D2H, registered and pageable, each stream count),
+//      timed on the device clock, median of --repeat runs, recorded as a trace;
+//   2. the trace replayed on the model configured for the same link (--model-preset) and
+//      compared op by op;
+//   3. the model calibrated on one size range (--fit-sizes) and checked on another
+//      (--check-sizes, registered copies: each direction's median |error| within --tolerance);
+//   4. report.md, report.json, trace.jsonl, compare.json, calibrated.json and plot.png in --out.
+// Exit status: 0 the check passed; 1 it failed or a transfer failed; 2 a usage error.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+namespace spyre_dma_cli {
+
+struct ValidateOptions {
+  std::string backend = "sim";
+  std::string preset;        // sim backend: the preset it runs (the "device")
+  std::string model_preset;  // the model to compare with; default: --preset, else by backend
+  std::string sizes = "4KiB..1GiB";
+  int repeat = 3;
+  std::vector<int> streams{1, 4};
+  std::vector<std::string> memory{"registered", "pageable"};
+  std::string out;
+  std::string fit_sizes = "below:64MiB";
+  std::string check_sizes = "atleast:64MiB";
+  double tolerance = 0.05;
+  bool no_calibrate = false;
+  bool no_plot = false;
+  std::string fidelity = "burst";  // of the replays
+  double timeout_s = 60;           // per transfer
+  std::string cuda_memory = "4GiB";
+  int cuda_device = 0;
+};
+
+CLI::App* add_validate_command(CLI::App& app, ValidateOptions& options);
+int run_validate(const ValidateOptions& options);
+
+}  // namespace spyre_dma_cli
