@@ -46,23 +46,52 @@ bool EngineCore::drain_rbs(Work& work) {
   bool any = false;
   for (unsigned p = 0; p < hw::kNumPipelines; ++p) {
     HwQueue& q = *queues_[p];
+    const auto pipe = static_cast<hw::Pipeline>(p);
     while (const std::uint8_t* slot = q.peek_rb()) {
       any = true;
+      const std::uint32_t index = q.rb_consumer_index();
+      if (!fatal_.ok()) {  // a device that misbehaved or reset itself: its RBs mean nothing now
+        q.pop_rb(false);
+        continue;
+      }
       const hw::RbDecodeResult d = hw::decode_rb(slot);
       if (d.error) {
-        ++stats_.device_faults;
         q.pop_rb(false);
+        device_misbehaved(pipe, 0, index,
+                          "the RB at ring index " + std::to_string(index) + " is malformed (" + std::string(*d.error) +
+                              ", word 0 = " + hex(hw::load_le64(slot)) + ")", work);
         continue;
       }
       const hw::ResponseBlock& rb = d.rb;
-      Inflight& f = inflight_[rb.tag];
-      const bool matches = static_cast<unsigned>(rb.locator) == p && f.pipe == rb.locator &&
-                           (f.state == CbState::kLive || f.state == CbState::kTimedOut);
-      if (!matches) {  // an RB for no CB of this queue: a device fault, not a completion
-        ++stats_.device_faults;
+      auto& due = answer_order_[p];
+      std::string wrong;
+      if (static_cast<unsigned>(rb.locator) != p) {
+        wrong = "names pipeline " + std::string(hw::to_string(rb.locator));
+      } else if (rb.tag == last_answered_[p] && (due.empty() || rb.tag != due.front())) {
+        wrong = "repeats a tag answered just before (a repeated or stale RB)";
+      } else if (due.empty()) {
+        wrong = "came with no CB outstanding on this queue";
+      } else if (rb.tag != due.front()) {
+        const Inflight& f = inflight_[rb.tag];
+        if (f.state == CbState::kFree) {
+          wrong = "names a tag with no CB in flight (unknown, or answered already)";
+        } else if (f.pipe != pipe) {
+          wrong = "names a tag of a " + std::string(hw::to_string(f.pipe)) + " CB";
+        } else {
+          wrong = "is out of ring order";
+        }
+        wrong += "; the next RB due was for tag " + std::to_string(due.front());
+      }
+      if (!wrong.empty()) {
         q.pop_rb(false);
+        device_misbehaved(pipe, rb.tag, index,
+                          "the RB at ring index " + std::to_string(index) + " for tag " +
+                              std::to_string(rb.tag) + " " + wrong, work);
         continue;
       }
+      due.pop_front();
+      last_answered_[p] = rb.tag;
+      Inflight& f = inflight_[rb.tag];
       q.pop_rb(true);
       work.repump = true;
       if (rb.status == hw::RbStatus::kAbend && rb.error == hw::ErrorKind::kReset) fatal_suspect_ = true;
@@ -79,6 +108,51 @@ bool EngineCore::drain_rbs(Work& work) {
   }
   if (!work.copy_outs.empty()) draining_ = true;
   return any;
+}
+
+void EngineCore::device_misbehaved(hw::Pipeline p, std::uint32_t tag, std::uint64_t index,
+                                   const std::string& what, Work& work) {
+  ++stats_.device_faults;
+  if (!fatal_.ok()) return;  // one verdict per fault; reset() clears it
+  DeviceErrorDetail detail{p, tag, hw::RbStatus::kError, hw::ErrorKind::kNone, hw::CbField::kNone, index};
+  fatal_ = Status(ErrorCode::kDeviceFault,
+                  "the device broke the ring contract on " + std::string(hw::to_string(p)) + ": " + what +
+                      "; Engine::reset() is needed",
+                  detail);
+  // Stop the device fetching more (what it holds it may still finish: its staging buffers are
+  // unmapped below, so it cannot reach them); copy-ins still running are abandoned.
+  try {
+    device_->write32(hw::reg::kControl, 0);
+  } catch (...) {
+  }
+  ++epoch_;
+  fail_everything(fatal_, work);
+}
+
+bool EngineCore::check_indices(unsigned p, Work& work) {
+  if (!fatal_.ok()) return false;
+  const HwQueue& q = *queues_[p];
+  const auto pipe = static_cast<hw::Pipeline>(p);
+  const std::uint32_t cb_ci = device_->read32(hw::reg::pipe(pipe, hw::reg::kCbCi));
+  const std::uint32_t rb_pi = device_->read32(hw::reg::pipe(pipe, hw::reg::kRbPi));
+  const std::uint32_t pi = q.published_producer_index(), rb_ci = q.rb_consumer_index();
+  const std::uint32_t slots = q.slots();
+  // Free-running indices, compared modulo 2^32: RB_CI <= RB_PI <= CB_CI <= CB_PI, and no two
+  // more than a ring apart.
+  std::string wrong;
+  if (std::uint32_t(rb_pi - rb_ci) > slots) {
+    wrong = "RB_PI = " + std::to_string(rb_pi) + " lies beyond the ring (" + std::to_string(rb_ci) +
+            " RBs consumed, " + std::to_string(slots) + " slots)";
+  } else if (std::uint32_t(pi - cb_ci) > slots) {
+    wrong = "CB_CI = " + std::to_string(cb_ci) + " lies outside the CBs handed over (CB_PI " +
+            std::to_string(pi) + ", " + std::to_string(slots) + " slots)";
+  } else if (std::uint32_t(cb_ci - rb_pi) > slots) {
+    wrong = "CB_CI = " + std::to_string(cb_ci) + " moved back below RB_PI = " + std::to_string(rb_pi) +
+            " (fewer CBs fetched than answered)";
+  }
+  if (wrong.empty()) return false;
+  device_misbehaved(pipe, 0, wrong.rfind("RB_PI", 0) == 0 ? rb_pi : cb_ci, wrong, work);
+  return true;
 }
 
 Status EngineCore::status_from_rb(const OpState& op, const hw::ResponseBlock& rb) const {
@@ -120,6 +194,7 @@ void EngineCore::finish_cb(std::uint32_t tag, const hw::ResponseBlock& rb, Work&
   if (f.staging != StagingPool::kNone) {
     if (good && f.copy_out) {
       work.copy_outs.push_back(CopyOut{op, f.staging, f.copy_out, staging_->data(f.staging), f.bytes});
+      ++op->copying_out;
       stats_.bytes_staged += f.bytes;
       copy_out = true;
     } else {
@@ -144,6 +219,8 @@ bool EngineCore::expire_timeouts(Work& work) {
       const std::uint32_t tag = order.front();
       Inflight& f = inflight_[tag];
       if (f.state != CbState::kLive || f.deadline > now) break;
+      // A device whose ring indices are impossible misbehaved rather than slowed down.
+      if (check_indices(p, work)) return true;
       order.pop_front();
       f.state = CbState::kTimedOut;  // the tag (and its staging buffer) stay out of service
       timed_out_[p] = true;
@@ -247,10 +324,14 @@ void EngineCore::fail_everything(const Status& why, Work& work) {
     f = Inflight{};
   }
   for (auto& order : ring_order_) order.clear();
+  for (auto& due : answer_order_) due.clear();
+  last_answered_.fill(0);
   for (const auto& s : streams_) {
     for (const auto& op : s->window) {
       if (op->finished) continue;
       if (op->kind == OpKind::kHostCallback && op->started) continue;  // running: completes itself
+      // Every CB answered Good, only copy-outs left: the op's data is right, it completes as it is.
+      if (op->fully_issued() && op->cbs_live > 0 && op->cbs_live == op->copying_out && op->first_error.ok()) continue;
       if (op->first_error.ok()) op->first_error = why;
       op->next = op->bytes;
       op->compute_issued = true;

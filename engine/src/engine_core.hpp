@@ -143,6 +143,14 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   void fail_everything(const Status& why, Work& work);
   // Reads STATUS after a device-side reset was reported; true once it has gone fatal.
   bool check_fatal(Work& work);
+  // The device broke the ring contract on pipeline `p` (`what` says how, naming tag and index):
+  // it is not trusted again until reset(). Stops it fetching, fails everything in flight and
+  // queued with kDeviceFault (exactly once each), and makes new work fail at once.
+  void device_misbehaved(hw::Pipeline p, std::uint32_t tag, std::uint64_t index, const std::string& what,
+                         Work& work);
+  // On a CB timeout: reads the pipeline's CB_CI and RB_PI; an index no sane device can have is a
+  // misbehaviour (true), else the timeout stands.
+  bool check_indices(unsigned p, Work& work);
   void ring_doorbells();
   void set_blocked(const std::shared_ptr<StreamState>& s, bool blocked);
   void run_work(Lock& lock, Work& work);  // drops the lock while copying and calling back
@@ -171,6 +179,10 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   std::array<std::unique_ptr<HwQueue>, hw::kNumPipelines> queues_;
   std::array<std::deque<std::uint32_t>, hw::kNumPipelines> ring_order_;  // tags, oldest first
   std::array<bool, hw::kNumPipelines> timed_out_{};  // a pipeline with a timed-out CB
+  // Tags in ring order whose RB is still due (live and timed-out CBs): a device answers the CBs
+  // of a pipeline in index order, so the next RB must carry the front tag.
+  std::array<std::deque<std::uint32_t>, hw::kNumPipelines> answer_order_;
+  std::array<std::uint32_t, hw::kNumPipelines> last_answered_{};  // tag of the last RB matched
   // The device reset itself: an Abend RB of kind kReset makes the engine watch STATUS; once it
   // reads FATAL, everything in flight fails and new work fails at once until reset().
   bool fatal_suspect_ = false;

@@ -56,6 +56,7 @@ struct OpState {
   std::uint64_t next = 0;       // bytes handed to CBs so far
   bool compute_issued = false;  // kCompute: its single CB was handed over
   std::uint32_t cbs_live = 0;   // CBs handed over (or being staged) and not yet finished
+  std::uint32_t copying_out = 0;  // of those, CBs answered Good whose staged data is being copied out
   Status first_error;
 
   // Completion. `finished` (engine lock): the op's own work is over and final_status is set; what

@@ -47,6 +47,10 @@ class HwQueue {
   void drop_outstanding() noexcept;
 
   std::uint32_t producer_index() const noexcept { return pi_; }
+  // The last CB_PI written (what the device may have fetched up to) and the RBs consumed so far
+  // (free-running, as the device counts RB_PI): the bounds of a sane device's CB_CI and RB_PI.
+  std::uint32_t published_producer_index() const noexcept { return published_pi_; }
+  std::uint32_t rb_consumer_index() const noexcept { return rb_ci_; }
 
  private:
   Device& device_;

@@ -113,6 +113,7 @@ void EngineCore::pump(const std::shared_ptr<StreamState>& s, Work& work, bool fr
         break;
       }
     }
+    if (!op->first_error.ok()) maybe_complete(op, work);
     if (!blocked) ++s->cursor;
   }
   if (s->gate && !s->gate->finished && s->gate->kind == OpKind::kEventWait) blocked = true;
@@ -202,6 +203,11 @@ bool EngineCore::issue_cb(StreamState& s, const std::shared_ptr<OpState>& op,
       ++stats_.staging_stalls;
       return false;
     }
+    if (slot == StagingPool::kMapFailed) {  // the op fails; what it issued already completes it
+      if (op->first_error.ok()) op->first_error = Status(ErrorCode::kOutOfMemory, staging_->map_error());
+      op->next = op->bytes;
+      return true;
+    }
   }
   std::uint64_t piece = 0;
   hw::ControlBlock cb = build_cb(s, *op, slot, piece);
@@ -239,6 +245,7 @@ void EngineCore::push_cb(std::uint32_t tag, const hw::ControlBlock& cb, bool fro
   f.deadline = issue_now_ + options_.cb_timeout;
   queue(f.pipe).push(hw::encode(cb), from_reservation);
   ring_order_[static_cast<std::size_t>(f.pipe)].push_back(tag);
+  answer_order_[static_cast<std::size_t>(f.pipe)].push_back(tag);
   ++stats_.cbs_submitted;
 }
 
@@ -319,6 +326,7 @@ void EngineCore::run_work(Lock& lock, Work& work) {
       staging_->release(c.slot);
       work.repump = true;
       --c.op->cbs_live;
+      --c.op->copying_out;
       maybe_complete(c.op, work);
     }
     for (auto& batch : w.copy_ins) {

@@ -1,6 +1,7 @@
 #include "staging_pool.hpp"
 
 #include <cstdlib>
+#include <exception>
 #include <new>
 
 namespace spyre_dma::detail {
@@ -13,14 +14,10 @@ StagingPool::StagingPool(Device& device, std::size_t buffer_bytes, std::size_t c
       Buffer b;
       b.data = static_cast<std::uint8_t*>(std::aligned_alloc(4096, (buffer_bytes + 4095) / 4096 * 4096));
       if (!b.data) throw std::bad_alloc();
-      b.iova = device_.map(b.data, buffer_bytes, DmaAccess::kBoth);
       buffers_.push_back(b);
     }
   } catch (...) {
-    for (Buffer& b : buffers_) {
-      device_.unmap(b.iova);
-      std::free(b.data);
-    }
+    for (Buffer& b : buffers_) std::free(b.data);
     throw;
   }
   for (std::size_t i = count; i-- > 0;) free_.push_back(static_cast<int>(i));
@@ -28,28 +25,50 @@ StagingPool::StagingPool(Device& device, std::size_t buffer_bytes, std::size_t c
 
 StagingPool::~StagingPool() {
   for (Buffer& b : buffers_) {
-    try {
-      device_.unmap(b.iova);
-    } catch (...) {
-    }
+    unmap(b);
     std::free(b.data);
+  }
+}
+
+void StagingPool::unmap(Buffer& b) noexcept {
+  if (!b.mapped) return;
+  b.mapped = false;
+  try {
+    device_.unmap(b.iova);
+  } catch (...) {
+    // The device forgot the mapping already (it cannot reach the buffer either way).
   }
 }
 
 int StagingPool::acquire() noexcept {
   if (free_.empty()) return kNone;
   const int i = free_.back();
+  Buffer& b = buffers_[static_cast<std::size_t>(i)];
+  try {
+    b.iova = device_.map(b.data, buffer_bytes_, DmaAccess::kBoth);
+    b.mapped = true;
+  } catch (const std::exception& e) {
+    map_error_ = std::string("mapping a staging buffer of ") + std::to_string(buffer_bytes_) + " bytes failed: " + e.what();
+    return kMapFailed;
+  }
   free_.pop_back();
   return i;
 }
 
 void StagingPool::release(int index) noexcept {
   Buffer& b = buffers_[static_cast<std::size_t>(index)];
-  if (b.quarantined) b.quarantined = false;
+  unmap(b);
+  b.quarantined = false;
   free_.push_back(index);
 }
 
-void StagingPool::quarantine(int index) noexcept { buffers_[static_cast<std::size_t>(index)].quarantined = true; }
+void StagingPool::quarantine(int index) noexcept {
+  // Unmapped at once: the device that abandoned the CB may still try, and then faults in its
+  // IOMMU instead of writing memory the engine no longer watches.
+  Buffer& b = buffers_[static_cast<std::size_t>(index)];
+  unmap(b);
+  b.quarantined = true;
+}
 
 void StagingPool::release_quarantined() noexcept {
   for (std::size_t i = 0; i < buffers_.size(); ++i) {
@@ -63,6 +82,12 @@ void StagingPool::release_quarantined() noexcept {
 std::size_t StagingPool::quarantined() const noexcept {
   std::size_t n = 0;
   for (const Buffer& b : buffers_) n += b.quarantined ? 1 : 0;
+  return n;
+}
+
+std::size_t StagingPool::mapped() const noexcept {
+  std::size_t n = 0;
+  for (const Buffer& b : buffers_) n += b.mapped ? 1 : 0;
   return n;
 }
 

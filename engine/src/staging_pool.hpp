@@ -1,11 +1,16 @@
-// The bounded pool of DMA-mapped staging buffers that pageable and unaligned host memory moves
-// through. A buffer returns to the pool only when the CB using it has retired; one whose CB timed
-// out is quarantined (the device may still write it) until a late RB or a reset proves it idle.
+// The bounded pool of staging buffers that pageable and unaligned host memory moves through. A
+// buffer returns to the pool only when the CB using it has retired; one whose CB timed out is
+// quarantined until a late RB or a reset proves it idle.
+//
+// A buffer is DMA-mapped only while a CB uses it: acquire() maps it (a fresh IOVA each time) and
+// release() / quarantine() unmap it, so the device reaches a staging buffer only for the lifetime
+// of the CB it was given, never the data of an op that has completed, nor a buffer between uses.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "spyre_dma/device.hpp"
@@ -19,8 +24,9 @@ class StagingPool {
   StagingPool(const StagingPool&) = delete;
   StagingPool& operator=(const StagingPool&) = delete;
 
-  static constexpr int kNone = -1;
-  int acquire() noexcept;  // kNone when every buffer is busy or quarantined
+  static constexpr int kNone = -1;       // every buffer is busy or quarantined
+  static constexpr int kMapFailed = -2;  // the device refused the mapping (map_error() says why)
+  int acquire() noexcept;
   void release(int index) noexcept;
   void quarantine(int index) noexcept;
   void release_quarantined() noexcept;  // after a reset
@@ -31,17 +37,23 @@ class StagingPool {
   std::size_t count() const noexcept { return buffers_.size(); }
   std::size_t free_count() const noexcept { return free_.size(); }
   std::size_t quarantined() const noexcept;
+  std::size_t mapped() const noexcept;
+  const std::string& map_error() const noexcept { return map_error_; }
 
  private:
   struct Buffer {
     std::uint8_t* data = nullptr;
     std::uint64_t iova = 0;
+    bool mapped = false;
     bool quarantined = false;
   };
+  void unmap(Buffer& b) noexcept;
+
   Device& device_;
   std::size_t buffer_bytes_;
   std::vector<Buffer> buffers_;
   std::vector<int> free_;
+  std::string map_error_;
 };
 
 }  // namespace spyre_dma::detail

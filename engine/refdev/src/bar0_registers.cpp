@@ -129,6 +129,7 @@ void DeviceCore::write64(std::uint64_t offset, std::uint64_t value) {
     return;
   }
   if (!in_pipe_block(offset)) return bad_access();  // the global 64-bit registers are read-only
+  if (stopped_.load()) return;  // stop_answering: the registers are frozen
   PipelineRegisters& r = pipe(pipe_of(offset));
   (pipe_reg(offset) == reg::kCbRingBase_64 ? r.cb_base : r.rb_base).store(value);
   wake(pipe_of(offset));
@@ -160,6 +161,7 @@ void DeviceCore::write_control(std::uint32_t value) {
 }
 
 void DeviceCore::write_pipe32(std::uint64_t offset, std::uint32_t value) {
+  if (stopped_.load()) return;  // stop_answering: the registers are frozen
   const hw::Pipeline p = pipe_of(offset);
   PipelineRegisters& r = pipe(p);
   switch (pipe_reg(offset)) {

@@ -139,6 +139,11 @@ void DeviceCore::reset(std::uint32_t control_after) {
     r.cb_ci.store(0);
     r.rb_pi.store(0);
   }
+  for (auto& w : workers_) {
+    w.broken.store(false);
+    w.last_tag = 0;  // no worker runs now
+  }
+  stopped_.store(false);
   irq_pending_.store(0);
   fatal_.store(false);
   fatal_cause_.store(0);
@@ -165,6 +170,25 @@ void DeviceCore::set_faults(const RefDeviceFaults& f) {
   wake_all();
 }
 
+void DeviceCore::set_misbehave(const Misbehave& m) {
+  misbehave_kind_.store(MisbehaveKind::kNone);  // off while the rest changes
+  misbehave_at_.store(m.at_cb);
+  rogue_iova_.store(m.rogue_iova);
+  rogue_device_offset_.store(m.rogue_device_offset);
+  misbehave_counter_.store(0);
+  misbehave_fired_.store(false);
+  misbehave_kind_.store(m.kind);
+}
+
+Misbehave DeviceCore::misbehave() const {
+  Misbehave m;
+  m.kind = misbehave_kind_.load();
+  m.at_cb = misbehave_at_.load();
+  m.rogue_iova = rogue_iova_.load();
+  m.rogue_device_offset = rogue_device_offset_.load();
+  return m;
+}
+
 RefDeviceFaults DeviceCore::faults() const {
   RefDeviceFaults f;
   f.hang = hang_.load();
@@ -182,6 +206,7 @@ RefDeviceCounters DeviceCore::counters() const {
     c.bytes_moved += w.bytes.load(std::memory_order_relaxed);
   }
   c.injected_errors = injected_errors_.load(std::memory_order_relaxed);
+  c.misbehaviours = misbehaviours_.load(std::memory_order_relaxed);
   c.interrupts = interrupts_.load(std::memory_order_relaxed);
   c.resets = resets_.load(std::memory_order_relaxed);
   c.bad_register_accesses = bad_register_accesses_.load(std::memory_order_relaxed);

@@ -59,6 +59,13 @@ struct alignas(64) PipelineWorker {
   std::atomic<std::uint64_t> error_rbs{0};
   std::atomic<std::uint64_t> queue_faults{0};
   std::atomic<std::uint64_t> bytes{0};
+  // Serialises writes into this pipeline's RB ring: its own worker, and a misbehaving worker of
+  // another pipeline (wrong_queue).
+  std::mutex rb_mutex;
+  std::uint32_t last_tag = 0;  // of the previous CB this worker answered (stale_tag)
+  // rb_pi_beyond_ring / cb_ci_backwards broke this pipeline's indices: it fetches nothing until
+  // reset.
+  std::atomic<bool> broken{false};
 };
 
 class DeviceCore {
@@ -81,6 +88,8 @@ class DeviceCore {
   bool paused() const noexcept { return paused_.load(); }
   void set_faults(const RefDeviceFaults& f);
   RefDeviceFaults faults() const;
+  void set_misbehave(const Misbehave& m);
+  Misbehave misbehave() const;
   RefDeviceCounters counters() const;
   std::uint64_t queue_fault_register(hw::Pipeline p) const {
     return pipe(p).fault_register.load();
@@ -120,7 +129,15 @@ class DeviceCore {
   void queue_fault(hw::Pipeline p, std::uint64_t register_offset);
   bool wait_barrier(hw::Pipeline p, std::uint32_t index, std::uint64_t epoch);
   bool inject_error() noexcept;
-  void retire(hw::Pipeline p, std::uint64_t epoch, hw::ResponseBlock rb, bool irq_bit);
+  // Writes the RB (waiting for ring space); `garbage_status` patches STATUS to kGarbageRbStatus.
+  void retire(hw::Pipeline p, std::uint64_t epoch, hw::ResponseBlock rb, bool irq_bit,
+              bool garbage_status = false);
+  // The misbehave control: whether the CB just fetched is the one it fires at (once).
+  bool misbehave_now() noexcept;
+  // Answers the CB as the misbehave kind says instead of retire() (see misbehave.hpp).
+  void misbehave_retire(hw::Pipeline p, std::uint64_t epoch, hw::ResponseBlock rb, bool irq_bit);
+  // wrong_queue: a copy of `rb` into pipeline q's RB ring, if it has room (else dropped).
+  void write_stray_rb(hw::Pipeline q, hw::ResponseBlock rb);
 
   // Life cycle, waiting, interrupts (device_core.cpp).
   void wake(hw::Pipeline p);
@@ -160,6 +177,15 @@ class DeviceCore {
   std::atomic<bool> hang_{false};
   std::atomic<std::uint32_t> error_every_n_{0};
   std::atomic<std::uint64_t> error_counter_{0};
+  std::atomic<MisbehaveKind> misbehave_kind_{MisbehaveKind::kNone};
+  std::atomic<std::uint64_t> misbehave_at_{0};
+  std::atomic<std::uint64_t> rogue_iova_{0};
+  std::atomic<std::uint64_t> rogue_device_offset_{0};
+  std::atomic<std::uint64_t> misbehave_counter_{0};  // CBs fetched since set_faults
+  std::atomic<bool> misbehave_fired_{false};
+  std::atomic<std::uint64_t> misbehaviours_{0};
+  // stop_answering: nothing fetched, no RB, register writes (but CONTROL) ignored, until reset.
+  std::atomic<bool> stopped_{false};
 
   // Interrupts.
   std::atomic<std::uint32_t> irq_pending_{0};

@@ -48,7 +48,8 @@ std::uint64_t section_iova(const hw::ControlBlock& cb) noexcept {
 bool DeviceCore::can_fetch(hw::Pipeline p) const noexcept {
   const PipelineRegisters& r = pipe(p);
   return (control_.load() & hw::kControlEnable) != 0 && !resetting_.load() && !fatal_.load() &&
-         !paused_.load() && !hang_.load() && (r.queue_control.load() & hw::kQueueEnable) != 0 &&
+         !paused_.load() && !hang_.load() && !stopped_.load() && !workers_[static_cast<unsigned>(p)].broken.load() &&
+         (r.queue_control.load() & hw::kQueueEnable) != 0 &&
          r.error_status.load() == 0;
 }
 
@@ -151,7 +152,19 @@ void DeviceCore::process_one(hw::Pipeline p, std::uint64_t epoch) {
   if (barrier && !wait_barrier(p, ci, epoch)) return;  // reset: no RB
   rb.start_ns = rb_timestamp();
 
-  const hw::CbDecodeResult decoded = hw::decode_cb(raw.data());
+  const bool misbehave = misbehave_now();
+  hw::CbDecodeResult decoded = hw::decode_cb(raw.data());
+  if (misbehave && misbehave_kind_.load() == MisbehaveKind::kRogueDma && !decoded.error) {
+    // The device goes where it was not sent: only its IOMMU and XLAT checks stand in the way.
+    hw::ControlBlock& cb = decoded.cb;
+    const std::uint64_t iova = rogue_iova_.load();
+    const std::uint64_t shift = rogue_device_offset_.load() / hw::kFlitBytes;
+    for (hw::DmaSection* s : {&cb.dmi, &cb.dmo}) {
+      if (s->type == hw::DmaType::kSkip) continue;
+      if (iova != 0 && s->type == hw::DmaType::kImmediate) s->host_iova_flits = iova / hw::kFlitBytes;
+      if (shift != 0) s->device.flit_offset = static_cast<std::uint32_t>(s->device.flit_offset + shift);
+    }
+  }
   Outcome out;
   if (std::optional<Outcome> rejected = executor_.admit(decoded, p)) {
     out = *rejected;
@@ -175,24 +188,99 @@ void DeviceCore::process_one(hw::Pipeline p, std::uint64_t epoch) {
   rb.field = out.field;
   rb.detail = out.detail;
   rb.bytes = out.bytes;
+  if (misbehave && misbehave_kind_.load() != MisbehaveKind::kRogueDma) return misbehave_retire(p, epoch, rb, irq_bit);
+  worker(p).last_tag = rb.tag;
   retire(p, epoch, rb, irq_bit);
 }
 
-void DeviceCore::retire(hw::Pipeline p, std::uint64_t epoch, hw::ResponseBlock rb, bool irq_bit) {
+bool DeviceCore::misbehave_now() noexcept {
+  if (misbehave_kind_.load(std::memory_order_relaxed) == MisbehaveKind::kNone) return false;
+  const std::uint64_t n = misbehave_counter_.fetch_add(1) + 1;
+  if (n != misbehave_at_.load()) return false;
+  bool expected = false;
+  if (!misbehave_fired_.compare_exchange_strong(expected, true)) return false;
+  misbehaviours_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+void DeviceCore::misbehave_retire(hw::Pipeline p, std::uint64_t epoch, hw::ResponseBlock rb, bool irq_bit) {
+  PipelineRegisters& r = pipe(p);
+  PipelineWorker& w = worker(p);
+  switch (misbehave_kind_.load()) {
+    case MisbehaveKind::kUnknownTag:
+      rb.tag = shifted_tag(rb.tag);
+      return retire(p, epoch, rb, irq_bit);
+    case MisbehaveKind::kDuplicateRb:
+      retire(p, epoch, rb, irq_bit);
+      return retire(p, epoch, rb, irq_bit);
+    case MisbehaveKind::kStaleTag:
+      rb.tag = w.last_tag != 0 ? w.last_tag : shifted_tag(rb.tag);
+      return retire(p, epoch, rb, irq_bit);
+    case MisbehaveKind::kGarbageStatus:
+      return retire(p, epoch, rb, irq_bit, /*garbage_status=*/true);
+    case MisbehaveKind::kWrongQueue: {
+      w.last_tag = rb.tag;
+      retire(p, epoch, rb, irq_bit);
+      const hw::Pipeline q = p == hw::Pipeline::kCompute ? hw::Pipeline::kDmai : hw::Pipeline::kCompute;
+      rb.locator = q;
+      return write_stray_rb(q, rb);
+    }
+    case MisbehaveKind::kRbPiBeyondRing: {
+      std::lock_guard<std::mutex> lock(w.rb_mutex);
+      w.broken.store(true);
+      r.rb_pi.store(r.rb_pi.load() + 2 * r.rb_size.load() + 1, std::memory_order_release);
+      return;
+    }
+    case MisbehaveKind::kCbCiBackwards:
+      w.broken.store(true);
+      r.cb_ci.store(r.rb_pi.load() - 1, std::memory_order_release);
+      return;
+    case MisbehaveKind::kStopAnswering:
+      stopped_.store(true);
+      return;
+    case MisbehaveKind::kNone:
+    case MisbehaveKind::kRogueDma:
+      break;
+  }
+  retire(p, epoch, rb, irq_bit);
+}
+
+void DeviceCore::write_stray_rb(hw::Pipeline q, hw::ResponseBlock rb) {
+  PipelineRegisters& r = pipe(q);
+  std::lock_guard<std::mutex> lock(worker(q).rb_mutex);
+  const std::uint32_t size = r.rb_size.load();
+  const std::uint64_t base = r.rb_base.load();
+  const std::uint32_t index = r.rb_pi.load(std::memory_order_relaxed);
+  if (!valid_ring_size(size, config_.depth[static_cast<unsigned>(q)]) || base % kRingAlign != 0 ||
+      hw::ring_full(index, r.rb_ci.load(), size)) {
+    return;  // nowhere to put it: the misbehaviour is lost, as a real stray write could be
+  }
+  rb.phase = hw::expected_phase(index, size);
+  const hw::RbBytes bytes = hw::encode(rb);
+  Iommu::Window slot = iommu_.translate(base + std::uint64_t(index & (size - 1)) * hw::kRbBytes,
+                                        hw::kRbBytes, /*device_writes=*/true);
+  if (!slot) return;
+  publish_rb(slot.host(), bytes);
+  slot.release();
+  r.rb_pi.store(index + 1, std::memory_order_release);
+  raise_interrupt(q);
+}
+
+void DeviceCore::retire(hw::Pipeline p, std::uint64_t epoch, hw::ResponseBlock rb, bool irq_bit,
+                        bool garbage_status) {
   PipelineRegisters& r = pipe(p);
   PipelineWorker& w = worker(p);
   const std::uint32_t depth = config_.depth[static_cast<unsigned>(p)];
   for (;;) {
     // Room in the RB ring (the engine returns slots through RB_CI), not hung, no queue fault.
     const bool ready = wait_progress(epoch, [&] {
-      if (hang_.load() || r.error_status.load() != 0) return false;
+      if (hang_.load() || stopped_.load() || r.error_status.load() != 0) return false;
       const std::uint32_t size = r.rb_size.load();
       return !valid_ring_size(size, depth) || !hw::ring_full(r.rb_pi.load(std::memory_order_relaxed), r.rb_ci.load(), size);
     });
     if (!ready) return;  // reset or shutdown: the RB is dropped
     const std::uint32_t size = r.rb_size.load();
     const std::uint64_t base = r.rb_base.load();
-    const std::uint32_t index = r.rb_pi.load(std::memory_order_relaxed);
     if (!valid_ring_size(size, depth)) {
       queue_fault(p, reg::kRbRingSize);
       continue;
@@ -201,9 +289,15 @@ void DeviceCore::retire(hw::Pipeline p, std::uint64_t epoch, hw::ResponseBlock r
       queue_fault(p, reg::kRbRingBase_64);
       continue;
     }
+    // Under the ring's lock: a stray RB from another pipeline's worker (wrong_queue) may have
+    // taken the slot since the wait.
+    std::unique_lock<std::mutex> ring_lock(w.rb_mutex);
+    const std::uint32_t index = r.rb_pi.load(std::memory_order_relaxed);
+    if (hw::ring_full(index, r.rb_ci.load(), size)) continue;
     rb.phase = hw::expected_phase(index, size);
     rb.end_ns = rb_timestamp();
-    const hw::RbBytes bytes = hw::encode(rb);
+    hw::RbBytes bytes = hw::encode(rb);
+    if (garbage_status) bytes[3] = static_cast<std::uint8_t>((bytes[3] & 0xF0u) | kGarbageRbStatus);
     Iommu::Window slot = iommu_.translate(base + std::uint64_t(index & (size - 1)) * hw::kRbBytes,
                                           hw::kRbBytes, /*device_writes=*/true);
     if (!slot) {
@@ -213,6 +307,7 @@ void DeviceCore::retire(hw::Pipeline p, std::uint64_t epoch, hw::ResponseBlock r
     publish_rb(slot.host(), bytes);
     slot.release();
     r.rb_pi.store(index + 1, std::memory_order_release);
+    ring_lock.unlock();
 
     w.cbs.fetch_add(1, std::memory_order_relaxed);
     if (rb.status == hw::RbStatus::kGood) {

@@ -61,6 +61,8 @@ void RefDevice::resume() { core_->resume(); }
 bool RefDevice::paused() const noexcept { return core_->paused(); }
 void RefDevice::set_faults(const RefDeviceFaults& faults) { core_->set_faults(faults); }
 RefDeviceFaults RefDevice::faults() const { return core_->faults(); }
+void RefDevice::set_misbehave(const Misbehave& m) { core_->set_misbehave(m); }
+Misbehave RefDevice::misbehave() const { return core_->misbehave(); }
 RefDeviceCounters RefDevice::counters() const { return core_->counters(); }
 std::uint64_t RefDevice::queue_fault_register(hw::Pipeline p) const { return core_->queue_fault_register(p); }
 SparseMemory& RefDevice::memory() noexcept { return core_->memory(); }

@@ -43,6 +43,9 @@
 //   * FATAL: an internal failure (host memory exhausted for device pages) sets STATUS.FATAL,
 //     FATAL_CAUSE = kDeviceMemoryFault and FATAL_DETAIL = the physical address; all pipelines stop
 //     until reset.
+//   * Misbehave (a test control, set_misbehave()): the device breaks the ring contract once, at
+//     the n-th CB it fetches, as spyre_dma/refdev/misbehave.hpp describes; CONTROL.RESET undoes
+//     what it broke (a stopped pipeline, frozen registers) and it does not fire again.
 //   * Register access: 32-bit accesses must be 4-byte aligned; a 32-bit access to either half of a
 //     64-bit register reads or writes that half; a 64-bit access to a 32-bit register covers it and
 //     the next one. Misaligned and unassigned offsets read 0 and ignore writes (counted in
@@ -58,6 +61,7 @@
 #include "spyre_dma/device.hpp"
 #include "spyre_dma/hw/contract.hpp"
 #include "spyre_dma/refdev/iommu.hpp"
+#include "spyre_dma/refdev/misbehave.hpp"
 #include "spyre_dma/refdev/sparse_memory.hpp"
 
 namespace spyre_dma::refdev {
@@ -97,6 +101,7 @@ struct RefDeviceCounters {
   std::array<std::uint64_t, hw::kNumPipelines> queue_faults{};
   std::uint64_t bytes_moved = 0;        // bytes of Good DMA CBs
   std::uint64_t injected_errors = 0;    // by error_every_n
+  std::uint64_t misbehaviours = 0;      // by set_misbehave (0 or 1 per call)
   std::uint64_t interrupts = 0;         // raises
   std::uint64_t resets = 0;
   std::uint64_t bad_register_accesses = 0;
@@ -130,6 +135,11 @@ class RefDevice final : public Device {
   bool paused() const noexcept;
   void set_faults(const RefDeviceFaults& faults);
   RefDeviceFaults faults() const;
+  // Arms one contract violation (spyre_dma/refdev/misbehave.hpp), its at_cb counted from this
+  // call; kind kNone disarms. With several pipelines busy at once, which CB is the n-th fetched
+  // depends on thread timing: tests that need one exact CB run one op at a time.
+  void set_misbehave(const Misbehave& m);
+  Misbehave misbehave() const;
   RefDeviceCounters counters() const;
   // The register whose value caused the pipeline's last queue fault (an hw::reg offset within the
   // pipeline block: kCbRingSize, kCbRingBase_64, kRbRingSize, kRbRingBase_64 or kCbPi).
