@@ -11,6 +11,7 @@
 #include "fault/fault_kinds.hpp"
 #include "spyre_dma/hw/contract.hpp"
 #include "spyre_dma/model/config_loader.hpp"
+#include "spyre_dma/refdev/misbehave.hpp"
 
 namespace spyre_dma::model::config {
 
@@ -26,9 +27,11 @@ static_assert(sizeof(void*) != 8 || sizeof(DeviceConfig) == 80,
               "DeviceConfig changed: update fields()");
 static_assert(sizeof(void*) != 8 || sizeof(HostCostConfig) == 24,
               "HostCostConfig changed: update fields()");
-static_assert(sizeof(void*) != 8 || sizeof(FaultConfig) == sizeof(std::string) + 72,
+static_assert(sizeof(void*) != 8 || sizeof(MisbehaveConfig) == sizeof(std::string) + 24,
+              "MisbehaveConfig changed: update fields()");
+static_assert(sizeof(void*) != 8 || sizeof(FaultConfig) == 2 * sizeof(std::string) + 96,
               "FaultConfig changed: update fields()");
-static_assert(sizeof(void*) != 8 || sizeof(SimConfig) == 2 * sizeof(std::string) + 336,
+static_assert(sizeof(void*) != 8 || sizeof(SimConfig) == 3 * sizeof(std::string) + 360,
               "SimConfig changed: update fields()");
 
 const char* type_name(ValueType type) {
@@ -471,6 +474,27 @@ std::vector<Field> build_fields() {
                       "H2D or D2H; \"malformed_cb\", \"device_reset\": any CB."));
   }
 
+  {
+    std::vector<std::string> kinds;
+    for (std::string_view k : refdev::kMisbehaveKindNames) kinds.emplace_back(k);
+    f.push_back(field("faults.misbehave.kind", SPYRE_FIELD(faults.misbehave.kind), names(kinds), "",
+                      "A contract violation the device commits once, at faults.misbehave.at_cb "
+                      "(see spyre_dma/refdev/misbehave.hpp): RBs with unknown, repeated or stale "
+                      "tags, a garbage status, an RB on a queue with nothing outstanding, RB_PI "
+                      "beyond the ring, CB_CI moving back, no more answers, or DMA to rogue_iova / "
+                      "rogue_device_offset."));
+  }
+  f.push_back(field("faults.misbehave.at_cb", SPYRE_FIELD(faults.misbehave.at_cb), any(), "CBs",
+                    "The CB (1-based, all pipelines in execution order) faults.misbehave.kind "
+                    "happens at; 0: never."));
+  f.push_back(field("faults.misbehave.rogue_iova", SPYRE_FIELD(faults.misbehave.rogue_iova),
+                    multiple_of(hw::kFlitBytes, 0, 1ull << 63), "bytes",
+                    "rogue_dma: the host IOVA the CB's host DMA goes to instead; 0: the CB's own."));
+  f.push_back(field("faults.misbehave.rogue_device_offset",
+                    SPYRE_FIELD(faults.misbehave.rogue_device_offset),
+                    multiple_of(hw::kFlitBytes, 0, hw::kSegmentBytes), "bytes",
+                    "rogue_dma: bytes added to the CB's device VA; 0: none."));
+
   // --- run -------------------------------------------------------------------------------
   f.push_back(field("fidelity", SPYRE_FIELD(fidelity), names({"tlp", "burst"}), "",
                     "\"tlp\": every TLP is a timed transaction; \"burst\": the same arithmetic "
@@ -503,6 +527,10 @@ std::optional<std::pair<std::string, std::string>> check_cross_fields(const SimC
     return std::make_pair(std::string("faults.at_cb_fault"),
                           "\"none\" with faults.at_cb " + std::to_string(faults.at_cb) +
                               ": name the kind of fault to inject there");
+  if (faults.misbehave.at_cb != 0 && faults.misbehave.kind == "none")
+    return std::make_pair(std::string("faults.misbehave.kind"),
+                          "\"none\" with faults.misbehave.at_cb " + std::to_string(faults.misbehave.at_cb) +
+                              ": name the misbehaviour to commit there");
   const double per_request = faults.unsupported_request_rate + faults.completer_abort_rate +
                              faults.dropped_completion_rate;
   if (per_request > 1.0)

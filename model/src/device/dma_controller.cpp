@@ -40,6 +40,7 @@ DmaController::DmaController(sc_module_name name, const SimConfig& config, refde
       checker_(checker),
       hooks_(debug_hooks()),
       faults_(config.faults, config.seed),
+      misbehave_(config.faults.misbehave),
       completion_timeout_ps_(pcie::ns_to_ps(config.faults.completion_timeout_ns)),
       tags_(config.device.read_tags),
       dma_engine_rate_(rate_for_gbps(config.device.dma_engine_gbps > 0 ? config.device.dma_engine_gbps : 1)),
@@ -71,6 +72,7 @@ Ps DmaController::horizon_ps() const {
 
 bool DmaController::fetchable(const Pipe& p) const {
   return (control_ & hw::kControlEnable) && (p.queue_control & hw::kQueueEnable) && !fatal_ &&
+         !broken(p) && !stopped_answering() &&
          p.error_status == 0 && p.cb_size != 0 && p.cb_pi != p.cb_ci;
 }
 
@@ -231,7 +233,7 @@ void DmaController::pipeline_thread(unsigned index) {
     }
     const std::uint64_t epoch = epoch_;    // a host reset (CONTROL.RESET) drops the batch
     const std::uint64_t aborts = abort_seq_;  // a self-reset answers the rest of it with Abend
-    const auto stopped = [&] { return epoch != epoch_ || aborts != abort_seq_; };
+    const auto stopped = [&] { return epoch != epoch_ || aborts != abort_seq_ || stopped_answering(); };
     // Fetch: contiguous slots, not past the ring's end (or a 4 KiB page: the ring is aligned).
     const std::uint32_t slot = p.cb_ci & (p.cb_size - 1);
     std::uint32_t n = std::min<std::uint32_t>(p.cb_pi - p.cb_ci, batch_max);
@@ -283,6 +285,8 @@ void DmaController::pipeline_thread(unsigned index) {
           faulted = true;
         }
       }
+      const bool misbehave = misbehave_.cb_started();
+      if (misbehave && misbehave_.kind() == refdev::MisbehaveKind::kRogueDma) retarget(raw);
       const CbResult r = execute(p, raw, start);
       p.local_ps = std::max(p.local_ps, r.issue_end_ps);
       // Retire in order: the RB follows the CB's data (posted writes stay ordered on the link).
@@ -306,7 +310,12 @@ void DmaController::pipeline_thread(unsigned index) {
       Ps rb_at = std::max(r.done_ps, p.last_retire_ps);
       if (hooks_.rb_before_data) rb_at = std::max(start, p.last_retire_ps);  // a deliberate bug
       Ps arrival = rb_at;
-      if (!write_rb(p, rb, rb_at, arrival)) break;
+      if (misbehave && misbehave_.kind() != refdev::MisbehaveKind::kRogueDma) {
+        if (!misbehave_rb(p, rb, rb_at, arrival)) break;
+      } else if (!write_rb(p, rb, rb_at, arrival)) {
+        break;
+      }
+      p.last_tag = rb.tag;
       // DMAO: the RB lands after the data it reports; DMAI: it leaves after the data is stored.
       if (r.data_ps) checker_.rb_after_data(name, rb.tag, r.data_ps, p.id == hw::Pipeline::kDmao ? arrival : rb_at);
       if (faulted || r.faulted) faults_.cb_affected();
@@ -398,10 +407,11 @@ std::uint32_t DmaController::rb_pi_visible(const Pipe& p) const {
   return p.rb_pi - pending;  // free-running, like the index itself
 }
 
-bool DmaController::write_rb(Pipe& p, const hw::ResponseBlock& rb_in, Ps at, Ps& arrival) {
+bool DmaController::write_rb(Pipe& p, const hw::ResponseBlock& rb_in, Ps at, Ps& arrival, bool garbage_status) {
   hw::ResponseBlock rb = rb_in;
   rb.phase = hw::expected_phase(p.rb_pi, p.rb_size);
-  const hw::RbBytes bytes = hw::encode(rb);
+  hw::RbBytes bytes = hw::encode(rb);
+  if (garbage_status) bytes[3] = static_cast<std::uint8_t>((bytes[3] & 0xF0u) | refdev::kGarbageRbStatus);
   const std::uint64_t iova = p.rb_base + std::uint64_t(p.rb_pi & (p.rb_size - 1)) * hw::kRbBytes;
   bool ok = true;
   link_write(iova, bytes.data(), bytes.size(), at, false, true, &arrival, ok);
@@ -418,6 +428,66 @@ bool DmaController::write_rb(Pipe& p, const hw::ResponseBlock& rb_in, Ps at, Ps&
     ++counters_.interrupts;
   }
   return true;
+}
+
+bool DmaController::misbehave_rb(Pipe& p, hw::ResponseBlock rb, Ps at, Ps& arrival) {
+  using K = refdev::MisbehaveKind;
+  switch (misbehave_.kind()) {
+    case K::kUnknownTag:
+      rb.tag = refdev::shifted_tag(rb.tag);
+      return write_rb(p, rb, at, arrival);
+    case K::kStaleTag:
+      rb.tag = p.last_tag != 0 ? p.last_tag : refdev::shifted_tag(rb.tag);
+      return write_rb(p, rb, at, arrival);
+    case K::kGarbageStatus:
+      return write_rb(p, rb, at, arrival, /*garbage_status=*/true);
+    case K::kDuplicateRb: {
+      if (!write_rb(p, rb, at, arrival)) return false;
+      if (p.rb_pi - p.rb_ci >= p.rb_size) return true;  // no room for the copy: it is lost
+      Ps again = arrival;
+      return write_rb(p, rb, arrival, again);
+    }
+    case K::kWrongQueue: {
+      if (!write_rb(p, rb, at, arrival)) return false;
+      Pipe& q = pipes_[static_cast<unsigned>(p.id == hw::Pipeline::kCompute ? hw::Pipeline::kDmai : hw::Pipeline::kCompute)];
+      if (q.rb_size == 0 || q.rb_pi - q.rb_ci >= q.rb_size) return true;  // nowhere to put it
+      rb.locator = q.id;
+      Ps stray = arrival;
+      (void)write_rb(q, rb, arrival, stray);
+      return true;
+    }
+    case K::kRbPiBeyondRing:
+      p.rb_pi += 2 * p.rb_size + 1;
+      p.broken_epoch = epoch_ + 1;
+      return false;
+    case K::kCbCiBackwards:
+      p.cb_ci = p.rb_pi - 1;
+      p.broken_epoch = epoch_ + 1;
+      return false;
+    case K::kStopAnswering:
+      stopped_epoch_ = epoch_ + 1;
+      for (Pipe& q : pipes_) q.kick.notify(SC_ZERO_TIME);
+      return false;
+    case K::kNone:
+    case K::kRogueDma:
+      break;
+  }
+  return write_rb(p, rb, at, arrival);
+}
+
+void DmaController::retarget(std::uint8_t* raw) const {
+  hw::CbDecodeResult d = hw::decode_cb(raw);
+  if (d.error) return;
+  const refdev::Misbehave& m = misbehave_.config();
+  for (hw::DmaSection* s : {&d.cb.dmi, &d.cb.dmo}) {
+    if (s->type == hw::DmaType::kSkip) continue;
+    if (m.rogue_iova != 0 && s->type == hw::DmaType::kImmediate) s->host_iova_flits = m.rogue_iova / hw::kFlitBytes;
+    if (m.rogue_device_offset != 0) {
+      s->device.flit_offset = static_cast<std::uint32_t>(s->device.flit_offset + m.rogue_device_offset / hw::kFlitBytes);
+    }
+  }
+  const hw::CbBytes bytes = hw::encode(d.cb);
+  std::copy(bytes.begin(), bytes.end(), raw);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@
 #include <tlm_utils/simple_initiator_socket.h>
 
 #include "fault/fault_injector.hpp"
+#include "fault/misbehaviour.hpp"
 #include "link/protocol_checker.hpp"
 #include "pcie/timing.hpp"
 #include "sim/debug_hooks.hpp"
@@ -74,6 +75,8 @@ class DmaController : public sc_core::sc_module {
 
   const ControllerCounters& counters() const noexcept { return counters_; }
   const FaultInjector& faults() const noexcept { return faults_; }
+  // FaultConfig::misbehave: how often it happened (0 or 1).
+  std::uint64_t misbehaviours() const noexcept { return misbehave_.fired(); }
   // A self-reset (FaultConfig::device_reset_rate, at_cb) has stopped the device.
   bool fatal() const noexcept { return fatal_; }
   // Latency histograms and queue occupancy into `stats`; one span per CB into `trace` (optional).
@@ -106,6 +109,10 @@ class DmaController : public sc_core::sc_module {
     sc_core::sc_event kick;          // doorbell, enable, RB space, reset
     std::vector<std::uint8_t> scratch;  // data in flight through this pipeline
     bool in_batch = false;           // holds fetched CBs it has not retired
+    std::uint32_t last_tag = 0;      // of the last CB answered (misbehave stale_tag)
+    // misbehave rb_pi_beyond_ring / cb_ci_backwards broke the indices in epoch broken_epoch - 1:
+    // the pipeline fetches nothing more until a reset moves the epoch on.
+    std::uint64_t broken_epoch = 0;
   };
   // Faults a requester asks the link and the completer to inject into one transaction, and the
   // LCRC replays the link charged it.
@@ -157,7 +164,15 @@ class DmaController : public sc_core::sc_module {
   std::optional<std::uint64_t> check_host_dma(const hw::ControlBlock& cb, bool to_device, CbResult& r);
   // The device's own data-path limit (dma_engine_gbps), when configured.
   pcie::Ps through_dma_engine(pcie::Ps t, std::uint64_t bytes, pcie::Ps done);
-  bool write_rb(Pipe& p, const hw::ResponseBlock& rb, pcie::Ps at, pcie::Ps& arrival);
+  // `garbage_status`: STATUS goes out as refdev::kGarbageRbStatus (misbehave garbage_status).
+  bool write_rb(Pipe& p, const hw::ResponseBlock& rb, pcie::Ps at, pcie::Ps& arrival,
+                bool garbage_status = false);
+  // The CB's RB as the misbehave kind says (or none); false when the pipeline stops here.
+  bool misbehave_rb(Pipe& p, hw::ResponseBlock rb, pcie::Ps at, pcie::Ps& arrival);
+  // misbehave rogue_dma: the raw CB retargeted at the configured IOVA / device offset.
+  void retarget(std::uint8_t* raw) const;
+  bool broken(const Pipe& p) const noexcept { return p.broken_epoch == epoch_ + 1; }
+  bool stopped_answering() const noexcept { return stopped_epoch_ == epoch_ + 1; }
   // The device resets itself at `at` (an injected fault): every pipeline abandons what it fetched.
   void self_reset(pcie::Ps at, std::uint32_t tag);
   // Abend RBs (kind reset) for the CBs [from, n) of a pipeline's batch, in ring order.
@@ -183,6 +198,8 @@ class DmaController : public sc_core::sc_module {
   ProtocolChecker& checker_;
   DebugHooks hooks_;
   FaultInjector faults_;
+  Misbehaviour misbehave_;
+  std::uint64_t stopped_epoch_ = 0;  // misbehave stop_answering in epoch stopped_epoch_ - 1
   pcie::Ps completion_timeout_ps_;
   // Self-reset (fatal) state: from fatal_at_ps_ the device is resetting; once every pipeline has
   // written its Abend RBs (aborting_ empty) and they have landed (fatal_visible_ps_), STATUS

@@ -69,6 +69,18 @@ struct HostCostConfig {
   double staging_gbps = 0.0;
 };
 
+// A device that breaks the ring contract on purpose, once, at the at_cb-th CB the controller
+// starts (1-based, all pipelines in execution order; 0: never). The kinds and what each does are
+// those of spyre_dma/refdev/misbehave.hpp: "none", "unknown_tag", "duplicate_rb", "stale_tag",
+// "garbage_status", "wrong_queue", "rb_pi_beyond_ring", "cb_ci_backwards", "stop_answering",
+// "rogue_dma" (with rogue_iova / rogue_device_offset, multiples of 128 bytes, 0: keep).
+struct MisbehaveConfig {
+  std::string kind = "none";
+  std::uint64_t at_cb = 0;
+  std::uint64_t rogue_iova = 0;
+  std::uint64_t rogue_device_offset = 0;
+};
+
 // Faults the model injects on purpose, to exercise the error paths of the engine above it. Every
 // rate is a probability per eligible event (0: never, the default, which costs nothing and changes
 // no result); every draw comes from one generator seeded from SimConfig::seed, in simulation order,
@@ -89,6 +101,7 @@ struct FaultConfig {
   // (or "none").
   std::uint64_t at_cb = 0;
   std::string at_cb_fault = "none";
+  MisbehaveConfig misbehave;
 };
 
 enum class Fidelity : std::uint8_t {
