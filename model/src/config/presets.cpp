@@ -66,10 +66,32 @@ const std::vector<PresetDef>& defs() {
        "project's choice: a Gen3 x16 card (NVIDIA V100 PCIe class) at the common server "
        "settings MPS 256, MRRS 512; not a measurement",
        [](SimConfig& c) { set_link(c, 3, 16, 256, 512, 64); }},
-      {"h200-gen5x16", "placeholder for a GPU host link: Gen5 x16, MPS 256, MRRS 512, RCB 64",
-       "placeholder, project's choice: NVIDIA H200 PCIe is Gen5 x16; MPS 256 / MRRS 512 assumed "
-       "as the common server settings until an lspci of a real host replaces them",
+      // The link of `spyre-dma validate` on an H200 host (docs/validation.md). Only the link
+      // changes: NVIDIA's H200 product brief gives PCIe Gen5 x16 (128 GB/s both directions
+      // together, 63.0 GB/s raw per direction); MPS and MRRS are not published per system and
+      // stay at the common server settings; tags, latencies and the device side stay at the
+      // defaults. A validation run's calibration (its fitted --config) replaces these guesses.
+      {"h200-gen5x16", "NVIDIA H200 host link: Gen5 x16, MPS 256, MRRS 512, RCB 64",
+       "NVIDIA H200 product brief: PCIe Gen5 x16; MPS 256 / MRRS 512 are the project's choice "
+       "(common server settings, not published for H200 hosts) until an lspci -vv of the host "
+       "replaces them; latencies, tags and the device side are the model defaults",
        [](SimConfig& c) { set_link(c, 5, 16, 256, 512, 64); }},
+      // The V100 of the bandwidthTest logs (traces/data, from microsoft/superbenchmark): Gen3
+      // x16 like gen3x16, but the GPU's copy engine keeps fewer reads of host memory in flight
+      // than the link needs, so H2D (the device reading host memory) plateaus at 12.4 GB/s while
+      // D2H (posted writes, no tags) reaches 13.2. With MRRS 512 and the unloaded read round trip
+      // of these latencies (2 x 150 ns link, 100 ns root complex, 90 ns memory, about 530 ns with
+      // serialization) Little's law gives tags = 12.4 GB/s x 530 ns / 512 B = 12.8, so 13
+      // outstanding requests. NVIDIA does not publish the copy engine's tag count: 13 is derived
+      // from the measured plateau, not read from a specification.
+      {"v100-gen3x16", "NVIDIA V100 PCIe (bandwidthTest logs): Gen3 x16, MPS 256, MRRS 512, 13 read tags",
+       "microsoft/superbenchmark tests/data/cuda_memory_{h2d,d2h}_bw.log (commit ff563b66): "
+       "V100-PCIE-32GB, pinned plateaus 12.4 GB/s H2D / 13.2 GB/s D2H; link as gen3x16; "
+       "device.read_tags 13 derived from the H2D plateau by Little's law (not published)",
+       [](SimConfig& c) {
+         set_link(c, 3, 16, 256, 512, 64);
+         c.device.read_tags = 13;
+       }},
   };
   return table;
 }

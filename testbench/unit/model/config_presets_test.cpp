@@ -21,7 +21,7 @@ struct LinkValues {
 constexpr LinkValues kPresets[] = {
     {"spyre-gen5x16", 5, 16, 512, 4096, 64}, {"gen4x16", 4, 16, 256, 512, 64},
     {"gen3x8", 3, 8, 256, 4096, 64},         {"gen3x16", 3, 16, 256, 512, 64},
-    {"h200-gen5x16", 5, 16, 256, 512, 64},
+    {"h200-gen5x16", 5, 16, 256, 512, 64},   {"v100-gen3x16", 3, 16, 256, 512, 64},
 };
 
 TEST(ConfigPresets, NamesInCatalogOrderDefaultFirst) {
@@ -52,7 +52,12 @@ TEST(ConfigPresets, LinkValues) {
     EXPECT_EQ(c.link.rcb, p.rcb);
     // The device side is Spyre's in every preset but gen3x8, which is calibrated to the NFP6000
     // card of the pcie-bench measurements (its DMA data path and CB work differ).
-    if (std::string(p.name) != "gen3x8") {
+    // v100-gen3x16 differs only in its read tags (the V100 copy engine's outstanding reads).
+    if (std::string(p.name) == "v100-gen3x16") {
+      SimConfig spyre;
+      spyre.device.read_tags = 13;
+      EXPECT_EQ(to_json(c)["device"], to_json(spyre)["device"]);
+    } else if (std::string(p.name) != "gen3x8") {
       EXPECT_EQ(to_json(c)["device"], to_json(SimConfig{})["device"]);
     }
   }
