@@ -55,3 +55,17 @@ elseif(SPYRE_DMA_CUDA STREQUAL "AUTO" OR SPYRE_DMA_CUDA STREQUAL "ON")
 else()
   message(FATAL_ERROR "spyre-dma: SPYRE_DMA_CUDA='${SPYRE_DMA_CUDA}': expected AUTO, ON or OFF")
 endif()
+
+# Verilator (for rtl_bridge/: the RTL controller and the `rtl` backend). SPYRE_DMA_RTL defaults
+# to ON when Verilator is found; ON without Verilator is an error that says what to install.
+find_package(verilator QUIET HINTS /usr/share/verilator $ENV{VERILATOR_ROOT})
+option(SPYRE_DMA_RTL "Build the Verilator RTL controller and the rtl backend (needs Verilator and SystemC)"
+       ${verilator_FOUND})
+if(SPYRE_DMA_RTL AND NOT verilator_FOUND)
+  message(FATAL_ERROR "spyre-dma: SPYRE_DMA_RTL=ON but Verilator was not found: install the Debian package "
+                      "'verilator' (scripts/setup does), set VERILATOR_ROOT, or configure with -DSPYRE_DMA_RTL=OFF")
+elseif(SPYRE_DMA_RTL)
+  message(STATUS "spyre-dma: Verilator ${verilator_VERSION} found; RTL controller and rtl backend built")
+else()
+  message(STATUS "spyre-dma: RTL controller not built (SPYRE_DMA_RTL=OFF or Verilator not found)")
+endif()

@@ -9,16 +9,31 @@ if(TARGET spyre-dma)
   if(TARGET SpyreDma::model)
     list(APPEND _backends sim)
   endif()
+  # The sanitizer presets run a shorter smoke (their builds are several times slower).
+  set(SPYRE_DMA_REGRESS_SMOKE_SEEDS "" CACHE STRING "Seeds A..B of the CTest smoke runs (empty: the suite's own)")
   foreach(_backend IN LISTS _backends)
     foreach(_suite smoke directed)
+      set(_seeds "")
+      if(_suite STREQUAL "smoke" AND SPYRE_DMA_REGRESS_SMOKE_SEEDS)
+        set(_seeds --seeds ${SPYRE_DMA_REGRESS_SMOKE_SEEDS})
+      endif()
       add_test(NAME regress.${_suite}.${_backend}
-        COMMAND spyre-dma regress --suite ${_suite} --backend ${_backend} --jobs 2 --progress lines
+        COMMAND spyre-dma regress --suite ${_suite} --backend ${_backend} ${_seeds} --jobs 2 --progress lines
                 --json "${_regress_out}/${_suite}-${_backend}.json"
                 --junit "${_regress_out}/${_suite}-${_backend}.xml"
                 --coverage "${_regress_out}/${_suite}-${_backend}-coverage.txt")
       set_tests_properties(regress.${_suite}.${_backend} PROPERTIES LABELS regress TIMEOUT 600 PROCESSORS 2)
     endforeach()
   endforeach()
+  # smoke on the RTL controller: the same programs, the same checkers, plus the RTL's own stream
+  # checker on every cycle.
+  if(TARGET SpyreDma::model AND SPYRE_DMA_RTL)
+    add_test(NAME regress.smoke.rtl
+      COMMAND spyre-dma regress --suite smoke --backend rtl --jobs 2 --progress lines
+              --json "${_regress_out}/smoke-rtl.json" --junit "${_regress_out}/smoke-rtl.xml"
+              --coverage "${_regress_out}/smoke-rtl-coverage.txt")
+    set_tests_properties(regress.smoke.rtl PROPERTIES LABELS "regress;rtl" TIMEOUT 600 PROCESSORS 2)
+  endif()
   if(TARGET SpyreDma::model)
     add_test(NAME regress.faults.sim
       COMMAND spyre-dma regress --suite faults --backend sim --jobs 2 --progress lines

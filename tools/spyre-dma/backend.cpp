@@ -8,11 +8,16 @@
 #include "spyre_dma/model/config_loader.hpp"
 #include "spyre_dma/model/sim_device.hpp"
 #endif
+#ifdef SPYRE_DMA_HAVE_RTL
+#include "spyre_dma/rtl/wave.hpp"
+#endif
 
 namespace spyre_dma_cli {
 
 const std::vector<std::string>& backend_names() {
-#ifdef SPYRE_DMA_HAVE_MODEL
+#if defined(SPYRE_DMA_HAVE_MODEL) && defined(SPYRE_DMA_HAVE_RTL)
+  static const std::vector<std::string> names{"refdev", "sim", "rtl"};
+#elif defined(SPYRE_DMA_HAVE_MODEL)
   static const std::vector<std::string> names{"refdev", "sim"};
 #else
   static const std::vector<std::string> names{"refdev"};
@@ -43,6 +48,8 @@ spyre_dma::model::SimConfig sim_config(const BackendOptions& o) {
     }
     c.fidelity = o.fidelity == "tlp" ? Fidelity::kTlp : Fidelity::kBurst;
   }
+  // rtl: the same model with the RTL controller in place of the SystemC one.
+  if (o.name == "rtl") c.controller = Controller::kRtl;
   return c;
 }
 }  // namespace
@@ -50,13 +57,15 @@ spyre_dma::model::SimConfig sim_config(const BackendOptions& o) {
 
 std::string check_backend_options(const BackendOptions& o) {
   if (std::string e = check_backend(o.name); !e.empty()) return e;
-  if (o.name != "sim") {
+  if (o.name != "sim" && o.name != "rtl") {
     for (const auto& [flag, value] : {std::pair<const char*, const std::string*>{"--preset", &o.preset},
                                       {"--config", &o.config}, {"--fidelity", &o.fidelity}, {"--trace", &o.trace}}) {
-      if (!value->empty()) return std::string(flag) + " '" + *value + "' applies to --backend sim only";
+      if (!value->empty()) return std::string(flag) + " '" + *value + "' applies to --backend sim or rtl only";
     }
+    if (!o.wave.empty()) return "--wave '" + o.wave + "' applies to --backend rtl only";
     return {};
   }
+  if (o.name != "rtl" && !o.wave.empty()) return "--wave '" + o.wave + "' applies to --backend rtl only";
 #ifdef SPYRE_DMA_HAVE_MODEL
   try {
     (void)sim_config(o);
@@ -70,6 +79,9 @@ std::string check_backend_options(const BackendOptions& o) {
 std::shared_ptr<spyre_dma::Device> open_backend(const BackendOptions& o) {
   if (std::string e = check_backend_options(o); !e.empty()) throw std::invalid_argument(e);
   if (o.name == "refdev") return std::make_shared<spyre_dma::refdev::RefDevice>();
+#ifdef SPYRE_DMA_HAVE_RTL
+  spyre_dma::rtl::set_wave_file(o.wave);
+#endif
 #ifdef SPYRE_DMA_HAVE_MODEL
   return std::make_shared<spyre_dma::model::SimDevice>(sim_config(o), o.trace);
 #else
@@ -104,7 +116,13 @@ spyre_dma::regress::TestBackend open_test_backend(const BackendOptions& o,
     c.faults.at_cb = f.at_cb;
     c.faults.at_cb_fault = f.at_cb_fault;
   }
+  if (o.name == "rtl" && f.any()) {
+    throw std::invalid_argument("fault injection needs --backend sim (the RTL controller injects no faults)");
+  }
   spyre_dma::model::validate(c);
+#ifdef SPYRE_DMA_HAVE_RTL
+  spyre_dma::rtl::set_wave_file(o.wave);
+#endif
   auto dev = std::make_shared<spyre_dma::model::SimDevice>(c, o.trace);
   b.memory = &dev->memory();
   b.statistics = [d = dev.get()] { return d->statistics(); };
@@ -118,7 +136,7 @@ spyre_dma::regress::TestBackend open_test_backend(const BackendOptions& o,
 
 nlohmann::json backend_config(const BackendOptions& o) {
 #ifdef SPYRE_DMA_HAVE_MODEL
-  if (o.name == "sim") return spyre_dma::model::to_json(sim_config(o));
+  if (o.name == "sim" || o.name == "rtl") return spyre_dma::model::to_json(sim_config(o));
 #endif
   spyre_dma::refdev::RefDeviceConfig c;
   return {{"backend", o.name},

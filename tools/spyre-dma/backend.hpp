@@ -14,12 +14,14 @@ namespace spyre_dma_cli {
 
 struct BackendOptions {
   std::string name = "refdev";
-  // sim only: a preset name, a JSON configuration file (which may name its own preset), the
+  // sim and rtl: a preset name, a JSON configuration file (which may name its own preset), the
   // fidelity ("tlp" or "burst", overriding the file) and a Perfetto trace to write.
   std::string preset;
   std::string config;
   std::string fidelity;
   std::string trace;
+  // rtl only: a VCD file of the RTL controller's signals (empty: none).
+  std::string wave{};  // (a default: the callers that list the fields above need not name it)
 };
 
 // The names this build can open, in the order --help lists them.

@@ -30,7 +30,7 @@ std::string lower(std::string s) {
 
 SweepConfig sweep_config(const DemoOptions& o) {
   SweepConfig c;
-  c.device_clock = o.backend == "sim";
+  c.device_clock = o.backend == "sim" || o.backend == "rtl";  // simulated clocks
   c.sizes = parse_size_list(o.sizes);  // validated at parse time already
   c.directions.clear();
   for (const auto& d : o.directions) {
@@ -94,6 +94,7 @@ CLI::App* add_demo_command(CLI::App& app, DemoOptions& o) {
   demo->add_option("--config", o.config, "sim: JSON configuration file (may name a base preset)");
   demo->add_option("--fidelity", o.fidelity, "sim: tlp (every TLP timed) or burst")->check(CLI::IsMember({"tlp", "burst"}));
   demo->add_option("--trace", o.trace, "sim: write a Perfetto / chrome://tracing JSON of the CBs to FILE");
+  demo->add_option("--wave", o.wave, "rtl: write a VCD waveform of the RTL controller's signals to FILE");
   demo->add_flag("--dump-config", o.dump_config, "Print the resolved backend configuration as JSON and exit");
   demo->add_option("--plot", o.plot, "Also draw bandwidth and latency against size into FILE (PNG; needs --json)");
   demo->add_option("--directions", o.directions, "Directions to measure")
@@ -120,7 +121,7 @@ int run_demo(const DemoOptions& o) {
     }
   }
 
-  const BackendOptions backend{o.backend, o.preset, o.config, o.fidelity, o.trace};
+  const BackendOptions backend{o.backend, o.preset, o.config, o.fidelity, o.trace, o.wave};
   if (std::string e = check_backend_options(backend); !e.empty()) {
     fmt::print(stderr, "spyre-dma demo: {}\n", e);
     return 2;

@@ -18,6 +18,7 @@ struct DemoOptions {
   std::string json;  // empty: no JSON file
   std::string backend = "refdev";
   std::string preset, config, fidelity, trace;  // sim backend
+  std::string wave;  // rtl backend: VCD of the RTL's signals
   bool dump_config = false;  // print the resolved backend configuration and exit
   std::string plot;          // PNG of bandwidth and latency against size (needs the JSON)
   std::vector<std::string> directions{"h2d", "d2h"};

@@ -250,6 +250,7 @@ std::optional<std::string> check_value(const Field& f, const nlohmann::json& v) 
 namespace {
 
 const char* fidelity_name(Fidelity f) { return f == Fidelity::kBurst ? "burst" : "tlp"; }
+const char* controller_name(Controller c) { return c == Controller::kRtl ? "rtl" : "systemc"; }
 
 template <class T>
 constexpr ValueType value_type_of() {
@@ -262,7 +263,7 @@ constexpr ValueType value_type_of() {
   else if constexpr (std::is_same_v<T, double>)
     return ValueType::kDouble;
   else
-    return ValueType::kString;  // std::string and Fidelity
+    return ValueType::kString;  // std::string, Fidelity and Controller
 }
 
 // `access` is a generic lambda returning a reference to the field of a (const or not) SimConfig.
@@ -275,7 +276,12 @@ Field field(std::string path, Access access, Rule rule, std::string unit, std::s
   f.rule = std::move(rule);
   f.unit = std::move(unit);
   f.doc = std::move(doc);
-  if constexpr (std::is_same_v<T, Fidelity>) {
+  if constexpr (std::is_same_v<T, Controller>) {
+    f.get = [access](const SimConfig& c) { return nlohmann::json(controller_name(access(c))); };
+    f.put = [access](SimConfig& c, const nlohmann::json& v) {
+      access(c) = v.get<std::string>() == "rtl" ? Controller::kRtl : Controller::kSystemC;
+    };
+  } else if constexpr (std::is_same_v<T, Fidelity>) {
     f.get = [access](const SimConfig& c) { return nlohmann::json(fidelity_name(access(c))); };
     f.put = [access](SimConfig& c, const nlohmann::json& v) {
       access(c) = v.get<std::string>() == "burst" ? Fidelity::kBurst : Fidelity::kTlp;
@@ -499,6 +505,9 @@ std::vector<Field> build_fields() {
   f.push_back(field("fidelity", SPYRE_FIELD(fidelity), names({"tlp", "burst"}), "",
                     "\"tlp\": every TLP is a timed transaction; \"burst\": the same arithmetic "
                     "applied per burst (faster)."));
+  f.push_back(field("controller", SPYRE_FIELD(controller), names({"systemc", "rtl"}), "",
+                    "\"systemc\": the SystemC DMA controller; \"rtl\": its DMAI and DMAO data "
+                    "paths as verilated RTL (rtl_bridge/; TLP fidelity, no fault injection)."));
   f.push_back(field("seed", SPYRE_FIELD(seed), any(), "",
                     "Seed of every random choice (LCRC errors, ...): same seed, same run."));
   f.push_back(field("trace_tlps", SPYRE_FIELD(trace_tlps), any(), "",

@@ -134,7 +134,7 @@ class SimDevice::Impl {
       ProtocolChecker& checker = top_->link.checker();
       const pcie::Ps sent = to_ps(sc_time_stamp());
       if (!hooks_.reads_pass_posted) run_to(checker.posted_arrival_bound(LinkDirection::kUp, sent));
-      const std::uint64_t value = top_->controller.read_register(offset, width);
+      const std::uint64_t value = top_->read_register(offset, width);
       checker.completion_order(LinkDirection::kUp, sent, to_ps(sc_time_stamp()), "BAR0 read completion");
       return value;
     });
@@ -184,7 +184,9 @@ class SimDevice::Impl {
       }
       cmd();  // a packaged task: its exceptions travel to the caller through the future
     }
+    stop_threads();
     top_.reset();
+    release_kernel();  // the device was the kernel's only user
   }
 
   // Spins for up to kSpin (yielding the core when another thread wants it), then gives up.
@@ -231,8 +233,9 @@ SimDevice::~SimDevice() = default;
 
 DeviceDescription SimDevice::describe() const {
   const SimConfig& c = impl_->config();
-  return DeviceDescription{"sim",
-                           "SystemC model, preset " + c.preset + ", PCIe Gen" + std::to_string(c.link.generation) +
+  const bool rtl = c.controller == Controller::kRtl;
+  return DeviceDescription{rtl ? "rtl" : "sim",
+                           std::string(rtl ? "SystemC model with the RTL controller" : "SystemC model") + ", preset " + c.preset + ", PCIe Gen" + std::to_string(c.link.generation) +
                                " x" + std::to_string(c.link.lanes) +
                                (c.fidelity == Fidelity::kTlp ? ", TLP fidelity" : ", burst fidelity"),
                            Progress::kHostDriven};
@@ -267,7 +270,7 @@ nlohmann::json SimDevice::statistics() {
   return impl_->call([this] {
     SimTop& t = impl_->top();
     const LinkCounters& l = t.link.counters();
-    const ControllerCounters& c = t.controller.counters();
+    const ControllerCounters c = t.controller_counters();
     nlohmann::json j;
     j["time_ns"] = sc_time_stamp().to_seconds() * 1e9;
     j["link"] = {{"tlps", {{"MWr", l.mwr}, {"MRd", l.mrd}, {"CplD", l.cpld}, {"Cpl", l.cpl}}},
@@ -289,7 +292,7 @@ nlohmann::json SimDevice::statistics() {
                              {"violations", checker.violations()},
                              {"violations_by_rule", by_rule},
                              {"last_violation", checker.last_violation()}};
-    const FaultInjector& faults = t.controller.faults();
+    const FaultInjector& faults = t.controller_faults();
     nlohmann::json injected = nlohmann::json::object();
     for (std::size_t k = 0; k < kNumFaultKinds; ++k) injected[std::string(kFaultKindNames[k])] = faults.injected()[k];
     injected["lcrc"] = l.replays;  // random (link.lcrc_error_rate) and at_cb ones: the link's replays
@@ -315,6 +318,18 @@ nlohmann::json SimDevice::statistics() {
     j["device_memory"] = {{"bytes_read", t.device_memory.bytes_read()},
                           {"bytes_written", t.device_memory.bytes_written()},
                           {"bytes_resident", t.device_memory.storage().bytes_resident()}};
+#ifdef SPYRE_DMA_HAVE_RTL
+    if (const rtl::RtlController* r = t.rtl_controller()) {  // controller "rtl": its clock and checker
+      const rtl::RtlCounters& rc = r->data_path().counters();
+      j["rtl"] = {{"cycles", rc.cycles},
+                  {"skipped_cycles", rc.skipped_cycles},
+                  {"completion_beats", rc.completion_beats},
+                  {"memory_writes", rc.memory_writes},
+                  {"memory_reads", rc.memory_reads},
+                  {"checked_cycles", r->data_path().checker().cycles_checked()},
+                  {"stream_violations", r->data_path().checker().violations()}};
+    }
+#endif
     j.merge_patch(t.stats.to_json(sc_time_stamp().to_seconds() * 1e9));  // histograms, occupancy
     j["config"] = to_json(impl_->config());
     return j;

@@ -272,10 +272,15 @@ struct Rig {
 };
 
 // The backend the engine tests run on: refdev, or the SystemC model when the build has it and
-// SPYRE_DMA_TEST_BACKEND=sim (CTest registers the suites once for each).
+// SPYRE_DMA_TEST_BACKEND=sim, or the model with the RTL controller when it is rtl (CTest
+// registers the suites once for each).
+inline bool testing_on_rtl() {
+  const char* b = std::getenv("SPYRE_DMA_TEST_BACKEND");
+  return b != nullptr && std::string(b) == "rtl";
+}
 inline bool testing_on_sim() {
   const char* b = std::getenv("SPYRE_DMA_TEST_BACKEND");
-  return b != nullptr && std::string(b) == "sim";
+  return b != nullptr && (std::string(b) == "sim" || testing_on_rtl());
 }
 
 inline std::shared_ptr<SpyDevice> make_device(const refdev::RefDeviceConfig& config) {
@@ -287,6 +292,7 @@ inline std::shared_ptr<SpyDevice> make_device(const refdev::RefDeviceConfig& con
   sim.device.memory_bytes = config.device_memory_bytes;
   sim.device.usable_bytes = config.usable_bytes;
   sim.device.capabilities = config.capabilities;
+  if (testing_on_rtl()) sim.controller = model::Controller::kRtl;
   return std::make_shared<SpyDevice>(std::make_shared<model::SimDevice>(sim));
 #else
   throw std::logic_error("SPYRE_DMA_TEST_BACKEND=sim, but this build has no SystemC model");

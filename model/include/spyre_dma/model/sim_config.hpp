@@ -109,6 +109,12 @@ enum class Fidelity : std::uint8_t {
   kBurst,  // the same arithmetic applied per burst
 };
 
+// Which DMA controller the model holds behind its sockets.
+enum class Controller : std::uint8_t {
+  kSystemC,  // DmaController (model/src/device/)
+  kRtl,      // the verilated data path with its SystemC queue front end (rtl_bridge/)
+};
+
 struct SimConfig {
   std::string preset = "spyre-gen5x16";
   LinkConfig link;
@@ -117,6 +123,7 @@ struct SimConfig {
   HostCostConfig host_cost;
   FaultConfig faults;
   Fidelity fidelity = Fidelity::kTlp;
+  Controller controller = Controller::kSystemC;
   std::uint64_t seed = 1;
   bool trace_tlps = false;  // include TLPs in the Perfetto trace (large)
 };

@@ -1,0 +1,144 @@
+// The RTL stream checker: each rule fires on a sequence that breaks it (directly, and inside a
+// running RTL controller whose completion transactor is broken on purpose), and stays quiet on
+// legal back-pressure.
+#include <gtest/gtest.h>
+#include <gmock/gmock.h>
+
+#include "ring_driver.hpp"
+#include "rtl_data_path.hpp"
+#include "spyre_dma/model/config_loader.hpp"
+#include "stream_checker.hpp"
+
+namespace spyre_dma::rtl::test {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(StreamChecker, LegalBackPressurePasses) {
+  StreamChecker c(4);
+  StreamChecker::Channel ch("rq");
+  const std::uint32_t p[2] = {1, 2};
+  c.observe(ch, 0, true, false, p, 2);
+  c.observe(ch, 1, true, false, p, 2);
+  c.observe(ch, 2, true, true, p, 2);
+  const std::uint32_t q[2] = {3, 4};
+  c.observe(ch, 3, true, true, q, 2);  // a new beat after the handshake may differ
+  c.observe(ch, 4, false, false, q, 2);
+  EXPECT_EQ(c.violations(), 0u);
+}
+
+TEST(StreamChecker, ValidDroppedBeforeReadyFires) {
+  StreamChecker c(4);
+  StreamChecker::Channel ch("dw");
+  const std::uint32_t p[1] = {7};
+  c.observe(ch, 10, true, false, p, 1);
+  try {
+    c.observe(ch, 11, false, false, p, 1);
+    FAIL() << "no violation";
+  } catch (const StreamProtocolError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("[valid held until ready] on dw at cycle 11"));
+  }
+}
+
+TEST(StreamChecker, PayloadChangeWhileStalledFires) {
+  StreamChecker c(4, false);
+  StreamChecker::Channel ch("rc");
+  const std::uint32_t p[2] = {1, 2}, q[2] = {1, 3};
+  c.observe(ch, 0, true, false, p, 2);
+  c.observe(ch, 1, true, true, q, 2);
+  EXPECT_EQ(c.violations(), 1u);
+  EXPECT_THAT(c.last_violation(), HasSubstr("[payload stable while stalled] on rc at cycle 1"));
+}
+
+TEST(StreamChecker, TagLifeFires) {
+  StreamChecker c(4, false);
+  c.read_issued(0, 2, 256);
+  c.read_issued(1, 2, 64);  // still outstanding
+  EXPECT_EQ(c.violations(), 1u);
+  EXPECT_THAT(c.last_violation(), HasSubstr("reuses tag 2"));
+  c.completion(2, 3, 64, false);  // never issued
+  EXPECT_THAT(c.last_violation(), HasSubstr("tag 3 that is not outstanding"));
+  c.completion(3, 2, 512, false);  // more than is left
+  EXPECT_THAT(c.last_violation(), HasSubstr("512 bytes for tag 2"));
+  EXPECT_EQ(c.violations(), 3u);
+  c.read_issued(4, 1, 128);
+  c.completion(5, 1, 128, false);
+  c.read_issued(6, 1, 128);  // retired: may be reused
+  EXPECT_EQ(c.violations(), 3u);
+  EXPECT_EQ(c.outstanding_tags(), 1u);
+}
+
+// One 256 KiB H2D through the RTL controller with the device-memory write port stalling every
+// other cycle (legal back-pressure), optionally with the completion transactor changing a stalled
+// beat (illegal).
+hw::ResponseBlock one_h2d(model::SimDevice& dev) {
+  HostBuffer src(256 * 1024);
+  for (std::size_t i = 0; i < src.bytes; ++i) src.data[i] = static_cast<std::uint8_t>(i * 31);
+  const std::uint64_t iova = dev.map(src.data, src.bytes, DmaAccess::kDeviceReads);
+  RingDriver ring(dev);
+  hw::ControlBlock cb = cb_with_xlat(9);
+  cb.dmi.type = hw::DmaType::kImmediate;
+  set_length(cb.dmi, src.bytes);
+  cb.dmi.host_iova_flits = iova / hw::kFlitBytes;
+  ring.push(hw::Pipeline::kDmai, cb);
+  ring.doorbell(hw::Pipeline::kDmai);
+  const auto rbs = ring.drain(hw::Pipeline::kDmai);
+  std::vector<std::uint8_t> back(src.bytes);
+  dev.memory().read(0, back.data(), back.size());
+  EXPECT_TRUE(std::equal(back.begin(), back.end(), src.data));
+  return rbs.at(0);
+}
+
+struct HooksGuard {
+  explicit HooksGuard(RtlTestHooks h) { rtl_test_hooks() = h; }
+  ~HooksGuard() { rtl_test_hooks() = RtlTestHooks{}; }
+};
+
+model::SimConfig rtl_config() {
+  model::SimConfig c = model::preset("spyre-gen5x16");
+  c.controller = model::Controller::kRtl;
+  return c;
+}
+
+TEST(RtlStreamChecks, BackPressureOnDeviceWritesIsLegal) {
+  HooksGuard hooks(RtlTestHooks{true, false});
+  model::SimDevice dev(rtl_config());
+  const hw::ResponseBlock rb = one_h2d(dev);
+  EXPECT_EQ(rb.status, hw::RbStatus::kGood);
+  EXPECT_EQ(dev.statistics()["rtl"]["stream_violations"].get<std::uint64_t>(), 0u);
+}
+
+TEST(RtlStreamChecks, ChangedStalledCompletionIsCaught) {
+  HooksGuard hooks(RtlTestHooks{true, true});
+  model::SimDevice dev(rtl_config());
+  try {
+    one_h2d(dev);
+    FAIL() << "the checker did not fire";
+  } catch (const std::exception& e) {
+    EXPECT_THAT(e.what(), HasSubstr("[payload stable while stalled] on rc"));
+  }
+}
+
+TEST(RtlConfig, UnsupportedSettingsAreRejectedByName) {
+  model::SimConfig c = rtl_config();
+  c.faults.poisoned_rate = 1e-3;
+  EXPECT_THAT([&] { model::SimDevice d(c); }, ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr("faults")));
+  c = rtl_config();
+  c.fidelity = model::Fidelity::kBurst;
+  EXPECT_THAT([&] { model::SimDevice d(c); }, ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr("fidelity")));
+  c = rtl_config();
+  c.device.read_tags = 512;
+  EXPECT_THAT([&] { model::SimDevice d(c); },
+              ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr("device.read_tags 512")));
+}
+
+TEST(RtlConfig, ControllerKeyLoadsAndDescribesTheBackend) {
+  const model::SimConfig c = model::config_from_json(nlohmann::json{{"controller", "rtl"}}, "test.json");
+  EXPECT_EQ(c.controller, model::Controller::kRtl);
+  EXPECT_THROW(model::config_from_json(nlohmann::json{{"controller", "verilog"}}, "test.json"), model::ConfigError);
+  model::SimDevice dev(c);
+  EXPECT_EQ(dev.describe().backend, "rtl");
+}
+
+}  // namespace
+}  // namespace spyre_dma::rtl::test
