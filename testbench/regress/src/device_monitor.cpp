@@ -37,7 +37,7 @@ void DeviceMonitor::unmap(std::uint64_t iova) {
     if (it != maps_.end()) {
       const std::uint64_t hi = iova + it->second.bytes;
       for (const auto& [tag, l] : live_) {
-        if (l.bytes > 0 && l.iova < hi && iova < l.iova + l.bytes) {
+        if (l.bytes > 0 && l.iova < hi && iova < l.iova + l.bytes && !answered(l.pipe, tag)) {
           report(fmt::format("unmap of IOVA 0x{:x} (+{}) while CB tag {} on pipeline {} still uses 0x{:x} (+{})", iova,
                              it->second.bytes, tag, static_cast<int>(l.pipe), l.iova, l.bytes));
           break;
@@ -47,6 +47,21 @@ void DeviceMonitor::unmap(std::uint64_t iova) {
     }
   }
   inner_->unmap(iova);
+}
+
+bool DeviceMonitor::answered(hw::Pipeline pipe, std::uint32_t tag) const {
+  // The engine may release a CB's buffers as soon as it has read the CB's RB, before it tells the
+  // device so through RB_CI: an RB in the ring for this lap (its phase bit says so) ends the CB.
+  const Ring& r = rings_[static_cast<unsigned>(pipe)];
+  if (r.rb_size == 0 || !hw::is_power_of_two(r.rb_size)) return false;
+  const std::uint8_t* ring = host_of(r.rb_base, std::uint64_t{r.rb_size} * hw::kRbBytes);
+  if (!ring) return false;
+  for (std::uint32_t i = r.rb_ci; i != r.rb_ci + r.rb_size; ++i) {
+    const hw::RbDecodeResult d = hw::decode_rb(ring + std::uint64_t{i & (r.rb_size - 1)} * hw::kRbBytes);
+    if (d.error || d.rb.phase != hw::expected_phase(i, r.rb_size)) return false;  // not written yet
+    if (d.rb.tag == tag) return true;
+  }
+  return false;
 }
 
 std::uint8_t* DeviceMonitor::host_of(std::uint64_t iova, std::uint64_t bytes, const Mapping** m) const {

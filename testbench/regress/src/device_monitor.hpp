@@ -83,6 +83,8 @@ class DeviceMonitor final : public Device {
   void observe_write(std::uint64_t offset, std::uint64_t value, unsigned width);
   void doorbell(unsigned pipe, std::uint32_t new_pi);
   void consumed(unsigned pipe, std::uint32_t new_ci);
+  // Whether the device has already written the RB of live CB `tag` (the engine has not consumed it).
+  bool answered(hw::Pipeline pipe, std::uint32_t tag) const;
   // Host pointer of [iova, iova + bytes) when one mapping holds all of it, else null.
   std::uint8_t* host_of(std::uint64_t iova, std::uint64_t bytes, const Mapping** m = nullptr) const;
   std::uint64_t hash(const std::uint8_t* p, std::uint64_t n);
