@@ -15,6 +15,8 @@
 namespace spyre_dma::traces {
 namespace {
 
+constexpr double kMaxSizeBytes = 9007199254740992.0;  // 2^53
+
 std::string trim(std::string s) {
   auto not_space = [](unsigned char c) { return !std::isspace(c); };
   s.erase(s.begin(), std::find_if(s.begin(), s.end(), not_space));
@@ -95,6 +97,12 @@ std::vector<BandwidthPoint> parse_bandwidth_test(const std::string& text, const 
     const double bytes = to_double(size.value, "Size", name, line);
     if (bytes < 1 || std::floor(bytes) != bytes)
       throw TraceError(name, line, "Size", fmt::format("\"{}\" is not a positive whole number of bytes", size.value));
+    // Whole numbers are exact in a double only up to 2^53 (8 PiB), far beyond any bandwidthTest
+    // size; larger ones would not even convert to 64 bits.
+    if (bytes > kMaxSizeBytes)
+      throw TraceError(name, line, "Size", fmt::format("\"{}\" bytes is beyond the largest size accepted (2^53)", size.value));
+    if (!std::isfinite(bytes / p.gbps))
+      throw TraceError(name, line, "Bandwidth", fmt::format("{} GB/s for {} bytes gives no finite copy time", bw.value, size.value));
     p.bytes = static_cast<std::uint64_t>(bytes);
     points.push_back(p);
   }

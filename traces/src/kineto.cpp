@@ -87,18 +87,32 @@ std::optional<double> number(const json& e, const char* key) {
 }
 
 // A Kineto stream id: args.stream when present, else the tid (a number or "stream 7").
+// Ids beyond 32 bits are not stream ids: the event is malformed rather than given a truncated one.
 std::optional<std::uint32_t> stream_of(const json& e) {
+  auto id = [](const json& v) -> std::optional<std::uint32_t> {
+    if (v.is_number_unsigned() && v.get<std::uint64_t>() <= 0xFFFF'FFFFull) return static_cast<std::uint32_t>(v.get<std::uint64_t>());
+    if (v.is_number_integer() && v.get<std::int64_t>() >= 0 && v.get<std::int64_t>() <= 0xFFFF'FFFFll)
+      return static_cast<std::uint32_t>(v.get<std::int64_t>());
+    return std::nullopt;
+  };
   if (auto a = e.find("args"); a != e.end() && a->is_object()) {
-    if (auto s = a->find("stream"); s != a->end() && s->is_number_integer() && s->get<std::int64_t>() >= 0)
-      return static_cast<std::uint32_t>(s->get<std::int64_t>());
+    if (auto s = a->find("stream"); s != a->end() && s->is_number_integer()) {
+      if (auto v = id(*s)) return v;
+    }
   }
   auto t = e.find("tid");
   if (t == e.end()) return std::nullopt;
-  if (t->is_number_integer() && t->get<std::int64_t>() >= 0) return static_cast<std::uint32_t>(t->get<std::int64_t>());
+  if (t->is_number_integer()) return id(*t);
   if (t->is_string()) {
     const std::string s = t->get<std::string>();
     const auto digit = s.find_first_of("0123456789");
-    if (digit != std::string::npos) return static_cast<std::uint32_t>(std::stoul(s.substr(digit)));
+    if (digit == std::string::npos) return std::nullopt;
+    const auto end = s.find_first_not_of("0123456789", digit);
+    std::string digits = s.substr(digit, end == std::string::npos ? std::string::npos : end - digit);
+    digits.erase(0, std::min(digits.find_first_not_of('0'), digits.size() - 1));  // "007" -> "7"
+    if (digits.size() > 10) return std::nullopt;
+    const std::uint64_t v = std::stoull(digits);  // at most 10 digits: no overflow
+    if (v <= 0xFFFF'FFFFull) return static_cast<std::uint32_t>(v);
   }
   return std::nullopt;
 }
@@ -127,6 +141,8 @@ Trace import_kineto_text(const std::string& text, const std::string& name, Impor
     doc = json::parse(text);
   } catch (const json::parse_error& e) {
     throw TraceError(name, line_of(text, e.byte), "", fmt::format("invalid JSON: {}", e.what()));
+  } catch (const json::out_of_range& e) {  // a number beyond a double ("1e999"): no position
+    throw TraceError(name, 0, "", fmt::format("invalid JSON: {}", e.what()));
   }
   const json* events = nullptr;
   if (doc.is_object()) {
@@ -153,7 +169,7 @@ Trace import_kineto_text(const std::string& text, const std::string& name, Impor
       note(report, fmt::format("event {}: not a JSON object", i));
       continue;
     }
-    const std::string ph = e.value("ph", std::string());
+    const std::string ph = e.contains("ph") && e["ph"].is_string() ? e["ph"].get<std::string>() : "";
     const std::string cat = e.contains("cat") && e["cat"].is_string() ? e["cat"].get<std::string>() : "";
     const std::string ename = e.contains("name") && e["name"].is_string() ? e["name"].get<std::string>() : "";
     if (ph == "M" || ph == "s" || ph == "f" || ph == "i" || ph == "I" || ph == "C") {

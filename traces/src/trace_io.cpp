@@ -239,6 +239,8 @@ Trace parse_trace(std::istream& in, const std::string& name) {
       j = json::parse(line.begin(), line.end());
     } catch (const json::parse_error& e) {
       throw TraceError(name, line_no, "", std::string("not valid JSON: ") + e.what());
+    } catch (const json::out_of_range& e) {  // a number beyond a double ("1e999")
+      throw TraceError(name, line_no, "", std::string("not valid JSON: ") + e.what());
     }
     if (!have_header) {
       trace.header = parse_header(j, name);

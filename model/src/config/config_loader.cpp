@@ -173,6 +173,8 @@ json parse_strict(const std::string& text, const std::string& file) {
   } catch (const json::parse_error& e) {
     auto [line, column, detail] = split_parse_error(e, text);
     throw ConfigError(file, "", "invalid JSON: " + detail, line, column);
+  } catch (const json::out_of_range& e) {  // a number beyond a double ("1e999"): no position
+    throw ConfigError(file, "", std::string("invalid JSON: ") + e.what());
   }
   if (duplicate) throw ConfigError(file, *duplicate, "duplicate key");
   return out;

@@ -145,6 +145,8 @@ DirectedTest parse_directed(const std::string& text, const std::string& file) {
     j = json::parse(text, nullptr, true, true);
   } catch (const json::parse_error& e) {
     throw DirectedError(file, line_col(text, e.byte == 0 ? 0 : e.byte - 1), std::string("invalid JSON: ") + e.what());
+  } catch (const json::out_of_range& e) {  // a number beyond a double ("1e999"): no position
+    throw DirectedError(file, "$", std::string("invalid JSON: ") + e.what());
   }
   rd.keys(j, "$",
           {"name", "description", "backends", "engine", "faults", "streams", "host_buffers", "device_buffers", "events",

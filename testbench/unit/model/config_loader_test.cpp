@@ -71,6 +71,13 @@ TEST(ConfigLoader, OverridesKeepEverythingElseFromThePreset) {
   EXPECT_EQ(c.device.depth[0], 256u);  // untouched pipelines keep the preset's depth
 }
 
+// Found by fuzzing: a number beyond a double is nlohmann's out_of_range, not a parse_error.
+TEST(ConfigLoader, NumberBeyondADoubleIsAConfigError) {
+  const ConfigError e = load_error("big.json", R"({"link": {"latency_ns": 1e999}})");
+  EXPECT_NE(e.file().find("big.json"), std::string::npos);
+  EXPECT_NE(e.message().find("invalid JSON"), std::string::npos) << e.what();
+}
+
 TEST(ConfigLoader, DoublesAcceptIntegers) {
   const SimConfig c = config_from_json({{"link", {{"latency_ns", 200}}}}, "x.json");
   EXPECT_DOUBLE_EQ(c.link.latency_ns, 200.0);

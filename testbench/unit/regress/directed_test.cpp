@@ -56,6 +56,9 @@ TEST(Directed, ErrorsNameTheFilePlaceAndValue) {
   const std::string syntax = error_of("{\n  \"name\": \"t\",\n  oops\n}");
   EXPECT_EQ(syntax.rfind("t.json: 3:3: invalid JSON:", 0), 0u) << syntax;
   EXPECT_EQ(error_of(R"({"name": "t", "ops": []})"), "t.json: $.streams: expected a non-empty array of streams");
+  // Found by fuzzing: a number beyond a double is nlohmann's out_of_range, not a parse_error.
+  const std::string overflow = error_of(R"({"name": "t", "events": 1e999})");
+  EXPECT_EQ(overflow.rfind("t.json: $: invalid JSON:", 0), 0u) << overflow;
 }
 
 TEST(Directed, TheProjectsDirectedTestsAllLoad) {

@@ -79,6 +79,8 @@ TEST(BandwidthTestImport, MalformedLinesNameLineAndField) {
   expect_error("bandwidthTest-X2Y-Pinned, Bandwidth = 1 GB/s, Time = 0 s, Size = 1 bytes, NumDevsUsed = 1\n", 1, "direction");
   expect_error("bandwidthTest-H2D-Weird, Bandwidth = 1 GB/s, Time = 0 s, Size = 1 bytes, NumDevsUsed = 1\n", 1, "memory");
   expect_error("bandwidthTest-H2D-Pinned, Bandwidth = 0.0 GB/s, Time = 0 s, Size = 1 bytes, NumDevsUsed = 1\n", 1, "Bandwidth");
+  expect_error("bandwidthTest-D2D-Pinned, Bandwidth = 1 GB/s, Time = 0 s, Size = 1e97 bytes, NumDevsUsed = 1\n", 1, "Size");
+  expect_error("bandwidthTest-H2D-Pinned, Bandwidth = 1e-308 GB/s, Time = 0 s, Size = 4096 bytes, NumDevsUsed = 1\n", 1, "Bandwidth");
   expect_error("no results here\n", 0, "");
 }
 

@@ -158,6 +158,13 @@ TEST(TraceIo, ErrorsNameLineAndField) {
   }
 }
 
+// Found by fuzzing: nlohmann reports a number beyond a double as out_of_range, not parse_error.
+TEST(TraceIo, NumberBeyondADoubleIsATraceErrorNamingTheLine) {
+  const st::TraceError e = parse_error(R"({"alloc":{"id":1,"bytes":1e999}})");
+  EXPECT_EQ(e.line(), 2u);
+  EXPECT_NE(e.message().find("not valid JSON"), std::string::npos) << e.what();
+}
+
 TEST(TraceIo, MissingFileIsATraceError) {
   EXPECT_THROW(st::read_trace("/nonexistent/x.trace"), st::TraceError);
 }

@@ -92,6 +92,24 @@ TEST(KinetoImport, ReadsPlainJsonAndCountsUnknownAndMalformed) {
   EXPECT_FALSE(r.notes.empty());
 }
 
+// Found by fuzzing: a "ph" that is not a string threw nlohmann's type_error, and a stream id
+// beyond 32 bits threw std::out_of_range (string tid) or was truncated (number).
+TEST(KinetoImport, OddPhaseAndHugeStreamIdsAreMalformedNotFatal) {
+  const std::string text = R"J({"traceEvents": [
+    {"ph": 0, "cat": "gpu_memset", "name": "Memset (Device)", "ts": 100, "dur": 1, "args": {"stream": 8, "bytes": 128}},
+    {"ph": "X", "cat": "gpu_memset", "name": "Memset (Device)", "ts": 200, "dur": 1, "tid": "stream 99999999999999999999999", "args": {"bytes": 128}},
+    {"ph": "X", "cat": "gpu_memset", "name": "Memset (Device)", "ts": 300, "dur": 1, "args": {"stream": 4294967296, "bytes": 128}},
+    {"ph": "X", "cat": "gpu_memset", "name": "Memset (Device)", "ts": 400, "dur": 1, "tid": "stream 007", "args": {"bytes": 64}}
+  ]})J";
+  ImportReport r;
+  const Trace t = import_kineto_text(text, "odd.json", r);
+  EXPECT_EQ(r.memset, 2u);     // the phase-less event is still a memset; "stream 007" is stream 7
+  EXPECT_EQ(r.malformed, 2u);  // the two stream ids beyond 32 bits
+  ASSERT_EQ(t.ops.size(), 2u);
+  EXPECT_EQ(t.ops[0].stream, 8u);
+  EXPECT_EQ(t.ops[1].stream, 7u);
+}
+
 TEST(KinetoImport, GzipAndPlainGiveTheSameTrace) {
   const std::string text = R"J([{"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pageable -> Device)", "ts": 5, "dur": 3, "args": {"stream": 1, "bytes": 1000}}])J";
   const std::string plain = testing::TempDir() + "kineto_plain.json";
