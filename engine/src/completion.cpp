@@ -97,7 +97,7 @@ bool EngineCore::drain_rbs(Work& work) {
       if (rb.status == hw::RbStatus::kAbend && rb.error == hw::ErrorKind::kReset) fatal_suspect_ = true;
       if (f.state == CbState::kTimedOut) {
         // A late answer: the device is done with the tag and the buffer after all.
-        if (f.staging != StagingPool::kNone) staging_->release(f.staging);
+        if (f.staging != StagingPool::kNone) work.staging_releases.push_back(f.staging);
         f = Inflight{};
         tags_.release(rb.tag);
         continue;
@@ -105,6 +105,8 @@ bool EngineCore::drain_rbs(Work& work) {
       finish_cb(rb.tag, rb, work);
     }
     q.publish_rb_ci();
+    for (const int slot : work.staging_releases) staging_->release(slot);
+    work.staging_releases.clear();
   }
   if (!work.copy_outs.empty()) draining_ = true;
   return any;
@@ -198,7 +200,7 @@ void EngineCore::finish_cb(std::uint32_t tag, const hw::ResponseBlock& rb, Work&
       stats_.bytes_staged += f.bytes;
       copy_out = true;
     } else {
-      staging_->release(f.staging);
+      work.staging_releases.push_back(f.staging);
     }
   }
   f = Inflight{};

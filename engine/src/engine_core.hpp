@@ -113,6 +113,9 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
     std::vector<std::shared_ptr<OpState>> finished;   // ops whose on_complete must run
     std::vector<std::shared_ptr<StreamState>> touched;  // streams with newly completed ops
     bool completed_any = false;
+    // Staging buffers of CBs whose RBs were consumed: unmapped only after RB_CI hands the RB slots
+    // back, so no observer of the interface sees a buffer unmapped while its CB is outstanding.
+    std::vector<int> staging_releases;
     // A queue slot, tag or staging buffer came back, or a CB failed: blocked streams must be fed
     // again even when no op completed (an op of many CBs waits for its own CBs' resources, and a
     // failed op that is only partly issued completes from pump()).
