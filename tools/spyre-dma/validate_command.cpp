@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <stdexcept>
 
 #include "backend.hpp"
@@ -56,6 +57,8 @@ CLI::App* add_validate_command(CLI::App& app, ValidateOptions& o) {
   v->add_flag("--no-plot", o.no_plot, "Do not draw plot.png");
   v->add_option("--fidelity", o.fidelity, "Model fidelity of the replays")->check(CLI::IsMember({"tlp", "burst"}));
   v->add_option("--timeout", o.timeout_s, "Seconds a transfer may take")->check(CLI::PositiveNumber);
+  v->add_option("--replay-copies", o.replay_copies, "Copies of each direction, memory and size the model replays (0: all)")
+      ->check(CLI::NonNegativeNumber);
   v->add_option("--cuda-memory", o.cuda_memory, "cuda backend: device memory to cudaMalloc");
   v->add_option("--cuda-device", o.cuda_device, "cuda backend: CUDA device ordinal")->check(CLI::NonNegativeNumber);
   return v;
@@ -212,8 +215,22 @@ int run_validate(const ValidateOptions& o) {
   device.reset();
   st::write_trace_file(trace, (out / "trace.jsonl").string());
 
-  // 2. Replay on the model, compare.
+  // 2. Replay on the model, compare. The replay holds each op until its captured start: the
+  // sweep waited on the host between transfers, which the trace records only as start times, and
+  // a replay without them would reorder copies of overlapping ranges on different streams.
+  if (o.replay_copies > 0) {
+    std::map<std::pair<std::string, std::uint64_t>, int> seen;
+    std::vector<bool> keep(trace.ops.size(), true);
+    for (std::size_t i = 0; i < trace.ops.size(); ++i) {
+      const st::Op& op = trace.ops[i];
+      if (op.bytes == 0) continue;
+      keep[i] = ++seen[{st::direction_name(op), op.bytes}] <= o.replay_copies;
+    }
+    trace = st::sub_trace(trace, keep);
+    st::write_trace_file(trace, (out / "trace-replayed.jsonl").string());
+  }
   st::ReplayOptions ro;
+  ro.honour_start_times = true;
   const st::ReplayResult replayed = st::replay_on_sim(trace, model, ro);
   const st::Comparison cmp = st::compare(trace, replayed);
   nlohmann::json cmp_doc = cmp.to_json();

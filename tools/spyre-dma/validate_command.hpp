@@ -32,6 +32,10 @@ struct ValidateOptions {
   bool no_plot = false;
   std::string fidelity = "burst";  // of the replays
   double timeout_s = 60;           // per transfer
+  // The model replays the first this many copies of each direction, host memory and size (the
+  // rest of a point's runs add nothing the first ones do not show; the replay of large sizes is
+  // what takes the time). 0: all.
+  int replay_copies = 2;
   std::string cuda_memory = "4GiB";
   int cuda_device = 0;
 };
