@@ -11,6 +11,7 @@
 #include <fstream>
 #include <optional>
 
+#include <malloc.h>
 #include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 #include "backend.hpp"
 #include "directed.hpp"
 #include "report.hpp"
+#include "soak.hpp"
 #include "suites.hpp"
 
 namespace spyre_dma_cli {
@@ -157,6 +159,9 @@ Report run_one(const RegressOptions& o, const Suite& base, std::uint64_t seed) {
       ::_exit(3);
     }
     const std::string line = run_one(o, suite, seed).to_json().dump() + "\n";
+    // A soak samples this process's memory between tests: hand freed heap back to the system
+    // first, so that what it sees is what the process still holds, not the allocator's cache.
+    if (!o.duration.empty()) ::malloc_trim(0);
     for (std::size_t done = 0; done < line.size();) {
       const ssize_t w = ::write(out, line.data() + done, line.size() - done);
       if (w < 0 && errno == EINTR) continue;
@@ -266,6 +271,14 @@ CLI::App* add_regress_command(CLI::App& app, RegressOptions& o) {
   cmd->add_option("--progress", o.progress, "auto (a bar on a terminal), bar, lines or none")
       ->check(CLI::IsMember({"auto", "bar", "lines", "none"}))
       ->capture_default_str();
+  cmd->add_option("--duration", o.duration,
+                  "Soak: keep drawing seeds (from the first of --seeds on) until this much time has passed, e.g. "
+                  "30m or 1h; reports the invariant counters and every worker's memory from its first test to its "
+                  "last");
+  cmd->add_option("--max-rss-growth", o.max_rss_growth,
+                  "Soak: fail when a worker's resident memory grew by more than this many percent")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--list", o.list, "List the suites and exit");
   cmd->add_flag("--dump-program", o.dump_program,
                 "Print the first seed's program in the directed-test format and exit (keeps a random test as a "
@@ -354,10 +367,30 @@ int run_regress(const RegressOptions& o) {
     }
     return 0;
   }
-  std::vector<std::uint64_t> seeds;
-  for (std::uint64_t s = range.first;; ++s) {
-    if ((s - range.first) % shards == shard) seeds.push_back(s);
-    if (s == range.last) break;
+  std::optional<std::chrono::seconds> duration;
+  if (!o.duration.empty()) {
+    duration = parse_duration(o.duration);
+    if (!duration) {
+      fmt::print(stderr, "spyre-dma: error: --duration '{}': expected a time such as 90s, 30m, 1h or 1h30m\n",
+                 o.duration);
+      return 2;
+    }
+    if (suite->directed) {
+      fmt::print(stderr, "spyre-dma: error: --duration: the directed suite has a fixed set of tests\n");
+      return 2;
+    }
+    // A soak goes on past the suite's default range; an explicit A..B still bounds it.
+    if (o.seeds.empty() || o.seeds.find("..") == std::string::npos) range.last = UINT64_MAX - 1;
+  }
+  // The k-th seed of this shard, or nullopt past the range (seed k of the range goes to shard k mod N).
+  auto seed_at = [&](std::size_t k) -> std::optional<std::uint64_t> {
+    const std::uint64_t offset = shard + static_cast<std::uint64_t>(k) * shards;
+    if (offset > range.last - range.first) return std::nullopt;
+    return range.first + offset;
+  };
+  std::size_t seed_count = 0;  // fixed runs only; a soak stops at its deadline instead
+  if (!duration) {
+    while (seed_at(seed_count)) ++seed_count;
   }
 
   Report report;
@@ -367,10 +400,15 @@ int run_regress(const RegressOptions& o) {
   report.seeds = fmt::format("{}..{}", range.first, range.last);
   report.shard = o.shard;
   const auto t0 = Clock::now();
-  Progress progress(o.progress, seeds.size());
+  const auto deadline = duration ? t0 + *duration : Clock::time_point::max();
+  // Whether another test is to start: the seeds are not used up and a soak's time has not run out.
+  std::size_t next = 0;
+  auto more = [&] { return duration ? Clock::now() < deadline && seed_at(next).has_value() : next < seed_count; };
+  // A soak's length in tests is not known ahead, so it reports line by line.
+  Progress progress(duration && o.progress != "none" ? "lines" : o.progress, seed_count);
+  SoakMonitor soak;
   std::signal(SIGPIPE, SIG_IGN);
 
-  std::size_t next = 0;
   std::vector<Worker> workers;
   auto spawn = [&]() -> bool {
     int to[2], from[2];
@@ -397,8 +435,8 @@ int run_regress(const RegressOptions& o) {
     return true;
   };
   auto assign = [&](Worker& w) {
-    if (next >= seeds.size()) return;
-    const std::uint64_t s = seeds[next++];
+    if (!more()) return;
+    const std::uint64_t s = *seed_at(next++);
     w.seed = s;
     w.started = Clock::now();
     if (::write(w.to, &s, sizeof s) != static_cast<ssize_t>(sizeof s)) w.seed.reset(), --next;
@@ -426,7 +464,7 @@ int run_regress(const RegressOptions& o) {
     return how;
   };
 
-  const unsigned want = static_cast<unsigned>(std::min<std::size_t>(o.jobs, seeds.size()));
+  const unsigned want = duration ? o.jobs : static_cast<unsigned>(std::min<std::size_t>(o.jobs, seed_count));
   for (unsigned j = 0; j < want; ++j) {
     if (!spawn()) {
       fmt::print(stderr, "spyre-dma: error: cannot start a worker process: {}\n", std::strerror(errno));
@@ -458,6 +496,7 @@ int run_regress(const RegressOptions& o) {
             report.cases.push_back(std::move(c));
           }
           report.coverage.merge(one.coverage);
+          if (duration) soak.sample(w.pid);  // between tests: the worker waits for its next seed
         } catch (const std::exception& e) {
           if (w.seed) lost(*w.seed, "crash", fmt::format("the worker's result could not be read: {}", e.what()));
         }
@@ -469,7 +508,7 @@ int run_regress(const RegressOptions& o) {
         const std::string how = retire(i, false);
         if (seed) {
           lost(*seed, "crash", "the test process " + how);
-          if (next < seeds.size() && spawn()) assign(workers.back());
+          if (more() && spawn()) assign(workers.back());
         }
         continue;
       }
@@ -477,13 +516,16 @@ int run_regress(const RegressOptions& o) {
         const std::uint64_t seed = *w.seed;
         (void)retire(i, true);
         lost(seed, "hang", fmt::format("the test ran longer than --timeout {} s and was killed", o.timeout_s));
-        if (next < seeds.size() && spawn()) assign(workers.back());
+        if (more() && spawn()) assign(workers.back());
         continue;
       }
-      if (!w.seed && next >= seeds.size()) (void)retire(i, false);  // nothing left for it
+      if (!w.seed && !more()) (void)retire(i, false);  // nothing left for it
     }
   }
   progress.finish();
+  if (duration) {
+    report.seeds = next == 0 ? "none" : fmt::format("{}..{}", range.first, *seed_at(next - 1));
+  }
   report.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
   std::sort(report.cases.begin(), report.cases.end(),
             [](const CaseResult& a, const CaseResult& b) { return a.seed < b.seed; });
@@ -491,8 +533,22 @@ int run_regress(const RegressOptions& o) {
   const auto holes = report.coverage.holes();
   fmt::print("coverage: {} of {} bins hit{}\n", catalogue().size() - holes.size(), catalogue().size(),
              holes.empty() ? "" : fmt::format(" (holes: {})", fmt::join(holes, ", ")));
+  bool memory_ok = true;
+  if (duration) {
+    fmt::print("{}", soak.summary(report, *duration));
+    if (soak.worst_growth_percent() > o.max_rss_growth) {
+      memory_ok = false;
+      fmt::print("FAIL soak: a worker's resident memory grew by {:.2f}%, more than --max-rss-growth {}\n",
+                 soak.worst_growth_percent(), o.max_rss_growth);
+    }
+  }
   if (!write_outputs(report, o.json, o.junit, o.coverage)) return 2;
-  return report.failures() == 0 ? 0 : 1;
+  if (duration && !o.json.empty()) {
+    // The soak's figures next to the report, so that the report itself stays regress-merge input.
+    nlohmann::json j = soak.to_json(report, *duration);
+    if (!write_file(o.json + ".soak.json", j.dump(1) + "\n")) return 2;
+  }
+  return report.failures() == 0 && memory_ok ? 0 : 1;
 }
 
 int run_merge(const MergeOptions& o) {

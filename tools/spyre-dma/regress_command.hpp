@@ -27,6 +27,8 @@ struct RegressOptions {
   double fault_rate = -1;                // override of the suite's rate (< 0: keep)
   std::uint32_t ops = 0;                 // override of the suite's op count (0: keep)
   std::string progress = "auto";         // auto, bar, lines, none
+  std::string duration;                  // soak: run seeds until this time has passed ("30m")
+  double max_rss_growth = 5;             // soak: percent a worker's RSS may grow, first test to last
   bool list = false;                     // print the suites and exit
   bool dump_program = false;             // print the first seed's program as a directed test
 };

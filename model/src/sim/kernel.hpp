@@ -10,4 +10,14 @@ namespace spyre_dma::model {
 // "no activity" warning of an sc_start() with nothing to do.
 void fresh_kernel();
 
+// Destroys the current simulation context and everything it still holds (process handles and the
+// coroutine stacks of its threads). Only when nothing of that run is left: every module built on
+// it destroyed. A process that builds one system after another (a regression worker) would
+// otherwise keep every finished kernel.
+void release_kernel();
+
+// Kills the current context's thread processes, so that their stacks unwind and their locals are
+// destroyed; before the modules they belong to are.
+void stop_threads();
+
 }  // namespace spyre_dma::model

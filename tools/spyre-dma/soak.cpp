@@ -1,0 +1,138 @@
+#include "soak.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+
+#include <unistd.h>
+
+namespace spyre_dma_cli {
+
+using spyre_dma::regress::CaseResult;
+using spyre_dma::regress::Finding;
+using spyre_dma::regress::FindingKind;
+using spyre_dma::regress::Report;
+
+std::optional<std::chrono::seconds> parse_duration(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  std::uint64_t total = 0, number = 0;
+  bool have_number = false, any_unit = false;
+  for (char c : text) {
+    if (std::isdigit(static_cast<unsigned char>(c))) {
+      if (number > 100'000'000) return std::nullopt;  // beyond any sensible soak
+      number = number * 10 + static_cast<std::uint64_t>(c - '0');
+      have_number = true;
+      continue;
+    }
+    if (!have_number) return std::nullopt;
+    std::uint64_t unit = 0;
+    switch (c) {
+      case 's': unit = 1; break;
+      case 'm': unit = 60; break;
+      case 'h': unit = 3600; break;
+      default: return std::nullopt;
+    }
+    total += number * unit;
+    number = 0, have_number = false, any_unit = true;
+  }
+  if (have_number) {
+    if (any_unit) return std::nullopt;  // "1h30" is ambiguous
+    total = number;
+  }
+  if (total == 0) return std::nullopt;
+  return std::chrono::seconds(static_cast<std::chrono::seconds::rep>(total));
+}
+
+std::uint64_t resident_bytes(pid_t pid) {
+  std::ifstream f(fmt::format("/proc/{}/statm", pid));
+  std::uint64_t size = 0, resident = 0;
+  if (!(f >> size >> resident)) return 0;
+  return resident * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+}
+
+void SoakMonitor::sample(pid_t worker) {
+  const std::uint64_t rss = resident_bytes(worker);
+  if (rss == 0) return;
+  Memory& m = workers_[worker];
+  if (m.samples++ == 0) m.first = rss;
+  m.last = rss;
+  m.peak = std::max(m.peak, rss);
+  m.series.push_back(rss);
+}
+
+double SoakMonitor::worst_growth_percent() const {
+  double worst = 0;
+  for (const auto& [pid, m] : workers_) {
+    (void)pid;
+    if (m.first > 0 && m.samples > 1) {
+      worst = std::max(worst, 100.0 * (static_cast<double>(m.last) - static_cast<double>(m.first)) /
+                                  static_cast<double>(m.first));
+    }
+  }
+  return worst;
+}
+
+SoakMonitor::Invariants SoakMonitor::invariants(const Report& report) {
+  Invariants v;
+  for (const CaseResult& c : report.cases) {
+    for (const Finding& f : c.findings) {
+      switch (f.kind) {
+        case FindingKind::kLostCompletion: ++v.lost; break;
+        case FindingKind::kDuplicateCompletion: ++v.duplicated; break;
+        case FindingKind::kNotCopied:
+        case FindingKind::kCorrupted:
+        case FindingKind::kOutOfRangeWrite:
+        case FindingKind::kSourceOverwritten:
+        case FindingKind::kEpochMismatch: ++v.corrupted; break;
+        default: break;
+      }
+    }
+  }
+  return v;
+}
+
+namespace {
+
+std::string mib(std::uint64_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20)); }
+
+}  // namespace
+
+std::string SoakMonitor::summary(const Report& report, std::chrono::seconds duration) const {
+  const Invariants v = invariants(report);
+  std::string out = fmt::format("soak: {} s asked, {:.0f} s elapsed, {} tests\n", duration.count(), report.wall_s,
+                                report.cases.size());
+  out += fmt::format("  {:<24} {}\n", "lost completions", v.lost);
+  out += fmt::format("  {:<24} {}\n", "duplicated completions", v.duplicated);
+  out += fmt::format("  {:<24} {}\n", "corrupted data", v.corrupted);
+  for (const auto& [pid, m] : workers_) {
+    out += fmt::format("  worker {:<17} RSS {} after its first test, {} after its last ({} tests), peak {}\n", pid,
+                       mib(m.first), mib(m.last), m.samples, mib(m.peak));
+  }
+  out += fmt::format("  {:<24} {:+.2f}% (largest growth of one worker, first test to last)\n", "RSS growth",
+                     worst_growth_percent());
+  out += fmt::format("  {:<24} {}\n", "parent RSS", mib(resident_bytes(::getpid())));
+  return out;
+}
+
+nlohmann::json SoakMonitor::to_json(const Report& report, std::chrono::seconds duration) const {
+  const Invariants v = invariants(report);
+  nlohmann::json workers = nlohmann::json::array();
+  for (const auto& [pid, m] : workers_) {
+    workers.push_back({{"pid", pid},
+                       {"tests", m.samples},
+                       {"rss_first_bytes", m.first},
+                       {"rss_last_bytes", m.last},
+                       {"rss_peak_bytes", m.peak},
+                       {"rss_bytes", m.series}});
+  }
+  return {{"duration_s", duration.count()},
+          {"lost", v.lost},
+          {"duplicated", v.duplicated},
+          {"corrupted", v.corrupted},
+          {"rss_growth_percent", worst_growth_percent()},
+          {"workers", workers}};
+}
+
+}  // namespace spyre_dma_cli
