@@ -38,10 +38,14 @@ void stop_threads() {
   if (sc_core::sc_get_status() == sc_core::SC_STOPPED || sc_core::sc_get_status() == sc_core::SC_END_OF_SIMULATION) {
     return;
   }
-  sc_core::sc_spawn_options method;
-  method.spawn_method();
-  sc_core::sc_spawn([] { kill_threads(sc_core::sc_get_top_level_objects()); }, "kernel_stop_threads", &method);
-  sc_core::sc_start(sc_core::SC_ZERO_TIME);
+  // A simulation that ended in an error refuses to run again: its threads stay as they are.
+  try {
+    sc_core::sc_spawn_options method;
+    method.spawn_method();
+    sc_core::sc_spawn([] { kill_threads(sc_core::sc_get_top_level_objects()); }, "kernel_stop_threads", &method);
+    sc_core::sc_start(sc_core::SC_ZERO_TIME);
+  } catch (const std::exception&) {
+  }
 }
 
 void release_kernel() {
