@@ -197,6 +197,12 @@ void RtlController::pipeline_thread(unsigned index) {
       wait(p.kick);
       p.local_ps = std::max(p.local_ps, to_ps(sc_time_stamp()));
     }
+    // Ring rules before any fetch: a ring off its 4 KiB boundary (or an RB ring of no valid size)
+    // is a queue fault that consumes nothing, as on the reference device.
+    if (!hw::ring_base_aligned(p.cb_base) || !hw::ring_base_aligned(p.rb_base) || p.rb_size == 0) {
+      p.error_status = static_cast<std::uint32_t>(hw::ErrorKind::kQueueFault);
+      continue;
+    }
     const std::uint64_t epoch = epoch_;
     const std::uint32_t slot = p.cb_ci & (p.cb_size - 1);
     std::uint32_t n = std::min<std::uint32_t>(p.cb_pi - p.cb_ci, batch_max);
@@ -320,6 +326,11 @@ std::uint32_t RtlController::rb_pi_visible(const Pipe& p) const {
 }
 
 bool RtlController::write_rb(Pipe& p, const hw::ResponseBlock& rb_in, Ps at, Ps& arrival) {
+  // The RB ring may have been moved since its CB was fetched: check it again before writing.
+  if (!hw::ring_base_aligned(p.rb_base) || p.rb_size == 0) {
+    p.error_status = static_cast<std::uint32_t>(hw::ErrorKind::kQueueFault);
+    return false;
+  }
   hw::ResponseBlock rb = rb_in;
   rb.phase = hw::expected_phase(p.rb_pi, p.rb_size);
   const hw::RbBytes bytes = hw::encode(rb);

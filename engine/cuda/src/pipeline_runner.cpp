@@ -8,7 +8,7 @@ namespace spyre_dma::cuda::detail {
 namespace {
 
 namespace reg = hw::reg;
-constexpr std::uint64_t kRingAlign = 4096;
+constexpr std::uint64_t kRingAlign = hw::kRingAlignment;
 using Clock = std::chrono::steady_clock;
 
 bool valid_ring_size(std::uint32_t size, std::uint32_t depth) noexcept {

@@ -9,7 +9,7 @@ namespace spyre_dma::refdev::detail {
 namespace {
 
 namespace reg = hw::reg;
-constexpr std::uint64_t kRingAlign = 4096;
+constexpr std::uint64_t kRingAlign = hw::kRingAlignment;
 
 inline void cpu_relax() noexcept {
 #if defined(__x86_64__) || defined(__i386__)

@@ -231,6 +231,12 @@ void DmaController::pipeline_thread(unsigned index) {
       wait(p.kick);
       p.local_ps = std::max(p.local_ps, to_ps(sc_time_stamp()));
     }
+    // Ring rules before any fetch: a ring off its 4 KiB boundary (or an RB ring of no valid size)
+    // is a queue fault that consumes nothing, as on the reference device.
+    if (!hw::ring_base_aligned(p.cb_base) || !hw::ring_base_aligned(p.rb_base) || p.rb_size == 0) {
+      p.error_status = static_cast<std::uint32_t>(hw::ErrorKind::kQueueFault);
+      continue;
+    }
     const std::uint64_t epoch = epoch_;    // a host reset (CONTROL.RESET) drops the batch
     const std::uint64_t aborts = abort_seq_;  // a self-reset answers the rest of it with Abend
     const auto stopped = [&] { return epoch != epoch_ || aborts != abort_seq_ || stopped_answering(); };
@@ -408,6 +414,11 @@ std::uint32_t DmaController::rb_pi_visible(const Pipe& p) const {
 }
 
 bool DmaController::write_rb(Pipe& p, const hw::ResponseBlock& rb_in, Ps at, Ps& arrival, bool garbage_status) {
+  // The RB ring may have been moved since its CB was fetched: check it again before writing.
+  if (!hw::ring_base_aligned(p.rb_base) || p.rb_size == 0) {
+    p.error_status = static_cast<std::uint32_t>(hw::ErrorKind::kQueueFault);
+    return false;
+  }
   hw::ResponseBlock rb = rb_in;
   rb.phase = hw::expected_phase(p.rb_pi, p.rb_size);
   hw::RbBytes bytes = hw::encode(rb);

@@ -341,6 +341,12 @@ inline constexpr std::uint64_t pipe(Pipeline p, std::uint64_t offset) noexcept {
 inline constexpr std::uint64_t kBar0Bytes = 4ull << 20;
 }  // namespace reg
 
+// Both rings start on a 4 KiB boundary, so that no fetch or RB write of a ring crosses a page (and
+// so the 4 KiB rule of PCIe). A device that finds a base off that boundary raises a queue fault
+// before it touches the ring.
+inline constexpr std::uint64_t kRingAlignment = 4096;
+inline constexpr bool ring_base_aligned(std::uint64_t iova) noexcept { return iova % kRingAlignment == 0; }
+
 enum ControlBits : std::uint32_t {
   kControlEnable = 1u << 0,
   kControlReset = 1u << 1,  // self-clearing: aborts in-flight CBs, clears rings and indices
