@@ -150,6 +150,15 @@ Report run_one(const RegressOptions& o, const Suite& base, std::uint64_t seed) {
 
 // Reads seeds (8 bytes each) from `in`, writes one JSON report line per test to `out`.
 [[noreturn]] void worker(const RegressOptions& o, const Suite& suite, int in, int out) {
+  const bool soak = !o.duration.empty();
+  if (soak) {
+    // glibc raises its mmap threshold to the largest block freed so far (up to 32 MiB), after which
+    // big buffers come from the heap and stay resident in it; each new largest test then shows as a
+    // step in RSS that is the allocator's, not ours. A fixed threshold and one arena keep the RSS
+    // what the process holds.
+    ::mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+    ::mallopt(M_ARENA_MAX, 1);
+  }
   std::uint64_t seed = 0;
   while (true) {
     const ssize_t n = ::read(in, &seed, sizeof seed);
@@ -158,10 +167,16 @@ Report run_one(const RegressOptions& o, const Suite& base, std::uint64_t seed) {
       if (n < 0 && errno == EINTR) continue;
       ::_exit(3);
     }
-    const std::string line = run_one(o, suite, seed).to_json().dump() + "\n";
-    // A soak samples this process's memory between tests: hand freed heap back to the system
-    // first, so that what it sees is what the process still holds, not the allocator's cache.
-    if (!o.duration.empty()) ::malloc_trim(0);
+    nlohmann::json result = run_one(o, suite, seed).to_json();
+    if (soak) {
+      // The parent samples this process's RSS between tests: hand freed heap back to the system
+      // first, so that what it sees is what the process still holds, not the allocator's cache;
+      // and tell it the bytes still allocated, which tell a leak from fragmentation.
+      ::malloc_trim(0);
+      const struct mallinfo2 mi = ::mallinfo2();
+      result[kHeapInUseKey] = mi.uordblks + mi.hblkhd;
+    }
+    const std::string line = result.dump() + "\n";
     for (std::size_t done = 0; done < line.size();) {
       const ssize_t w = ::write(out, line.data() + done, line.size() - done);
       if (w < 0 && errno == EINTR) continue;
@@ -273,10 +288,13 @@ CLI::App* add_regress_command(CLI::App& app, RegressOptions& o) {
       ->capture_default_str();
   cmd->add_option("--duration", o.duration,
                   "Soak: keep drawing seeds (from the first of --seeds on) until this much time has passed, e.g. "
-                  "30m or 1h; reports the invariant counters and every worker's memory from its first test to its "
-                  "last");
+                  "30m or 1h; reports the invariant counters and every worker's memory from the end of the warm-up "
+                  "to its last test");
+  cmd->add_option("--warmup", o.warmup,
+                  "Soak: time after which each worker's next RSS sample is its baseline (default: a tenth of "
+                  "--duration)");
   cmd->add_option("--max-rss-growth", o.max_rss_growth,
-                  "Soak: fail when a worker's resident memory grew by more than this many percent")
+                  "Soak: fail when a worker's resident memory grew by more than this many percent after the warm-up")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--list", o.list, "List the suites and exit");
@@ -368,6 +386,11 @@ int run_regress(const RegressOptions& o) {
     return 0;
   }
   std::optional<std::chrono::seconds> duration;
+  std::chrono::seconds warmup{0};
+  if (!o.warmup.empty() && o.duration.empty()) {
+    fmt::print(stderr, "spyre-dma: error: --warmup is for a soak: it needs --duration\n");
+    return 2;
+  }
   if (!o.duration.empty()) {
     duration = parse_duration(o.duration);
     if (!duration) {
@@ -378,6 +401,16 @@ int run_regress(const RegressOptions& o) {
     if (suite->directed) {
       fmt::print(stderr, "spyre-dma: error: --duration: the directed suite has a fixed set of tests\n");
       return 2;
+    }
+    warmup = *duration / 10;
+    if (!o.warmup.empty()) {
+      const auto w = parse_duration(o.warmup);
+      if (!w || *w >= *duration) {
+        fmt::print(stderr, "spyre-dma: error: --warmup '{}': expected a time such as 90s or 3m, shorter than "
+                   "--duration {}\n", o.warmup, o.duration);
+        return 2;
+      }
+      warmup = *w;
     }
     // A soak goes on past the suite's default range; an explicit A..B still bounds it.
     if (o.seeds.empty() || o.seeds.find("..") == std::string::npos) range.last = UINT64_MAX - 1;
@@ -406,7 +439,7 @@ int run_regress(const RegressOptions& o) {
   auto more = [&] { return duration ? Clock::now() < deadline && seed_at(next).has_value() : next < seed_count; };
   // A soak's length in tests is not known ahead, so it reports line by line.
   Progress progress(duration && o.progress != "none" ? "lines" : o.progress, seed_count);
-  SoakMonitor soak;
+  SoakMonitor soak(t0 + warmup);
   std::signal(SIGPIPE, SIG_IGN);
 
   std::vector<Worker> workers;
@@ -490,13 +523,14 @@ int run_regress(const RegressOptions& o) {
         const std::string line = w.buffer.substr(0, nl);
         w.buffer.erase(0, nl + 1);
         try {
-          Report one = Report::from_json(nlohmann::json::parse(line), "worker");
+          const nlohmann::json result = nlohmann::json::parse(line);
+          Report one = Report::from_json(result, "worker");
           for (CaseResult& c : one.cases) {
             progress.done(c);
             report.cases.push_back(std::move(c));
           }
           report.coverage.merge(one.coverage);
-          if (duration) soak.sample(w.pid);  // between tests: the worker waits for its next seed
+          if (duration) soak.sample(w.pid, result.value(kHeapInUseKey, std::uint64_t{0}));  // between tests
         } catch (const std::exception& e) {
           if (w.seed) lost(*w.seed, "crash", fmt::format("the worker's result could not be read: {}", e.what()));
         }

@@ -28,7 +28,8 @@ struct RegressOptions {
   std::uint32_t ops = 0;                 // override of the suite's op count (0: keep)
   std::string progress = "auto";         // auto, bar, lines, none
   std::string duration;                  // soak: run seeds until this time has passed ("30m")
-  double max_rss_growth = 5;             // soak: percent a worker's RSS may grow, first test to last
+  double max_rss_growth = 5;             // soak: percent a worker's RSS may grow, warm-up to last test
+  std::string warmup;                    // soak: time before the RSS baseline (empty: a tenth of duration)
   bool list = false;                     // print the suites and exit
   bool dump_program = false;             // print the first seed's program as a directed test
 };

@@ -52,23 +52,30 @@ std::uint64_t resident_bytes(pid_t pid) {
   return resident * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
 }
 
-void SoakMonitor::sample(pid_t worker) {
+void SoakMonitor::sample(pid_t worker, std::uint64_t heap_in_use) {
   const std::uint64_t rss = resident_bytes(worker);
   if (rss == 0) return;
   Memory& m = workers_[worker];
-  if (m.samples++ == 0) m.first = rss;
+  if (m.samples++ == 0) m.first = rss, m.heap_first = heap_in_use;
+  if (m.settled == 0) {
+    if (Clock::now() >= settled_at_) m.settled = rss, m.heap_settled = heap_in_use;
+    else ++m.warmup_samples;
+  }
   m.last = rss;
+  m.heap_last = heap_in_use;
   m.peak = std::max(m.peak, rss);
   m.series.push_back(rss);
+  m.heap_series.push_back(heap_in_use);
 }
 
 double SoakMonitor::worst_growth_percent() const {
   double worst = 0;
   for (const auto& [pid, m] : workers_) {
     (void)pid;
-    if (m.first > 0 && m.samples > 1) {
-      worst = std::max(worst, 100.0 * (static_cast<double>(m.last) - static_cast<double>(m.first)) /
-                                  static_cast<double>(m.first));
+    const std::uint64_t base = baseline(m);
+    if (base > 0 && m.samples > 1) {
+      worst = std::max(worst, 100.0 * (static_cast<double>(m.last) - static_cast<double>(base)) /
+                                  static_cast<double>(base));
     }
   }
   return worst;
@@ -107,11 +114,15 @@ std::string SoakMonitor::summary(const Report& report, std::chrono::seconds dura
   out += fmt::format("  {:<24} {}\n", "duplicated completions", v.duplicated);
   out += fmt::format("  {:<24} {}\n", "corrupted data", v.corrupted);
   for (const auto& [pid, m] : workers_) {
-    out += fmt::format("  worker {:<17} RSS {} after its first test, {} after its last ({} tests), peak {}\n", pid,
-                       mib(m.first), mib(m.last), m.samples, mib(m.peak));
+    out += fmt::format(
+        "  worker {:<17} RSS {} after its first test, {} after the warm-up ({} tests), {} after its last ({} "
+        "tests), peak {}\n",
+        pid, mib(m.first), mib(baseline(m)), m.warmup_samples, mib(m.last), m.samples, mib(m.peak));
+    out += fmt::format("  {:<24} heap in use {} after its first test, {} after the warm-up, {} after its last\n",
+                       "", mib(m.heap_first), mib(heap_baseline(m)), mib(m.heap_last));
   }
-  out += fmt::format("  {:<24} {:+.2f}% (largest growth of one worker, first test to last)\n", "RSS growth",
-                     worst_growth_percent());
+  out += fmt::format("  {:<24} {:+.2f}% (largest growth of one worker, end of the warm-up to its last test)\n",
+                     "RSS growth", worst_growth_percent());
   out += fmt::format("  {:<24} {}\n", "parent RSS", mib(resident_bytes(::getpid())));
   return out;
 }
@@ -122,10 +133,16 @@ nlohmann::json SoakMonitor::to_json(const Report& report, std::chrono::seconds d
   for (const auto& [pid, m] : workers_) {
     workers.push_back({{"pid", pid},
                        {"tests", m.samples},
+                       {"warmup_tests", m.warmup_samples},
                        {"rss_first_bytes", m.first},
+                       {"rss_baseline_bytes", baseline(m)},
                        {"rss_last_bytes", m.last},
                        {"rss_peak_bytes", m.peak},
-                       {"rss_bytes", m.series}});
+                       {"rss_bytes", m.series},
+                       {"heap_in_use_first_bytes", m.heap_first},
+                       {"heap_in_use_baseline_bytes", heap_baseline(m)},
+                       {"heap_in_use_last_bytes", m.heap_last},
+                       {"heap_in_use_bytes", m.heap_series}});
   }
   return {{"duration_s", duration.count()},
           {"lost", v.lost},
