@@ -42,7 +42,14 @@ void stop_threads() {
   try {
     sc_core::sc_spawn_options method;
     method.spawn_method();
-    sc_core::sc_spawn([] { kill_threads(sc_core::sc_get_top_level_objects()); }, "kernel_stop_threads", &method);
+    // The method then kills itself: a spawned method still alive when its kernel is deleted is
+    // never freed, and a long-lived process closes one kernel per simulated system.
+    sc_core::sc_spawn(
+        [] {
+          kill_threads(sc_core::sc_get_top_level_objects());
+          sc_core::sc_get_current_process_handle().kill();
+        },
+        "kernel_stop_threads", &method);
     sc_core::sc_start(sc_core::SC_ZERO_TIME);
   } catch (const std::exception&) {
   }
