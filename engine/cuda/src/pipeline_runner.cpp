@@ -185,9 +185,10 @@ bool DeviceState::write_rb(unsigned p, Inflight& f) {
   slot.release();
   r.rb_pi.store(index + 1, std::memory_order_release);
   if ((r.irq_enable.load() & 1u) != 0 || f.irq) raise_interrupt(p);
-  // Barriers on the other pipelines may be waiting for this retirement.
+  // Barriers on the other pipelines may be waiting for this retirement. Their in-flight queues
+  // belong to their own threads, so each is woken and looks for itself.
   for (unsigned q = 0; q < hw::kNumPipelines; ++q) {
-    if (q != p && !runners_[q].inflight.empty()) wake(q);
+    if (q != p) wake(q);
   }
   return true;
 }

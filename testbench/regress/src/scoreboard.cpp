@@ -59,33 +59,48 @@ bool Scoreboard::any_unknown(const Region& r, std::uint64_t lo, std::uint64_t hi
   return false;
 }
 
-bool Scoreboard::skipped(const Region& r, std::uint64_t at, bool skip_pending) const {
+bool Scoreboard::unknown_at(const Region& r, std::uint64_t at) const {
   for (const Range& u : r.unknown) {
     if (at >= u.lo && at < u.hi) return true;
-  }
-  if (skip_pending) {
-    for (const Pending& p : r.pending) {
-      if (at >= p.lo && at < p.hi) return true;
-    }
   }
   return false;
 }
 
 std::uint64_t Scoreboard::compare(const Region& r, std::uint64_t lo, std::uint64_t hi, bool skip_pending,
                                   std::uint64_t& first) const {
-  thread_local std::vector<std::uint8_t> real;
   std::uint64_t bad = 0;
+  if (!skip_pending) {
+    compare_range(r, lo, hi, bad, first);
+    return bad;
+  }
+  // Bytes an op in flight writes are not even read: the device may be writing them right now.
+  std::vector<Range> busy;
+  for (const Pending& p : r.pending) {
+    if (p.lo < hi && p.hi > lo) busy.push_back(Range{std::max(p.lo, lo), std::min(p.hi, hi)});
+  }
+  std::sort(busy.begin(), busy.end(), [](const Range& a, const Range& b) { return a.lo < b.lo; });
+  std::uint64_t at = lo;
+  for (const Range& b : busy) {
+    if (b.lo > at) compare_range(r, at, b.lo, bad, first);
+    at = std::max(at, b.hi);
+  }
+  if (at < hi) compare_range(r, at, hi, bad, first);
+  return bad;
+}
+
+void Scoreboard::compare_range(const Region& r, std::uint64_t lo, std::uint64_t hi, std::uint64_t& bad,
+                               std::uint64_t& first) const {
+  thread_local std::vector<std::uint8_t> real;
   for (std::uint64_t at = lo; at < hi; at += kBlock) {
     const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(kBlock, hi - at));
     real.resize(n);
     r.port->read(at, real.data(), n);
     if (std::memcmp(real.data(), r.shadow.data() + at, n) == 0) continue;
     for (std::size_t i = 0; i < n; ++i) {
-      if (real[i] == r.shadow[at + i] || skipped(r, at + i, skip_pending)) continue;
+      if (real[i] == r.shadow[at + i] || unknown_at(r, at + i)) continue;
       if (bad++ == 0) first = at + i;
     }
   }
-  return bad;
 }
 
 void Scoreboard::expected_bytes(const Access& a, std::uint64_t from, std::size_t n, std::uint8_t* out) const {

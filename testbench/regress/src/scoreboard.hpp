@@ -86,11 +86,14 @@ class Scoreboard {
   };
 
   bool any_unknown(const Region& r, std::uint64_t lo, std::uint64_t hi) const;
-  bool skipped(const Region& r, std::uint64_t at, bool skip_pending) const;
+  bool unknown_at(const Region& r, std::uint64_t at) const;
   // Compares the real bytes of [lo, hi) with the shadow (unknown and, if asked, pending bytes
   // skipped); returns the number of differing bytes and the first one's offset.
   std::uint64_t compare(const Region& r, std::uint64_t lo, std::uint64_t hi, bool skip_pending,
                         std::uint64_t& first) const;
+  // compare() over [lo, hi) with no op in flight there: adds to `bad`, sets `first` at the first.
+  void compare_range(const Region& r, std::uint64_t lo, std::uint64_t hi, std::uint64_t& bad,
+                     std::uint64_t& first) const;
   void check_margins(std::int64_t op, const Region& r, std::uint64_t lo, std::uint64_t hi);
   void expected_bytes(const Access& a, std::uint64_t from, std::size_t n, std::uint8_t* out) const;
 
