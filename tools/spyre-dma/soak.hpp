@@ -1,10 +1,9 @@
 // `spyre-dma regress --duration T`: a soak. Seeds are drawn one after another until T has passed;
 // this keeps the figures a soak is judged by: the invariant counters (lost, duplicated and
 // corrupted data must all stay zero) and the resident memory of every worker process, sampled
-// between its tests. A worker's heap reaches its working size only once it has met the suite's
-// largest tests (its allocator keeps the high-water mark of the biggest footprint so far), so the
-// growth that counts is from the end of a warm-up to its last test: a leak grows on after that,
-// a high-water mark does not.
+// between its tests, with the heap it still had allocated. A worker's allocator caches and free
+// lists fill over its first tests, so the growth that counts is from the end of a warm-up to its
+// last test: a leak grows on after that, a cache that has filled does not.
 #pragma once
 
 #include <sys/types.h>
