@@ -40,6 +40,22 @@ if(TARGET spyre-dma)
               --json "${_regress_out}/faults-sim.json" --junit "${_regress_out}/faults-sim.xml")
     set_tests_properties(regress.faults.sim PROPERTIES LABELS regress TIMEOUT 600 PROCESSORS 2)
   endif()
+  # A short soak: seeds drawn until the time is up, the invariant counters and the workers' memory
+  # reported (the RSS limit is not the point of a 20 s run, so it is lifted), and its options checked.
+  add_test(NAME regress.soak.refdev
+    COMMAND spyre-dma regress --suite smoke --backend refdev --duration 20s --warmup 5s --max-rss-growth 1000
+            --jobs 2 --progress none)
+  set_tests_properties(regress.soak.refdev PROPERTIES LABELS regress TIMEOUT 120 PROCESSORS 2
+    PASS_REGULAR_EXPRESSION "soak: 20 s asked.*lost completions +0\n  duplicated completions +0\n  corrupted data +0\n.*after the warm-up.*RSS growth"
+    FAIL_REGULAR_EXPRESSION "FAIL")
+  add_test(NAME regress.soak.warmup_needs_duration
+    COMMAND spyre-dma regress --suite smoke --backend refdev --warmup 5s)
+  set_tests_properties(regress.soak.warmup_needs_duration PROPERTIES LABELS regress
+    PASS_REGULAR_EXPRESSION "--warmup is for a soak: it needs --duration")
+  add_test(NAME regress.soak.warmup_shorter_than_duration
+    COMMAND spyre-dma regress --suite smoke --backend refdev --duration 10s --warmup 10s)
+  set_tests_properties(regress.soak.warmup_shorter_than_duration PROPERTIES LABELS regress
+    PASS_REGULAR_EXPRESSION "--warmup '10s': expected a time such as 90s or 3m, shorter than --duration 10s")
   # The scoreboard must catch a byte flipped behind the engine's back: exactly the corrupted seed
   # fails, and with a data finding.
   add_test(NAME regress.selftest.corrupt_seed

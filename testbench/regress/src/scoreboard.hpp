@@ -87,8 +87,9 @@ class Scoreboard {
 
   bool any_unknown(const Region& r, std::uint64_t lo, std::uint64_t hi) const;
   bool unknown_at(const Region& r, std::uint64_t at) const;
-  // Compares the real bytes of [lo, hi) with the shadow (unknown and, if asked, pending bytes
-  // skipped); returns the number of differing bytes and the first one's offset.
+  // Compares the real bytes of [lo, hi) with the shadow (unknown bytes skipped; with skip_pending,
+  // bytes of ops in flight are not read at all); returns the number of differing bytes and the
+  // first one's offset.
   std::uint64_t compare(const Region& r, std::uint64_t lo, std::uint64_t hi, bool skip_pending,
                         std::uint64_t& first) const;
   // compare() over [lo, hi) with no op in flight there: adds to `bad`, sets `first` at the first.
