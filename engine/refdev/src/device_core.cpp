@@ -167,6 +167,11 @@ void DeviceCore::set_faults(const RefDeviceFaults& f) {
   error_every_n_.store(f.error_every_n);
   error_counter_.store(0);
   hang_.store(f.hang);
+  // A worker past its hang check publishes under its ring lock; once each lock has been taken
+  // and released, every later publish sees the hang.
+  for (PipelineWorker& w : workers_) {
+    std::lock_guard<std::mutex> pass_through(w.rb_mutex);
+  }
   wake_all();
 }
 

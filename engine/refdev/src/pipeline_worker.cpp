@@ -291,7 +291,10 @@ void DeviceCore::retire(hw::Pipeline p, std::uint64_t epoch, hw::ResponseBlock r
     }
     // Under the ring's lock: a stray RB from another pipeline's worker (wrong_queue) may have
     // taken the slot since the wait.
+    // The hang is checked again under the lock that set_faults() passes through, so that no RB
+    // is published once set_faults({hang}) has returned.
     std::unique_lock<std::mutex> ring_lock(w.rb_mutex);
+    if (hang_.load() || stopped_.load()) continue;
     const std::uint32_t index = r.rb_pi.load(std::memory_order_relaxed);
     if (hw::ring_full(index, r.rb_ci.load(), size)) continue;
     rb.phase = hw::expected_phase(index, size);
@@ -304,17 +307,18 @@ void DeviceCore::retire(hw::Pipeline p, std::uint64_t epoch, hw::ResponseBlock r
       queue_fault(p, reg::kRbRingBase_64);  // held until ERROR_STATUS is cleared, then retried
       continue;
     }
-    publish_rb(slot.host(), bytes);
-    slot.release();
-    r.rb_pi.store(index + 1, std::memory_order_release);
-    ring_lock.unlock();
-
+    // Counted before the RB is visible: whoever has seen the RB sees it in counters().
     w.cbs.fetch_add(1, std::memory_order_relaxed);
     if (rb.status == hw::RbStatus::kGood) {
       w.bytes.fetch_add(rb.bytes, std::memory_order_relaxed);
     } else {
       w.error_rbs.fetch_add(1, std::memory_order_relaxed);
     }
+    publish_rb(slot.host(), bytes);
+    slot.release();
+    r.rb_pi.store(index + 1, std::memory_order_release);
+    ring_lock.unlock();
+
     if ((r.irq_enable.load() & 1u) != 0 || irq_bit) raise_interrupt(p);
     notify_progress();  // barrier waiters on other pipelines
     return;
