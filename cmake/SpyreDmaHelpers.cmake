@@ -39,3 +39,18 @@ function(spyre_dma_add_library target)
   # Remembered for the install rules (cmake/SpyreDmaInstall.cmake).
   set_property(GLOBAL APPEND PROPERTY SPYRE_DMA_EXPORTED_LIBRARIES ${target})
 endfunction()
+
+# spyre_dma_runs_on_coroutines(<target>...)
+#
+# Marks targets whose code runs on SystemC's coroutine stacks (SC_THREADs), where
+# SPYRE_DMA_COROUTINE_CXX_FLAGS apply. Sanitizers that track the stack cannot follow SystemC's
+# switches between those stacks (it has no fiber annotations); the asan preset uses this to leave
+# the stack out of ASan's instrumentation there (docs/hardening.md says why).
+function(spyre_dma_runs_on_coroutines)
+  separate_arguments(_flags UNIX_COMMAND "${SPYRE_DMA_COROUTINE_CXX_FLAGS}")
+  if(_flags)
+    foreach(_target IN LISTS ARGN)
+      target_compile_options(${_target} PRIVATE ${_flags})
+    endforeach()
+  endif()
+endfunction()
