@@ -43,9 +43,9 @@ endfunction()
 # spyre_dma_runs_on_coroutines(<target>...)
 #
 # Marks targets whose code runs on SystemC's coroutine stacks (SC_THREADs), where
-# SPYRE_DMA_COROUTINE_CXX_FLAGS apply. Sanitizers that track the stack cannot follow SystemC's
-# switches between those stacks (it has no fiber annotations); the asan preset uses this to leave
-# the stack out of ASan's instrumentation there (docs/hardening.md says why).
+# SPYRE_DMA_COROUTINE_CXX_FLAGS apply. ASan does not follow every unwind on those stacks (an
+# exception thrown in a process leaves the unwound frames' redzones poisoned); the asan preset uses
+# this to leave the stack out of ASan's instrumentation there (docs/hardening.md says why).
 function(spyre_dma_runs_on_coroutines)
   separate_arguments(_flags UNIX_COMMAND "${SPYRE_DMA_COROUTINE_CXX_FLAGS}")
   if(_flags)

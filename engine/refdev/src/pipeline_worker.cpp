@@ -290,9 +290,8 @@ void DeviceCore::retire(hw::Pipeline p, std::uint64_t epoch, hw::ResponseBlock r
       continue;
     }
     // Under the ring's lock: a stray RB from another pipeline's worker (wrong_queue) may have
-    // taken the slot since the wait.
-    // The hang is checked again under the lock that set_faults() passes through, so that no RB
-    // is published once set_faults({hang}) has returned.
+    // taken the slot since the wait. The hang is checked again under it, because set_faults()
+    // passes through this lock: no RB is published once set_faults({hang}) has returned.
     std::unique_lock<std::mutex> ring_lock(w.rb_mutex);
     if (hang_.load() || stopped_.load()) continue;
     const std::uint32_t index = r.rb_pi.load(std::memory_order_relaxed);
