@@ -56,16 +56,16 @@ else()
   message(FATAL_ERROR "spyre-dma: SPYRE_DMA_CUDA='${SPYRE_DMA_CUDA}': expected AUTO, ON or OFF")
 endif()
 
-# Verilator (for rtl_bridge/: the RTL controller and the `rtl` backend). SPYRE_DMA_RTL defaults
+# Verilator (for rtl_bridge/: the RTL data path and the `rtl` backend). SPYRE_DMA_RTL defaults
 # to ON when Verilator is found; ON without Verilator is an error that says what to install.
 find_package(verilator QUIET HINTS /usr/share/verilator $ENV{VERILATOR_ROOT})
-option(SPYRE_DMA_RTL "Build the Verilator RTL controller and the rtl backend (needs Verilator and SystemC)"
+option(SPYRE_DMA_RTL "Build the Verilator RTL data path and the rtl backend (needs Verilator and SystemC)"
        ${verilator_FOUND})
 if(SPYRE_DMA_RTL AND NOT verilator_FOUND)
   message(FATAL_ERROR "spyre-dma: SPYRE_DMA_RTL=ON but Verilator was not found: install the Debian package "
                       "'verilator' (scripts/setup does), set VERILATOR_ROOT, or configure with -DSPYRE_DMA_RTL=OFF")
 elseif(SPYRE_DMA_RTL)
-  message(STATUS "spyre-dma: Verilator ${verilator_VERSION} found; RTL controller and rtl backend built")
+  message(STATUS "spyre-dma: Verilator ${verilator_VERSION} found; RTL data path and rtl backend built")
 else()
-  message(STATUS "spyre-dma: RTL controller not built (SPYRE_DMA_RTL=OFF or Verilator not found)")
+  message(STATUS "spyre-dma: RTL data path not built (SPYRE_DMA_RTL=OFF or Verilator not found)")
 endif()

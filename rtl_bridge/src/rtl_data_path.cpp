@@ -1,46 +1,50 @@
-// Clocking and transactors of the verilated data path (see rtl_data_path.hpp).
-// Verilator's headers come before SystemC's: the model is plain C++ (--cc), and verilated.h
-// would otherwise take SystemC's clock for its own.
-#include <verilated.h>
-#include <verilated_vcd_c.h>
+// The RTL data path as the controller sees it: construction and configuration checks, one CB in
+// and its answer out, CB fetch tags, counters (see rtl_data_path.hpp; the clock is rtl_clock.cpp).
+// sc_spawn (the clock process) needs SystemC's dynamic processes, declared before any SystemC header.
+#define SC_INCLUDE_DYNAMIC_PROCESSES
+#include "rtl_state.hpp"
 
-#include "Vspyre_dma_core.h"
-#include "rtl_data_path.hpp"
-
-#include <algorithm>
 #include <cstring>
-#include <map>
 #include <stdexcept>
-#include <set>
-#include <vector>
 
-#include "device/device_memory.hpp"
-#include "host/root_complex.hpp"
-#include "link/protocol_checker.hpp"
-#include "pcie/link_math.hpp"
-#include "sim/sim_time.hpp"
-#include "sim/tlp.hpp"
-#include "spyre_dma/refdev/iommu.hpp"
+#include "spyre_dma/model/config_loader.hpp"
 
 namespace spyre_dma::rtl {
 
 using namespace sc_core;
-using model::delay_until;
-using model::to_ps;
-using pcie::Ps;
 
 namespace {
-constexpr Ps kQuantumPs = 2'000'000;  // run-ahead of the clock before it yields, as the pipelines
-constexpr unsigned kWideWords = RtlDataPath::kDataBytes / 4;
-constexpr Ps kTxBacklogPs = 32'000;  // about 2 KiB at Gen5 x16
 
-Ps align_up(Ps t) { return (t + RtlDataPath::kClockPs - 1) / RtlDataPath::kClockPs * RtlDataPath::kClockPs; }
-
-template <std::size_t N>
-void put_bytes(VlWide<N>& w, const std::uint8_t* src, std::size_t n) {
-  std::memset(w.m_storage, 0, sizeof w.m_storage);
-  std::memcpy(w.m_storage, src, std::min(n, sizeof w.m_storage));
+const model::DataPathContext& supported(const model::DataPathContext& context) {
+  const model::SimConfig& c = context.config;
+  const model::FaultConfig& f = c.faults;
+  const bool tlp_faults = f.poisoned_rate > 0 || f.unsupported_request_rate > 0 || f.completer_abort_rate > 0 ||
+                          f.dropped_completion_rate > 0 || f.iommu_fault_rate > 0 || c.link.lcrc_error_rate > 0;
+  const bool tlp_at_cb = f.at_cb != 0 && f.at_cb_fault != "malformed_cb" && f.at_cb_fault != "device_reset";
+  if (tlp_faults || tlp_at_cb) {
+    throw std::invalid_argument(
+        "data_path \"rtl\" injects no TLP-level faults: faults.poisoned_rate, unsupported_request_rate, "
+        "completer_abort_rate, dropped_completion_rate, iommu_fault_rate, link.lcrc_error_rate and an at_cb fault "
+        "other than malformed_cb or device_reset need data_path \"systemc\"");
+  }
+  if (c.fidelity != model::Fidelity::kTlp) {
+    throw std::invalid_argument("data_path \"rtl\" moves every TLP: fidelity must be \"tlp\", not \"burst\"");
+  }
+  if (c.device.dma_engine_gbps > 0) {
+    throw std::invalid_argument("data_path \"rtl\": device.dma_engine_gbps is the SystemC data path's limit; "
+                                "the RTL's data path is its own limit (set it to 0)");
+  }
+  if (c.device.read_tags > RtlDataPath::kTags) {
+    throw std::invalid_argument("data_path \"rtl\": device.read_tags " + std::to_string(c.device.read_tags) +
+                                " exceeds the RTL tag table (" + std::to_string(RtlDataPath::kTags) + ")");
+  }
+  if (c.link.mps > RtlDataPath::kMaxPayload || c.link.mrrs > RtlDataPath::kMaxPayload) {
+    throw std::invalid_argument("data_path \"rtl\": link.mps / link.mrrs above " +
+                                std::to_string(RtlDataPath::kMaxPayload));
+  }
+  return context;
 }
+
 }  // namespace
 
 RtlTestHooks& rtl_test_hooks() {
@@ -48,100 +52,8 @@ RtlTestHooks& rtl_test_hooks() {
   return hooks;
 }
 
-// ---------------------------------------------------------------------------------------------
-// State of the transactors
-// ---------------------------------------------------------------------------------------------
-struct RtlDataPath::Impl {
-  // A read request in flight: its data as the link returned it, cut into CplD TLPs.
-  struct Read {
-    std::vector<std::uint8_t> data;
-    std::vector<pcie::Segment> cplds;  // offsets within the request
-    bool error = false;                // UR or CA: one beat, no data
-    std::size_t cpl = 0;               // next CplD to present
-    std::uint32_t beat = 0;            // next beat within it
-  };
-  // A device-memory read piece (DMAO), returned in request order.
-  struct Piece {
-    std::vector<std::uint8_t> data;
-    Ps ready_ps = 0;
-    std::uint32_t beat = 0;
-  };
-  struct PendingCb {
-    std::array<std::uint8_t, hw::kCbBytes> raw;
-    Ps at_ps;
-  };
-
-  const model::SimConfig& config;
-  refdev::Iommu& iommu;
-  model::RootComplex& rc;
-  model::ProtocolChecker& link_checker;
-  Transport link, memory;
-  RtlTestHooks hooks;
-  VerilatedContext context;
-  std::unique_ptr<Vspyre_dma_core> core;
-  std::unique_ptr<VerilatedVcdC> vcd;
-  sc_event work;
-  Ps t = 0;            // the clock's own time: the edge of the cycle being evaluated
-  std::uint64_t cycle = 0;
-
-  std::array<std::deque<PendingCb>, 2> cbs;
-  std::array<int, 2> ats_answer{-1, -1};  // -1: none due; else ok (1) or refused (0) this cycle
-  std::array<Read, RtlDataPath::kTags> reads;
-  std::multimap<std::pair<Ps, std::uint64_t>, unsigned> ready_reads;  // (ready, order) -> tag
-  std::uint64_t read_order = 0;
-  int current_read = -1;  // tag whose beats are being presented
-  Ps rq_free_ps = 0;      // the upstream wire is busy with an MWr until then
-  // MWr being assembled.
-  std::vector<std::uint8_t> mwr;
-  std::uint64_t mwr_addr = 0;
-  std::uint32_t mwr_len = 0;
-  Ps mwr_sop_ps = 0;
-  Ps dmao_sent_ps = 0, dmao_landed_ps = 0;
-  // Device memory.
-  std::vector<std::uint8_t> burst;
-  std::uint64_t burst_addr = 0;
-  std::multiset<Ps> write_acks, command_acks;
-  std::deque<Piece> pieces;
-  std::uint64_t glitch = 0;
-
-  Impl(const model::SimConfig& c, refdev::Iommu& i, model::RootComplex& r, model::ProtocolChecker& lc,
-       Transport l, Transport m, RtlTestHooks h)
-      : config(c), iommu(i), rc(r), link_checker(lc), link(std::move(l)), memory(std::move(m)), hooks(h),
-        core(std::make_unique<Vspyre_dma_core>(&context, "spyre_dma_core")) {}
-
-  bool quiet() const {
-    return core->idle && current_read < 0 && ready_reads.empty() && pieces.empty() && write_acks.empty() &&
-           command_acks.empty() && ats_answer[0] < 0 && ats_answer[1] < 0 && mwr.empty() && burst.empty() &&
-           !cb_due();
-  }
-  bool cb_due() const {
-    for (const auto& q : cbs) {
-      if (!q.empty() && q.front().at_ps <= t) return true;
-    }
-    return false;
-  }
-  Ps next_cb_ps() const {
-    Ps next = ~Ps{0};
-    for (const auto& q : cbs) {
-      if (!q.empty()) next = std::min(next, q.front().at_ps);
-    }
-    return next;
-  }
-};
-
-RtlDataPath::RtlDataPath(const model::SimConfig& config, refdev::Iommu& iommu, model::RootComplex& root_complex,
-                         model::ProtocolChecker& link_checker, Transport link, Transport memory,
-                         const std::string& wave)
-    : impl_(std::make_unique<Impl>(config, iommu, root_complex, link_checker, std::move(link), std::move(memory),
-                                   rtl_test_hooks())),
-      checker_(kTags) {
-  if (config.device.read_tags > kTags) {
-    throw std::invalid_argument("controller \"rtl\": device.read_tags " + std::to_string(config.device.read_tags) +
-                                " exceeds the RTL tag table (" + std::to_string(kTags) + ")");
-  }
-  if (config.link.mps > kMaxPayload || config.link.mrrs > kMaxPayload) {
-    throw std::invalid_argument("controller \"rtl\": link.mps / link.mrrs above " + std::to_string(kMaxPayload));
-  }
+RtlDataPath::RtlDataPath(const model::DataPathContext& context, const std::string& wave)
+    : host_(supported(context).host), impl_(std::make_unique<Impl>(context, rtl_test_hooks())), checker_(kTags) {
   if (!wave.empty()) {
     impl_->context.traceEverOn(true);
     impl_->vcd = std::make_unique<VerilatedVcdC>();
@@ -149,6 +61,7 @@ RtlDataPath::RtlDataPath(const model::SimConfig& config, refdev::Iommu& iommu, m
     impl_->vcd->open(wave.c_str());
     if (!impl_->vcd->isOpen()) throw std::runtime_error("--wave: cannot write '" + wave + "'");
   }
+  sc_spawn([this] { clock_thread(); }, "rtl_clock");
 }
 
 RtlDataPath::~RtlDataPath() {
@@ -156,366 +69,56 @@ RtlDataPath::~RtlDataPath() {
   impl_->core->final();
 }
 
-void RtlDataPath::submit(hw::Pipeline pipe, const std::uint8_t* raw, Ps at) {
+model::CbExecution RtlDataPath::execute(hw::Pipeline pipeline, const hw::ControlBlock&, const std::uint8_t* raw,
+                                        Ps start) {
   Impl::PendingCb cb;
   std::memcpy(cb.raw.data(), raw, hw::kCbBytes);
-  cb.at_ps = at;
-  impl_->cbs[index(pipe)].push_back(cb);
+  cb.at_ps = start;
+  impl_->cbs[index(pipeline)].push_back(cb);
   impl_->work.notify(SC_ZERO_TIME);
+  // The RTL answers every CB (its completion timer bounds the wait), even after a reset.
+  Answers& answers = answers_[index(pipeline)];
+  while (answers.queue.empty()) wait(answers.ready);
+  const RtlAnswer a = answers.queue.front();
+  answers.queue.pop_front();
+  model::CbExecution run;
+  run.outcome = a.outcome;
+  const bool good = a.outcome.good();
+  if (pipeline == hw::Pipeline::kDmao) {
+    // The RB is posted behind the CB's last MWr: it cannot be sent before that has left.
+    run.done_ps = std::max(a.rb_ps, a.sent_ps);
+    if (good) run.data_ps = a.landed_ps;
+  } else {
+    run.done_ps = a.rb_ps;
+    if (good) run.data_ps = a.rb_ps;
+  }
+  run.issue_end_ps = run.done_ps;
+  return run;
 }
 
-bool RtlDataPath::take(hw::Pipeline pipe, RtlResponse& out) {
-  auto& q = responses_[index(pipe)].queue;
-  if (q.empty()) return false;
-  out = q.front();
-  q.pop_front();
-  return true;
+model::FetchTag RtlDataPath::fetch_tag(hw::Pipeline pipeline, Ps at) {
+  const model::FetchTag t{kTags + static_cast<std::uint32_t>(pipeline), at};
+  host_.tag_issued(t.tag, t.at_ps);
+  return t;
 }
 
-// ---------------------------------------------------------------------------------------------
-// The clock
-// ---------------------------------------------------------------------------------------------
-void RtlDataPath::clock_thread() {
-  Impl& s = *impl_;
-  Vspyre_dma_core& c = *s.core;
-  const auto edge = [&] {
-    c.clk = 0;
-    c.eval();
-    c.clk = 1;
-    c.eval();
-  };
-  // Reset and configuration happen before time 0 (the cycles are not counted in simulated time).
-  c.rst_n = 0;
-  edge();
-  c.rst_n = 1;
-  const std::uint64_t regs[] = {
-      s.config.device.memory_bytes, s.config.device.max_cb_bytes, s.config.link.mps, s.config.link.mrrs,
-      s.config.device.read_tags,
-      static_cast<std::uint64_t>(s.config.faults.completion_timeout_ns * 1000.0 / double(kClockPs))};
-  for (unsigned a = 0; a < 6; ++a) {
-    c.cfg_valid = 1;
-    c.cfg_addr = static_cast<CData>(a);
-    c.cfg_data = regs[a];
-    edge();
-  }
-  c.cfg_valid = 0;
-  for (unsigned i = 0; i <= kTags && !c.dmai_cb_ready; ++i) edge();  // the tag free list fills
+void RtlDataPath::fetch_done(hw::Pipeline, const model::FetchTag& tag, Ps at) { host_.tag_retired(tag.tag, at); }
 
-  const pcie::LinkParams lp = pcie::link_params(s.config.link);
-  const std::uint32_t completion_limit = pcie::completion_limit(lp);
-  StreamChecker::Channel ch_cbi("dmai_cb"), ch_cbo("dmao_cb"), ch_rq("rq"), ch_rc("rc"), ch_dw("dw"),
-      ch_drq("drq"), ch_dr("dr"), ch_dc("dc"), ch_rb("rb"), ch_atsi("dmai_ats"), ch_atso("dmao_ats");
-  std::uint32_t words[4 + 2 * kWideWords];
+model::DataPathCounters RtlDataPath::counters() const {
+  model::DataPathCounters c;
+  c.read_requests = counters_.read_requests;
+  c.write_tlps = counters_.write_tlps;
+  return c;
+}
 
-  for (;;) {
-    const Ps now = to_ps(sc_core::sc_time_stamp());
-    if (s.t < now) s.t = align_up(now);
-    if (s.quiet()) {
-      const Ps next = s.next_cb_ps();
-      if (next == ~Ps{0}) {
-        wait(s.work);
-        continue;
-      }
-      const Ps to = std::max(s.t, align_up(next));
-      counters_.skipped_cycles += (to - s.t) / kClockPs;
-      s.t = to;
-    }
-    // --- inputs for this cycle (transactor state only: nothing depends on the RTL's outputs) ---
-    for (unsigned p = 0; p < 2; ++p) {
-      const bool v = !s.cbs[p].empty() && s.cbs[p].front().at_ps <= s.t;
-      auto& data = p == 0 ? c.dmai_cb_data : c.dmao_cb_data;
-      if (v) put_bytes(data, s.cbs[p].front().raw.data(), hw::kCbBytes);
-      (p == 0 ? c.dmai_cb_valid : c.dmao_cb_valid) = v;
-    }
-    c.dmai_ats_ready = 1;
-    c.dmao_ats_ready = 1;
-    c.dmai_ats_rsp_valid = s.ats_answer[0] >= 0;
-    c.dmai_ats_rsp_ok = s.ats_answer[0] == 1;
-    c.dmao_ats_rsp_valid = s.ats_answer[1] >= 0;
-    c.dmao_ats_rsp_ok = s.ats_answer[1] == 1;
-    // The hard IP's transmit buffer: requests are taken while the wire's backlog of posted
-    // writes is under kTxBacklogPs, so the link never idles between back-to-back MWr.
-    c.rq_ready = s.t + kTxBacklogPs >= s.rq_free_ps;
-    // Completion beats: the read being presented, else the earliest one whose data is in.
-    if (s.current_read < 0 && !s.ready_reads.empty() && s.ready_reads.begin()->first.first <= s.t) {
-      s.current_read = static_cast<int>(s.ready_reads.begin()->second);
-      s.ready_reads.erase(s.ready_reads.begin());
-    }
-    std::uint32_t rc_len = 0;
-    if (s.current_read >= 0) {
-      const Impl::Read& r = s.reads[static_cast<unsigned>(s.current_read)];
-      c.rc_valid = 1;
-      c.rc_tag = static_cast<CData>(s.current_read);
-      if (r.error) {
-        c.rc_status = 1;
-        c.rc_bytes = 0;
-        c.rc_offset = 0;
-        c.rc_eop = 1;
-      } else {
-        const pcie::Segment& cpl = r.cplds[r.cpl];
-        const std::uint64_t off = cpl.addr + std::uint64_t(r.beat) * kDataBytes;
-        rc_len = static_cast<std::uint32_t>(std::min<std::uint64_t>(kDataBytes, cpl.addr + cpl.len - off));
-        c.rc_status = 0;
-        c.rc_offset = static_cast<SData>(off);
-        c.rc_bytes = static_cast<CData>(rc_len);
-        c.rc_eop = off + rc_len == cpl.addr + cpl.len;
-        put_bytes(c.rc_data, r.data.data() + off, rc_len);
-        if (s.hooks.glitch_stalled_completions && (++s.glitch & 1)) c.rc_offset = static_cast<SData>(off ^ 128);
-      }
-      c.rc_poisoned = 0;
-    } else {
-      c.rc_valid = 0;
-    }
-    c.dw_ready = !(s.hooks.stall_device_writes && (s.cycle & 1));
-    c.dw_ack = !s.write_acks.empty() && *s.write_acks.begin() <= s.t;
-    c.dc_ready = 1;
-    c.dc_ack = !s.command_acks.empty() && *s.command_acks.begin() <= s.t;
-    c.drq_ready = 1;
-    std::uint32_t dr_len = 0;
-    if (!s.pieces.empty() && s.pieces.front().ready_ps <= s.t) {
-      Impl::Piece& pc = s.pieces.front();
-      const std::size_t off = std::size_t(pc.beat) * kDataBytes;
-      dr_len = static_cast<std::uint32_t>(std::min<std::size_t>(kDataBytes, pc.data.size() - off));
-      c.dr_valid = 1;
-      c.dr_bytes = static_cast<CData>(dr_len);
-      c.dr_last = off + dr_len == pc.data.size();
-      put_bytes(c.dr_data, pc.data.data() + off, dr_len);
-    } else {
-      c.dr_valid = 0;
-    }
-    c.rb_ready = 1;
-
-    // --- settle, sample the handshakes of this edge, clock it ---
-    c.clk = 0;
-    c.eval();
-    const std::uint64_t cy = s.cycle;
-    const bool cbi = c.dmai_cb_valid && c.dmai_cb_ready, cbo = c.dmao_cb_valid && c.dmao_cb_ready;
-    const bool atsi = c.dmai_ats_valid && c.dmai_ats_ready, atso = c.dmao_ats_valid && c.dmao_ats_ready;
-    const bool rq = c.rq_valid && c.rq_ready, rcf = c.rc_valid && c.rc_ready, dw = c.dw_valid && c.dw_ready;
-    const bool drq = c.drq_valid && c.drq_ready, dr = c.dr_valid && c.dr_ready, dc = c.dc_valid && c.dc_ready;
-    const bool rb = c.rb_valid && c.rb_ready;
-    // The checker sees each stream's header fields and its first data words.
-    const auto pack = [&](std::initializer_list<std::uint64_t> fields, const std::uint32_t* data, std::size_t n) {
-      std::size_t k = 0;
-      for (std::uint64_t f : fields) words[k++] = static_cast<std::uint32_t>(f ^ (f >> 32));
-      for (std::size_t i = 0; i < n; ++i) words[k++] = data[i];
-      return k;
-    };
-    checker_.observe(ch_cbi, cy, c.dmai_cb_valid, c.dmai_cb_ready, c.dmai_cb_data.m_storage, 32);
-    checker_.observe(ch_cbo, cy, c.dmao_cb_valid, c.dmao_cb_ready, c.dmao_cb_data.m_storage, 32);
-    checker_.observe(ch_atsi, cy, c.dmai_ats_valid, c.dmai_ats_ready, words,
-                     pack({c.dmai_ats_iova, c.dmai_ats_bytes}, nullptr, 0));
-    checker_.observe(ch_atso, cy, c.dmao_ats_valid, c.dmao_ats_ready, words,
-                     pack({c.dmao_ats_iova, c.dmao_ats_bytes}, nullptr, 0));
-    checker_.observe(ch_rq, cy, c.rq_valid, c.rq_ready, words,
-                     pack({c.rq_type, c.rq_sop, c.rq_eop, c.rq_addr, c.rq_len, c.rq_tag, c.rq_bytes},
-                          c.rq_data.m_storage, kWideWords));
-    checker_.observe(ch_rc, cy, c.rc_valid, c.rc_ready, words,
-                     pack({c.rc_tag, c.rc_offset, c.rc_bytes, c.rc_status, c.rc_eop}, c.rc_data.m_storage, kWideWords));
-    checker_.observe(ch_dw, cy, c.dw_valid, c.dw_ready, words,
-                     pack({c.dw_addr, c.dw_bytes, c.dw_last}, c.dw_data.m_storage, kWideWords));
-    checker_.observe(ch_drq, cy, c.drq_valid, c.drq_ready, words, pack({c.drq_addr, c.drq_len}, nullptr, 0));
-    checker_.observe(ch_dr, cy, c.dr_valid, c.dr_ready, words,
-                     pack({c.dr_bytes, c.dr_last}, c.dr_data.m_storage, kWideWords));
-    checker_.observe(ch_dc, cy, c.dc_valid, c.dc_ready, words,
-                     pack({c.dc_kind, c.dc_dst, c.dc_src, c.dc_len, c.dc_pattern}, nullptr, 0));
-    checker_.observe(ch_rb, cy, c.rb_valid, c.rb_ready, words,
-                     pack({c.rb_pipe, c.rb_tag, c.rb_status, c.rb_error, c.rb_field, c.rb_detail, c.rb_bytes},
-                          nullptr, 0));
-    // Capture what the edge transfers before the registers move.
-    struct Rq {
-      bool mwr, sop, eop;
-      std::uint64_t addr;
-      std::uint32_t len, tag, bytes;
-    } q{c.rq_type != 0, c.rq_sop != 0, c.rq_eop != 0, c.rq_addr, c.rq_len, c.rq_tag, c.rq_bytes};
-    if (rq && q.mwr) {
-      if (q.sop) s.mwr.clear(), s.mwr_addr = q.addr, s.mwr_len = q.len, s.mwr_sop_ps = s.t;
-      const auto* bytes = reinterpret_cast<const std::uint8_t*>(c.rq_data.m_storage);
-      s.mwr.insert(s.mwr.end(), bytes, bytes + q.bytes);
-    }
-    const std::uint64_t dw_addr = c.dw_addr;
-    const std::uint32_t dw_bytes = c.dw_bytes;
-    const bool dw_last = c.dw_last;
-    if (dw) {
-      if (s.burst.empty()) s.burst_addr = dw_addr;
-      const auto* bytes = reinterpret_cast<const std::uint8_t*>(c.dw_data.m_storage);
-      s.burst.insert(s.burst.end(), bytes, bytes + dw_bytes);
-    }
-    const std::uint64_t drq_addr = c.drq_addr;
-    const std::uint32_t drq_len = c.drq_len;
-    const bool dc_copy = c.dc_kind != 0;
-    const std::uint64_t dc_dst = c.dc_dst, dc_src = c.dc_src;
-    const std::uint32_t dc_len = c.dc_len, dc_pattern = c.dc_pattern;
-    const std::uint64_t atsi_iova = c.dmai_ats_iova, atso_iova = c.dmao_ats_iova;
-    const std::uint32_t atsi_bytes = c.dmai_ats_bytes, atso_bytes = c.dmao_ats_bytes;
-    RtlResponse resp;
-    unsigned resp_pipe = 0;
-    if (rb) {
-      resp.tag = c.rb_tag;
-      resp.status = static_cast<hw::RbStatus>(c.rb_status);
-      resp.error = static_cast<hw::ErrorKind>(c.rb_error);
-      resp.field = static_cast<hw::CbField>(c.rb_field);
-      resp.detail = c.rb_detail;
-      resp.bytes = c.rb_bytes;
-      resp_pipe = c.rb_pipe == 2 ? 1 : 0;
-    }
-    c.clk = 1;
-    c.eval();
-    if (s.vcd) s.vcd->dump(static_cast<std::uint64_t>(s.t));
-    ++counters_.cycles;
-
-    // --- the transactors act on what moved ---
-    if (cbi) s.cbs[0].pop_front();
-    if (cbo) s.cbs[1].pop_front();
-    s.ats_answer = {-1, -1};
-    // The IOMMU check (ATS): DMAI reads host memory, DMAO writes it.
-    if (atsi) s.ats_answer[0] = s.iommu.translate(atsi_iova, atsi_bytes, false) ? 1 : 0;
-    if (atso) s.ats_answer[1] = s.iommu.translate(atso_iova, atso_bytes, true) ? 1 : 0;
-    if (rq && !q.mwr) {  // MRd: booked on the link now; its completions are presented as they arrive
-      checker_.read_issued(cy, q.tag, q.len);
-      Impl::Read& r = s.reads[q.tag];
-      r.data.resize(q.len);
-      tlm::tlm_generic_payload gp;
-      model::TlpExtension ext;
-      ext.type = pcie::TlpType::kMRd;
-      ext.tags = s.config.device.read_tags;
-      model::ScopedExtension<model::TlpExtension> attach(gp, ext);
-      gp.set_command(tlm::TLM_READ_COMMAND);
-      gp.set_address(q.addr);
-      gp.set_data_ptr(r.data.data());
-      gp.set_data_length(q.len);
-      gp.set_streaming_width(q.len);
-      s.link_checker.tag_issued(q.tag, s.t);
-      sc_time delay = delay_until(s.t);
-      s.link(gp, delay);
-      const Ps arrived = to_ps(sc_core::sc_time_stamp() + delay);
-      r.error = ext.status != model::CompletionStatus::kSuccess;
-      r.cplds.clear();
-      r.cpl = 0;
-      r.beat = 0;
-      std::uint64_t beats = 1;
-      if (!r.error) {
-        beats = 0;
-        for (std::uint64_t a = q.addr, left = q.len; left > 0;) {
-          const std::uint64_t n = pcie::completion_step(a, left, s.config.link.rcb, completion_limit);
-          r.cplds.push_back(pcie::Segment{a - q.addr, n});
-          beats += (n + kDataBytes - 1) / kDataBytes;
-          a += n;
-          left -= n;
-        }
-      }
-      const Ps ready = std::max(s.t + kClockPs, align_up(arrived - std::min<Ps>(arrived, beats * kClockPs)));
-      s.ready_reads.emplace(std::make_pair(ready, s.read_order++), q.tag);
-      ++counters_.read_requests;
-    }
-    if (rq && q.mwr && q.eop) {  // MWr: posted, booked from its first beat
-      if (s.mwr.size() != s.mwr_len) {
-        throw StreamProtocolError("RTL stream violation [MWr length] on rq at cycle " + std::to_string(cy) + ": " +
-                                  std::to_string(s.mwr.size()) + " bytes for a header of " +
-                                  std::to_string(s.mwr_len));
-      }
-      tlm::tlm_generic_payload gp;
-      model::TlpExtension ext;
-      ext.type = pcie::TlpType::kMWr;
-      ext.epoch = s.rc.epoch();
-      model::ScopedExtension<model::TlpExtension> attach(gp, ext);
-      gp.set_command(tlm::TLM_WRITE_COMMAND);
-      gp.set_address(s.mwr_addr);
-      gp.set_data_ptr(s.mwr.data());
-      gp.set_data_length(s.mwr_len);
-      gp.set_streaming_width(s.mwr_len);
-      sc_time delay = delay_until(s.mwr_sop_ps);
-      s.link(gp, delay);
-      const Ps sent = to_ps(sc_core::sc_time_stamp() + delay);
-      s.rq_free_ps = sent;
-      s.dmao_sent_ps = std::max(s.dmao_sent_ps, sent);
-      s.dmao_landed_ps = std::max<Ps>(s.dmao_landed_ps, ext.ready_ps);
-      s.mwr.clear();
-      ++counters_.write_tlps;
-    }
-    if (rcf) {
-      const unsigned tag = c.rc_tag;
-      Impl::Read& r = s.reads[tag];
-      checker_.completion(cy, tag, rc_len, r.error);
-      ++counters_.completion_beats;
-      bool done = r.error;
-      if (!r.error && ++r.beat * std::uint64_t(kDataBytes) >= r.cplds[r.cpl].len) {
-        r.beat = 0;
-        done = ++r.cpl == r.cplds.size();
-      }
-      if (done) {
-        s.link_checker.tag_retired(tag, s.t);
-        s.current_read = -1;
-      }
-    }
-    if (dw && dw_last) {  // one burst (a CplD's data) into device memory
-      tlm::tlm_generic_payload gp;
-      gp.set_command(tlm::TLM_WRITE_COMMAND);
-      gp.set_address(s.burst_addr);
-      gp.set_data_ptr(s.burst.data());
-      gp.set_data_length(static_cast<unsigned>(s.burst.size()));
-      gp.set_streaming_width(static_cast<unsigned>(s.burst.size()));
-      sc_time delay = delay_until(s.t);
-      s.memory(gp, delay);
-      s.write_acks.insert(std::max(s.t + kClockPs, align_up(to_ps(sc_core::sc_time_stamp() + delay))));
-      s.burst.clear();
-      ++counters_.memory_writes;
-    }
-    if (c.dw_ack) s.write_acks.erase(s.write_acks.begin());
-    if (c.dc_ack) s.command_acks.erase(s.command_acks.begin());
-    if (drq) {  // a piece of device memory for one MWr; in order behind the earlier ones
-      Impl::Piece pc;
-      pc.data.resize(drq_len);
-      tlm::tlm_generic_payload gp;
-      gp.set_command(tlm::TLM_READ_COMMAND);
-      gp.set_address(drq_addr);
-      gp.set_data_ptr(pc.data.data());
-      gp.set_data_length(drq_len);
-      gp.set_streaming_width(drq_len);
-      sc_time delay = delay_until(s.t);
-      s.memory(gp, delay);
-      const Ps done = to_ps(sc_core::sc_time_stamp() + delay);
-      const Ps beats = (drq_len + kDataBytes - 1) / kDataBytes;
-      pc.ready_ps = std::max(s.t + kClockPs, align_up(done - std::min<Ps>(done, beats * kClockPs)));
-      if (!s.pieces.empty()) pc.ready_ps = std::max(pc.ready_ps, s.pieces.back().ready_ps);
-      s.pieces.push_back(std::move(pc));
-      ++counters_.memory_reads;
-    }
-    if (dr) {
-      Impl::Piece& pc = s.pieces.front();
-      if (std::size_t(++pc.beat) * kDataBytes >= pc.data.size()) s.pieces.pop_front();
-    }
-    if (dc) {  // fill or device copy: one command to the memory controller
-      tlm::tlm_generic_payload gp;
-      model::DeviceMemoryCommand cmd;
-      cmd.kind = dc_copy ? model::DeviceMemoryCommand::Kind::kCopy : model::DeviceMemoryCommand::Kind::kFill32;
-      cmd.pattern = dc_pattern;
-      cmd.source = dc_src;
-      model::ScopedExtension<model::DeviceMemoryCommand> attach(gp, cmd);
-      gp.set_command(tlm::TLM_WRITE_COMMAND);
-      gp.set_address(dc_dst);
-      gp.set_data_ptr(nullptr);
-      gp.set_data_length(dc_len);
-      gp.set_streaming_width(dc_len);
-      sc_time delay = delay_until(s.t);
-      s.memory(gp, delay);
-      s.command_acks.insert(std::max(s.t + kClockPs, align_up(to_ps(sc_core::sc_time_stamp() + delay))));
-    }
-    if (rb) {
-      resp.rb_ps = s.t;
-      if (resp_pipe == 1) {
-        resp.sent_ps = s.dmao_sent_ps;
-        resp.landed_ps = s.dmao_landed_ps;
-      }
-      responses_[resp_pipe].queue.push_back(resp);
-      responses_[resp_pipe].ready.notify(SC_ZERO_TIME);
-    }
-    ++s.cycle;
-    s.t += kClockPs;
-    // Bounded run-ahead keeps the clock's bookings close to the pipelines' in time.
-    const Ps now2 = to_ps(sc_core::sc_time_stamp());
-    if (s.t > now2 + kQuantumPs) wait(model::from_ps(s.t - now2 - kQuantumPs / 2));
-  }
+void RtlDataPath::add_statistics(nlohmann::json& j) const {
+  j["rtl"] = {{"cycles", counters_.cycles},
+              {"skipped_cycles", counters_.skipped_cycles},
+              {"completion_beats", counters_.completion_beats},
+              {"memory_writes", counters_.memory_writes},
+              {"memory_reads", counters_.memory_reads},
+              {"checked_cycles", checker_.cycles_checked()},
+              {"stream_violations", checker_.violations()}};
 }
 
 }  // namespace spyre_dma::rtl

@@ -1,60 +1,44 @@
-// The verilated data path (rtl/spyre_dma_core.sv) inside the SystemC model: one SystemC process
-// clocks it (no SystemC ports: the model is --cc and driven by plain C++), and transactors turn
-// its streams into the model's TLM transactions: requests (MRd, MWr) into b_transport calls on
-// the PCIe link, the link's read data into completion beats, device-memory ports into calls on
-// DeviceMemory, ATS requests into IOMMU look-ups. A StreamChecker watches every stream on every
-// cycle.
+// The verilated data path (rtl/spyre_dma_core.sv) as the DMA controller's data path "rtl"
+// (spyre_dma/model/data_path.hpp): the controller's front end hands it each DMAI or DMAO CB; one
+// SystemC process clocks the RTL (no SystemC ports: the model is --cc and driven by plain C++), and
+// transactors turn its streams into calls on the controller's ports: requests (MRd, MWr) on the
+// host port, the read data into completion beats cut as the completer cuts them, device-memory
+// streams on the device memory port, ATS requests into IOMMU look-ups. A StreamChecker watches
+// every stream on every cycle.
 //
-// Timing: the clock runs ahead of SystemC time (temporal decoupling, like the SystemC
-// controller's pipelines) and skips the cycles in which nothing is in flight, jumping to the
-// next CB. Each TLP is booked on the link at the cycle the RTL hands it over; a completion's
-// beats are presented so that its last beat comes no earlier than the link delivered it.
+// Timing: the clock runs ahead of SystemC time (temporal decoupling, like the front end's
+// pipelines) and skips the cycles in which nothing is in flight, jumping to the next CB. Each TLP
+// is booked on the link at the cycle the RTL hands it over; a completion's beats are presented so
+// that its last beat comes no earlier than the link delivered it.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <deque>
-#include <functional>
 #include <memory>
 #include <string>
 
 #include <systemc>
-#include <tlm>
 
-#include "pcie/timing.hpp"
 #include "spyre_dma/hw/contract.hpp"
-#include "spyre_dma/model/sim_config.hpp"
+#include "spyre_dma/model/data_path.hpp"
 #include "stream_checker.hpp"
-
-namespace spyre_dma::refdev {
-class Iommu;
-}
-namespace spyre_dma::model {
-class ProtocolChecker;
-class RootComplex;
-}
 
 namespace spyre_dma::rtl {
 
-namespace pcie = model::pcie;
-using Transport = std::function<void(tlm::tlm_generic_payload&, sc_core::sc_time&)>;
+using model::Ps;
 
 // What the RTL answered for one CB.
-struct RtlResponse {
-  std::uint32_t tag = 0;
-  hw::RbStatus status = hw::RbStatus::kGood;
-  hw::ErrorKind error = hw::ErrorKind::kNone;
-  hw::CbField field = hw::CbField::kNone;
-  std::uint64_t detail = 0;
-  std::uint64_t bytes = 0;
-  pcie::Ps rb_ps = 0;    // the cycle the RTL handed the RB over
-  pcie::Ps sent_ps = 0;  // DMAO: when the CB's last MWr left the wire (the RB queues behind it)
-  pcie::Ps landed_ps = 0;  // DMAO: when the last MWr reached the host
+struct RtlAnswer {
+  device_core::CbOutcome outcome;
+  Ps rb_ps = 0;      // the cycle the RTL handed the RB over
+  Ps sent_ps = 0;    // DMAO: when the CB's last MWr left the wire (the RB queues behind it)
+  Ps landed_ps = 0;  // DMAO: when the last MWr reached the host
 };
 
 // Switches of the bridge that tests use to break a transactor on purpose (the checker must fire).
 struct RtlTestHooks {
-  bool stall_device_writes = false;  // dw_ready low every other cycle
+  bool stall_device_writes = false;         // dw_ready low every other cycle
   bool glitch_stalled_completions = false;  // change a stalled completion's offset
 };
 // The hooks the next RtlDataPath starts with (process-wide, like the one SystemC kernel; tests
@@ -71,42 +55,45 @@ struct RtlCounters {
   std::uint64_t memory_reads = 0;
 };
 
-class RtlDataPath {
+class RtlDataPath final : public model::DataPath {
  public:
-  static constexpr pcie::Ps kClockPs = 1000;        // 1 GHz
-  static constexpr unsigned kDataBytes = 128;       // rtl parameter DATA_BYTES
-  static constexpr unsigned kTags = 256;            // rtl parameter TAGS
-  static constexpr unsigned kMaxPayload = 4096;     // rtl parameter MAX_PAYLOAD
+  static constexpr Ps kClockPs = 1000;           // 1 GHz
+  static constexpr unsigned kDataBytes = 128;    // rtl parameter DATA_BYTES
+  static constexpr unsigned kTags = 256;         // rtl parameter TAGS
+  static constexpr unsigned kMaxPayload = 4096;  // rtl parameter MAX_PAYLOAD
 
-  // `link` and `memory` are the controller's sockets; `wave` (empty: none) a VCD file.
-  RtlDataPath(const model::SimConfig& config, refdev::Iommu& iommu, model::RootComplex& root_complex,
-              model::ProtocolChecker& link_checker, Transport link, Transport memory, const std::string& wave);
-  ~RtlDataPath();
+  // `wave` (empty: none) a VCD file. Throws std::invalid_argument for a configuration the RTL
+  // cannot run (TLP-level fault injection, burst fidelity, more read tags or a larger payload than
+  // its tables, the SystemC data path's own rate limit).
+  RtlDataPath(const model::DataPathContext& context, const std::string& wave);
+  ~RtlDataPath() override;
   RtlDataPath(const RtlDataPath&) = delete;
   RtlDataPath& operator=(const RtlDataPath&) = delete;
 
-  // The SystemC process that clocks the RTL (spawned by the owner during elaboration).
-  void clock_thread();
+  model::CbExecution execute(hw::Pipeline pipeline, const hw::ControlBlock& cb, const std::uint8_t* raw,
+                             Ps start) override;
+  // CB fetches use tags above the RTL's table: one per pipeline, never two in flight.
+  model::FetchTag fetch_tag(hw::Pipeline pipeline, Ps at) override;
+  void fetch_done(hw::Pipeline pipeline, const model::FetchTag& tag, Ps at) override;
+  model::DataPathCounters counters() const override;
+  void add_statistics(nlohmann::json& statistics) const override;  // "rtl": cycles, checker
 
-  // A CB of `pipe` (DMAI or DMAO) enters the data path no earlier than `at`; its response comes
-  // back through take() once response_event(pipe) fired.
-  void submit(hw::Pipeline pipe, const std::uint8_t* raw, pcie::Ps at);
-  bool take(hw::Pipeline pipe, RtlResponse& out);
-  sc_core::sc_event& response_event(hw::Pipeline pipe) { return responses_[index(pipe)].ready; }
-
-  const RtlCounters& counters() const noexcept { return counters_; }
+  const RtlCounters& rtl_counters() const noexcept { return counters_; }
   const StreamChecker& checker() const noexcept { return checker_; }
 
  private:
   struct Impl;
   static unsigned index(hw::Pipeline p) { return p == hw::Pipeline::kDmai ? 0 : 1; }
-  struct Responses {
-    std::deque<RtlResponse> queue;
+  struct Answers {
+    std::deque<RtlAnswer> queue;
     sc_core::sc_event ready;
   };
 
+  void clock_thread();  // rtl_clock.cpp: the SystemC process that clocks the RTL
+
+  model::HostPort& host_;
   std::unique_ptr<Impl> impl_;
-  std::array<Responses, 2> responses_;
+  std::array<Answers, 2> answers_;
   RtlCounters counters_;
   StreamChecker checker_;
 };

@@ -35,7 +35,7 @@
 #include "sim/sim_top.hpp"
 #include "spyre_dma/hw/contract.hpp"
 #include "spyre_dma/model/sim_config.hpp"
-#include "spyre_dma/refdev/iommu.hpp"
+#include "spyre_dma/device_core/iommu.hpp"
 
 namespace {
 
@@ -291,7 +291,7 @@ class Bench {
 
   SimConfig config_;
   std::vector<std::uint64_t> registers_;
-  refdev::Iommu iommu_;
+  device_core::Iommu iommu_;
   std::uint8_t* host_ = nullptr;  // freed with the process: the model may refer to it to the end
   std::uint64_t iova_ = 0;
   std::unique_ptr<SimTop> top_;

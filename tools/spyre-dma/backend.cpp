@@ -1,157 +1,71 @@
 #include "backend.hpp"
 
 #include <algorithm>
-#include <stdexcept>
 
-#include "spyre_dma/refdev/ref_device.hpp"
-#ifdef SPYRE_DMA_HAVE_MODEL
-#include "spyre_dma/model/config_loader.hpp"
-#include "spyre_dma/model/sim_device.hpp"
-#endif
-#ifdef SPYRE_DMA_HAVE_RTL
-#include "spyre_dma/rtl/wave.hpp"
-#endif
+#include <CLI/CLI.hpp>
+
+#include "size_spec.hpp"
+#include "spyre_dma/backend/builtin.hpp"
 
 namespace spyre_dma_cli {
 
-const std::vector<std::string>& backend_names() {
-#if defined(SPYRE_DMA_HAVE_MODEL) && defined(SPYRE_DMA_HAVE_RTL)
-  static const std::vector<std::string> names{"refdev", "sim", "rtl"};
-#elif defined(SPYRE_DMA_HAVE_MODEL)
-  static const std::vector<std::string> names{"refdev", "sim"};
-#else
-  static const std::vector<std::string> names{"refdev"};
-#endif
-  return names;
+namespace be = spyre_dma::backend;
+
+be::Settings settings_of(const BackendOptions& o) {
+  be::Settings s;
+  for (const auto& [key, value] : {std::pair<const char*, const std::string*>{"preset", &o.preset},
+                                   {"config", &o.config}, {"fidelity", &o.fidelity}, {"trace", &o.trace},
+                                   {"wave", &o.wave}}) {
+    if (!value->empty()) s.values[key] = *value;
+  }
+  for (const auto& [key, value] : o.extra) {
+    if (!value.empty()) s.values[key] = value;
+  }
+  return s;
 }
+
+void add_backend_options(CLI::App& cmd, BackendOptions& o, bool model_settings) {
+  cmd.add_option("--backend", o.name, "Device backend:\n" + backend_help())
+      ->capture_default_str()
+      ->check(CLI::Validator([](std::string& v) { return check_backend(v); }, "BACKEND"));
+  cmd.add_option("--preset", o.preset, "sim, rtl: model preset");
+  cmd.add_option("--config", o.config, "sim, rtl: JSON model configuration file (may name a base preset)");
+  if (model_settings) {
+    cmd.add_option("--fidelity", o.fidelity, "sim, rtl: tlp (every TLP timed) or burst")
+        ->check(CLI::IsMember({"tlp", "burst"}));
+    cmd.add_option("--trace", o.trace, "sim, rtl: write a Perfetto / chrome://tracing JSON of the CBs to FILE");
+  }
+  cmd.add_option("--wave", o.wave, "rtl: write a VCD waveform of the RTL data path's signals to FILE");
+  cmd.add_option("--executor", o.extra["executor"], "cuda: cuda (a GPU's copy engines, the default) or host (memcpy)")
+      ->check(CLI::IsMember({"cuda", "host"}));
+  cmd.add_option_function<std::string>(
+         "--cuda-memory",
+         [&o](const std::string& v) { o.extra["cuda-memory"] = std::to_string(parse_size(v)); },
+         "cuda: device memory to allocate (e.g. 4GiB)")
+      ->type_name("SIZE");
+  cmd.add_option("--cuda-device", o.extra["cuda-device"], "cuda: CUDA device ordinal")->check(CLI::NonNegativeNumber);
+}
+
+std::vector<std::string> backend_names() { return be::builtin().names(); }
+
+std::string backend_help() { return be::builtin().describe(); }
 
 std::string check_backend(const std::string& name) {
-  const auto& names = backend_names();
-  if (std::find(names.begin(), names.end(), name) != names.end()) return {};
-  std::string list;
-  for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-  return "unknown backend '" + name + "' (this build has: " + list + ")";
+  if (be::builtin().find(name)) return {};
+  return be::builtin().check(name, {});
 }
 
-#ifdef SPYRE_DMA_HAVE_MODEL
-namespace {
-spyre_dma::model::SimConfig sim_config(const BackendOptions& o) {
-  using namespace spyre_dma::model;
-  SimConfig c = o.config.empty() ? preset(o.preset.empty() ? preset_names().front() : o.preset)
-                                 : load_config(o.config);
-  if (!o.config.empty() && !o.preset.empty()) {
-    throw ConfigError("", "preset", "give --preset or --config, not both (a file names its preset itself)");
-  }
-  if (!o.fidelity.empty()) {
-    if (o.fidelity != "tlp" && o.fidelity != "burst") {
-      throw ConfigError("", "fidelity", "--fidelity '" + o.fidelity + "': expected tlp or burst");
-    }
-    c.fidelity = o.fidelity == "tlp" ? Fidelity::kTlp : Fidelity::kBurst;
-  }
-  // rtl: the same model with the RTL controller in place of the SystemC one.
-  if (o.name == "rtl") c.controller = Controller::kRtl;
-  return c;
-}
-}  // namespace
-#endif
+std::string check_backend_options(const BackendOptions& o) { return be::builtin().check(o.name, settings_of(o)); }
 
-std::string check_backend_options(const BackendOptions& o) {
-  if (std::string e = check_backend(o.name); !e.empty()) return e;
-  if (o.name != "sim" && o.name != "rtl") {
-    for (const auto& [flag, value] : {std::pair<const char*, const std::string*>{"--preset", &o.preset},
-                                      {"--config", &o.config}, {"--fidelity", &o.fidelity}, {"--trace", &o.trace}}) {
-      if (!value->empty()) return std::string(flag) + " '" + *value + "' applies to --backend sim or rtl only";
-    }
-    if (!o.wave.empty()) return "--wave '" + o.wave + "' applies to --backend rtl only";
-    return {};
-  }
-  if (o.name != "rtl" && !o.wave.empty()) return "--wave '" + o.wave + "' applies to --backend rtl only";
-#ifdef SPYRE_DMA_HAVE_MODEL
-  try {
-    (void)sim_config(o);
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-#endif
-  return {};
+be::Instance open_backend(const BackendOptions& o) { return be::builtin().open(o.name, settings_of(o)); }
+
+spyre_dma::regress::TestBackend open_test_backend(const BackendOptions& o, const spyre_dma::regress::Program& program) {
+  be::Settings s = settings_of(o);
+  s.seed = program.seed;
+  s.patch = program.faults.config_patch();
+  return be::builtin().open(o.name, s);
 }
 
-std::shared_ptr<spyre_dma::Device> open_backend(const BackendOptions& o) {
-  if (std::string e = check_backend_options(o); !e.empty()) throw std::invalid_argument(e);
-  if (o.name == "refdev") return std::make_shared<spyre_dma::refdev::RefDevice>();
-#ifdef SPYRE_DMA_HAVE_RTL
-  spyre_dma::rtl::set_wave_file(o.wave);
-#endif
-#ifdef SPYRE_DMA_HAVE_MODEL
-  return std::make_shared<spyre_dma::model::SimDevice>(sim_config(o), o.trace);
-#else
-  throw std::invalid_argument(check_backend(o.name));
-#endif
-}
-
-spyre_dma::regress::TestBackend open_test_backend(const BackendOptions& o,
-                                                  const spyre_dma::regress::Program& program) {
-  if (std::string e = check_backend_options(o); !e.empty()) throw std::invalid_argument(e);
-  spyre_dma::regress::TestBackend b;
-  const spyre_dma::regress::FaultPlan& f = program.faults;
-  if (o.name == "refdev") {
-    if (f.any()) throw std::invalid_argument("fault injection needs --backend sim (refdev injects no PCIe faults)");
-    auto dev = std::make_shared<spyre_dma::refdev::RefDevice>();
-    b.memory = &dev->memory();
-    b.device = dev;
-    return b;
-  }
-#ifdef SPYRE_DMA_HAVE_MODEL
-  spyre_dma::model::SimConfig c = sim_config(o);
-  c.seed = program.seed;
-  c.faults.poisoned_rate = f.poisoned_rate;
-  c.faults.unsupported_request_rate = f.unsupported_request_rate;
-  c.faults.completer_abort_rate = f.completer_abort_rate;
-  c.faults.dropped_completion_rate = f.dropped_completion_rate;
-  c.faults.iommu_fault_rate = f.iommu_fault_rate;
-  c.faults.malformed_cb_rate = f.malformed_cb_rate;
-  c.faults.device_reset_rate = f.device_reset_rate;
-  if (f.lcrc_rate > 0) c.link.lcrc_error_rate = f.lcrc_rate;
-  if (f.at_cb > 0) {
-    c.faults.at_cb = f.at_cb;
-    c.faults.at_cb_fault = f.at_cb_fault;
-  }
-  if (o.name == "rtl" && f.any()) {
-    throw std::invalid_argument("fault injection needs --backend sim (the RTL controller injects no faults)");
-  }
-  spyre_dma::model::validate(c);
-#ifdef SPYRE_DMA_HAVE_RTL
-  spyre_dma::rtl::set_wave_file(o.wave);
-#endif
-  auto dev = std::make_shared<spyre_dma::model::SimDevice>(c, o.trace);
-  b.memory = &dev->memory();
-  b.statistics = [d = dev.get()] { return d->statistics(); };
-  b.now_ns = [d = dev.get()] { return d->now_ns(); };
-  b.device = dev;
-  return b;
-#else
-  throw std::invalid_argument(check_backend(o.name));
-#endif
-}
-
-nlohmann::json backend_config(const BackendOptions& o) {
-#ifdef SPYRE_DMA_HAVE_MODEL
-  if (o.name == "sim" || o.name == "rtl") return spyre_dma::model::to_json(sim_config(o));
-#endif
-  spyre_dma::refdev::RefDeviceConfig c;
-  return {{"backend", o.name},
-          {"device_memory_bytes", c.device_memory_bytes},
-          {"usable_bytes", c.usable_bytes},
-          {"depth", c.depth},
-          {"max_cb_bytes", c.max_cb_bytes}};
-}
-
-nlohmann::json device_statistics(spyre_dma::Device& device) {
-#ifdef SPYRE_DMA_HAVE_MODEL
-  if (auto* sim = dynamic_cast<spyre_dma::model::SimDevice*>(&device)) return sim->statistics();
-#endif
-  (void)device;
-  return nullptr;
-}
+nlohmann::json backend_config(const BackendOptions& o) { return be::builtin().configuration(o.name, settings_of(o)); }
 
 }  // namespace spyre_dma_cli

@@ -1,6 +1,9 @@
-// Device backends the tool can open by name (--backend), with the options that shape them.
+// Device backends as the tool's commands name them (--backend and its settings), opened through the
+// backend registry (spyre_dma/backend/builtin.hpp): every registered backend is reachable from every
+// command, and one that is not available says why.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -8,47 +11,65 @@
 #include <nlohmann/json.hpp>
 
 #include "runner.hpp"
-#include "spyre_dma/device.hpp"
+#include "spyre_dma/backend/registry.hpp"
 
 namespace spyre_dma_cli {
 
 struct BackendOptions {
   std::string name = "refdev";
-  // sim and rtl: a preset name, a JSON configuration file (which may name its own preset), the
-  // fidelity ("tlp" or "burst", overriding the file) and a Perfetto trace to write.
+  // The settings the model backends take (empty: not given): a preset name, a JSON configuration
+  // file (which may name its own preset), the fidelity ("tlp" or "burst", overriding the file) and
+  // a Perfetto trace to write; rtl: a VCD file of its signals.
   std::string preset;
   std::string config;
   std::string fidelity;
   std::string trace;
-  // rtl only: a VCD file of the RTL controller's signals (empty: none).
   std::string wave{};  // (a default: the callers that list the fields above need not name it)
+  // Any other registry setting, by name (cuda: executor, memory, cuda-device).
+  std::map<std::string, std::string> extra{};
 };
 
-// The names this build can open, in the order --help lists them.
-const std::vector<std::string>& backend_names();
+namespace CLI {
+class App;
+}
+
+namespace spyre_dma_cli {
+// Adds --backend and the backends' settings to a command, into `options`: --preset, --config,
+// --fidelity, --trace, --wave (the model backends) and --executor, --cuda-memory (a size, as
+// --sizes takes them), --cuda-device (cuda). `model_settings` false leaves out --fidelity and
+// --trace (a command that uses those names for something else).
+void add_backend_options(CLI::App& command, BackendOptions& options, bool model_settings = true);
+}  // namespace spyre_dma_cli
+
+namespace spyre_dma_cli {
+
+// The registry's settings for these options (the empty ones left out).
+spyre_dma::backend::Settings settings_of(const BackendOptions& options);
+
+// The backends this build can open, in the order --help lists them.
+std::vector<std::string> backend_names();
+// One line per backend (built, not built, unavailable here) for --help.
+std::string backend_help();
 
 // Empty when `name` is a backend of this build, else a message naming the value.
 std::string check_backend(const std::string& name);
 
-// Empty when the options fit the backend, else a message naming the option and value (sim-only
-// options on refdev, a configuration file that does not load, an unknown preset).
+// Empty when the options fit the backend, else a message naming the option and value (a setting
+// the backend does not take, a configuration file that does not load, an unknown preset, a backend
+// not built or not available here).
 std::string check_backend_options(const BackendOptions& options);
 
-// Opens a fresh device; throws std::invalid_argument for options check_backend_options rejects.
-std::shared_ptr<spyre_dma::Device> open_backend(const BackendOptions& options);
+// Opens a fresh device with its capabilities; throws spyre_dma::backend::BackendError for options
+// check_backend_options rejects.
+spyre_dma::backend::Instance open_backend(const BackendOptions& options);
 
-// Opens a fresh device for one regression test: the program's seed and (sim) its fault plan go
-// into the model's configuration; the memory backdoor and statistics come with it. Throws
-// std::invalid_argument for options check_backend_options rejects, and for a fault plan on a
-// backend that cannot inject faults.
+// Opens a fresh device for one regression test: the program's seed and its fault plan go into the
+// backend's configuration (a backend that cannot inject faults refuses a plan).
 spyre_dma::regress::TestBackend open_test_backend(const BackendOptions& options,
                                                   const spyre_dma::regress::Program& program);
 
 // The resolved configuration of the backend (sim: every model parameter), for --dump-config and
 // for embedding in result files.
 nlohmann::json backend_config(const BackendOptions& options);
-
-// What the device itself reports about the run (sim: its statistics tree), or null.
-nlohmann::json device_statistics(spyre_dma::Device& device);
 
 }  // namespace spyre_dma_cli

@@ -30,7 +30,6 @@ std::string lower(std::string s) {
 
 SweepConfig sweep_config(const DemoOptions& o) {
   SweepConfig c;
-  c.device_clock = o.backend == "sim" || o.backend == "rtl";  // simulated clocks
   c.sizes = parse_size_list(o.sizes);  // validated at parse time already
   c.directions.clear();
   for (const auto& d : o.directions) {
@@ -53,7 +52,7 @@ nlohmann::json options_json(const DemoOptions& o, const SweepConfig& c) {
   for (Direction d : c.directions) dirs.push_back(std::string(to_string(d)));
   for (HostMemory m : c.memories) mems.push_back(std::string(to_string(m)));
   return {{"sizes", o.sizes},       {"sizes_bytes", c.sizes}, {"repeat", c.repeat},
-          {"streams", c.streams},   {"backend", o.backend},   {"directions", dirs},
+          {"streams", c.streams},   {"backend", o.backend.name},   {"directions", dirs},
           {"host_memory", mems},    {"timeout_s", o.timeout_s}, {"statistic", "median"},
           {"json", o.json}};
 }
@@ -86,15 +85,7 @@ CLI::App* add_demo_command(CLI::App& app, DemoOptions& o) {
       ->check(CLI::Range(1, 64));
   demo->add_option("--json", o.json, "Also write the results, the resolved options and the device limits to FILE")
       ->type_name("FILE");
-  demo->add_option("--backend", o.backend, "Device backend: refdev (functional, timed by the wall clock) or sim "
-                   "(the SystemC model, timed by its simulated clock)")
-      ->capture_default_str()
-      ->check(CLI::Validator([](std::string& v) { return check_backend(v); }, "{refdev,sim}"));
-  demo->add_option("--preset", o.preset, "sim: model preset (spyre-gen5x16, gen4x16, gen3x8, gen3x16, h200-gen5x16)");
-  demo->add_option("--config", o.config, "sim: JSON configuration file (may name a base preset)");
-  demo->add_option("--fidelity", o.fidelity, "sim: tlp (every TLP timed) or burst")->check(CLI::IsMember({"tlp", "burst"}));
-  demo->add_option("--trace", o.trace, "sim: write a Perfetto / chrome://tracing JSON of the CBs to FILE");
-  demo->add_option("--wave", o.wave, "rtl: write a VCD waveform of the RTL controller's signals to FILE");
+  add_backend_options(*demo, o.backend);
   demo->add_flag("--dump-config", o.dump_config, "Print the resolved backend configuration as JSON and exit");
   demo->add_option("--plot", o.plot, "Also draw bandwidth and latency against size into FILE (PNG; needs --json)");
   demo->add_option("--directions", o.directions, "Directions to measure")
@@ -121,7 +112,7 @@ int run_demo(const DemoOptions& o) {
     }
   }
 
-  const BackendOptions backend{o.backend, o.preset, o.config, o.fidelity, o.trace, o.wave};
+  const BackendOptions& backend = o.backend;
   if (std::string e = check_backend_options(backend); !e.empty()) {
     fmt::print(stderr, "spyre-dma demo: {}\n", e);
     return 2;
@@ -134,7 +125,15 @@ int run_demo(const DemoOptions& o) {
     fmt::print(stderr, "spyre-dma demo: --plot '{}' needs --json FILE (the plot is drawn from it)\n", o.plot);
     return 2;
   }
-  auto device = open_backend(backend);
+  spyre_dma::backend::Instance instance;
+  try {
+    instance = open_backend(backend);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "spyre-dma demo: {}\n", e.what());
+    return 2;
+  }
+  const std::shared_ptr<spyre_dma::Device>& device = instance.device;
+  config.device_clock = instance.clock != nullptr;  // a simulated device is timed by its own clock
   const spyre_dma::DeviceDescription desc = device->describe();
   std::unique_ptr<spyre_dma::Engine> engine = spyre_dma::Engine::open(device);
   const spyre_dma::DeviceLimits& lim = engine->limits();
@@ -212,7 +211,7 @@ int run_demo(const DemoOptions& o) {
                          {"bytes_d2h", s.bytes_d2h},         {"bytes_staged", s.bytes_staged},
                          {"queue_full_stalls", s.queue_full_stalls}, {"staging_stalls", s.staging_stalls}};
   doc["elapsed_s"] = secs;
-  if (nlohmann::json stats = device_statistics(*device); !stats.is_null()) doc["device_statistics"] = stats;
+  if (instance.statistics) doc["device_statistics"] = instance.statistics->statistics();
   if (!write_json("ok", "")) return 1;
   if (!o.json.empty()) fmt::print("results written to {}\n", o.json);
   if (!o.plot.empty()) {

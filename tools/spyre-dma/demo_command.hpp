@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "backend.hpp"
+
 namespace CLI {
 class App;
 }
@@ -16,9 +18,7 @@ struct DemoOptions {
   int repeat = 5;
   int streams = 1;
   std::string json;  // empty: no JSON file
-  std::string backend = "refdev";
-  std::string preset, config, fidelity, trace;  // sim backend
-  std::string wave;  // rtl backend: VCD of the RTL's signals
+  BackendOptions backend;  // --backend and its settings
   bool dump_config = false;  // print the resolved backend configuration and exit
   std::string plot;          // PNG of bandwidth and latency against size (needs the JSON)
   std::vector<std::string> directions{"h2d", "d2h"};

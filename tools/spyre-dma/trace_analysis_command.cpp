@@ -1,5 +1,3 @@
-// Compiled only where the tool links SpyreDma::traces (its headers are then on the path).
-#if __has_include("spyre_dma/traces/trace_io.hpp")
 #include "trace_analysis_command.hpp"
 
 #include <fmt/format.h>
@@ -15,12 +13,10 @@
 #include "spyre_dma/traces/kineto.hpp"
 #include "spyre_dma/traces/trace_io.hpp"
 
-#if defined(SPYRE_DMA_HAVE_MODEL)
 #include "spyre_dma/model/config_loader.hpp"
 #include "spyre_dma/traces/calibrate.hpp"
 #include "spyre_dma/traces/compare.hpp"
 #include "spyre_dma/traces/replay.hpp"
-#endif
 
 namespace spyre_dma_cli {
 namespace {
@@ -45,11 +41,9 @@ int guarded(const std::function<int()>& body) {
   } catch (const traces::TraceError& e) {
     fmt::print(stderr, "spyre-dma: error: {}\n", e.what());
     return 2;
-#if defined(SPYRE_DMA_HAVE_MODEL)
   } catch (const spyre_dma::model::ConfigError& e) {
     fmt::print(stderr, "spyre-dma: error: {}\n", e.what());
     return 2;
-#endif
   } catch (const BadInput& e) {
     fmt::print(stderr, "spyre-dma: error: {}\n", e.what());
     return 2;
@@ -62,7 +56,6 @@ int guarded(const std::function<int()>& body) {
   }
 }
 
-#if defined(SPYRE_DMA_HAVE_MODEL)
 spyre_dma::model::SimConfig model_config(const TraceAnalysisOptions& o, const traces::Trace* trace, std::string* note) {
   using namespace spyre_dma::model;
   if (!o.preset.empty() && !o.config.empty())
@@ -115,7 +108,6 @@ int draw(const nlohmann::json& doc, const std::string& json_path, const std::str
   fmt::print("plot: {}\n", png);
   return 0;
 }
-#endif
 
 }  // namespace
 
@@ -144,7 +136,6 @@ int run_trace_import(const TraceAnalysisOptions& o) {
 
 int run_trace_compare(const TraceAnalysisOptions& o) {
   return guarded([&]() -> int {
-#if defined(SPYRE_DMA_HAVE_MODEL)
     if (o.backend != "sim") throw BadInput(fmt::format("--backend \"{}\": compare replays on the model (sim)", o.backend));
     const traces::Trace t = traces::read_trace(o.captured);
     std::string note;
@@ -166,15 +157,11 @@ int run_trace_compare(const TraceAnalysisOptions& o) {
     }
     if (!o.plot.empty()) return draw(doc, o.json, o.plot);
     return 0;
-#else
-    throw BadInput("compare needs the model (sim backend), which this build lacks");
-#endif
   });
 }
 
 int run_trace_calibrate(const TraceAnalysisOptions& o) {
   return guarded([&]() -> int {
-#if defined(SPYRE_DMA_HAVE_MODEL)
     if (!o.fit_sizes.empty() && !o.fit_half.empty()) throw BadInput("--fit-sizes and --fit-half: give one");
     const traces::Trace t = traces::read_trace(o.captured);
     traces::CalibrateOptions co;
@@ -202,9 +189,6 @@ int run_trace_calibrate(const TraceAnalysisOptions& o) {
     fmt::print("wrote {}\n", o.out);
     if (!o.json.empty()) write_json_file(r.to_json(), o.json);
     return 0;
-#else
-    throw BadInput("calibrate needs the model (sim backend), which this build lacks");
-#endif
   });
 }
 
@@ -254,4 +238,3 @@ void add_trace_analysis_commands(CLI::App& trace) {
 }
 
 }  // namespace spyre_dma_cli
-#endif

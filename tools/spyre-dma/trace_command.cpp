@@ -13,14 +13,9 @@
 #include "backend.hpp"
 #include "size_spec.hpp"
 #include "spyre_dma/engine.hpp"
-#include "spyre_dma/refdev/ref_device.hpp"
 #include "spyre_dma/traces/recorder.hpp"
 #include "spyre_dma/traces/replay.hpp"
 #include "spyre_dma/traces/trace_io.hpp"
-
-#if defined(SPYRE_DMA_HAVE_MODEL)
-#include "spyre_dma/model/sim_device.hpp"
-#endif
 
 namespace spyre_dma_cli {
 
@@ -87,16 +82,8 @@ std::string summary_table(const st::Trace& t, const st::ReplayResult& r) {
   return s;
 }
 
-spyre_dma::refdev::SparseMemory* backdoor_of(spyre_dma::Device& device) {
-  if (auto* ref = dynamic_cast<spyre_dma::refdev::RefDevice*>(&device)) return &ref->memory();
-#if defined(SPYRE_DMA_HAVE_MODEL)
-  if (auto* sim = dynamic_cast<spyre_dma::model::SimDevice*>(&device)) return &sim->memory();
-#endif
-  return nullptr;
-}
-
 int run_replay(const TraceOptions& o) {
-  const BackendOptions backend{o.backend, o.preset, o.config, o.fidelity, ""};
+  const BackendOptions& backend = o.backend;
   if (std::string e = check_backend_options(backend); !e.empty()) {
     fmt::print(stderr, "spyre-dma trace replay: {}\n", e);
     return 2;
@@ -107,12 +94,11 @@ int run_replay(const TraceOptions& o) {
   ro.verify_data = !o.no_verify;
   ro.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.timeout_s * 1000));
   ro.perfetto_path = o.perfetto;
-  auto device = open_backend(backend);
-  const std::string name = device->describe().name;
+  spyre_dma::backend::Instance instance = open_backend(backend);
+  const std::string name = instance.device->describe().name;
   const auto wall0 = std::chrono::steady_clock::now();
-  const st::ReplayResult r = st::replay(t, device, backdoor_of(*device), ro);
+  const st::ReplayResult r = st::replay(t, std::move(instance), ro);
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
-  device.reset();
   fmt::print("replayed {} ({} ops) on {} in {:.3f} s wall ({:.0f} ops/s)\n", o.file, t.ops.size(), name, wall_s,
              wall_s > 0 ? static_cast<double>(t.ops.size()) / wall_s : 0.0);
   fmt::print("{}", summary_table(t, r));
@@ -133,22 +119,23 @@ int run_replay(const TraceOptions& o) {
 }
 
 int run_capture(const TraceOptions& o) {
-  const BackendOptions backend{o.backend, o.preset, o.config, o.fidelity, ""};
+  const BackendOptions& backend = o.backend;
   if (std::string e = check_backend_options(backend); !e.empty()) {
     fmt::print(stderr, "spyre-dma trace capture: {}\n", e);
     return 2;
   }
   const std::vector<std::uint64_t> sizes = parse_size_list(o.sizes);
-  auto device = open_backend(backend);
+  spyre_dma::backend::Instance instance = open_backend(backend);
+  std::shared_ptr<spyre_dma::Device> device = std::move(instance.device);
   st::Header header;
   header.source = "capture";
-  header.device = o.backend == "sim" ? device->describe().name : o.backend;
-  if (o.backend == "sim") {
-    const nlohmann::json config = backend_config(backend);
-    if (config.contains("link") && config["link"].contains("generation") && config["link"].contains("lanes")) {
-      header.link = fmt::format("PCIe Gen{} x{}", config["link"]["generation"].get<int>(),
-                                config["link"]["lanes"].get<int>());
-    }
+  // A simulated device's description names its preset and link; the others go by their backend.
+  header.device = instance.clock ? device->describe().name : backend.name;
+  // A simulated device names its link in its configuration.
+  const nlohmann::json config = backend_config(backend);
+  if (config.contains("link") && config["link"].contains("generation") && config["link"].contains("lanes")) {
+    header.link = fmt::format("PCIe Gen{} x{}", config["link"]["generation"].get<int>(),
+                              config["link"]["lanes"].get<int>());
   }
   auto recorder = std::make_shared<st::TraceRecorder>(header);
   spyre_dma::EngineOptions eo;
@@ -197,11 +184,7 @@ CLI::App* add_trace_command(CLI::App& app, TraceOptions& o) {
   o.replay = trace->add_subcommand("replay", "Replay a trace on a backend; report per-op device durations");
   o.replay->add_option("file", o.file, "Trace file")->required();
   auto backend_opts = [&o](CLI::App* c) {
-    c->add_option("--backend", o.backend, "Device backend: refdev or sim")
-        ->check(CLI::Validator([](std::string& v) { return check_backend(v); }, "{refdev,sim}"));
-    c->add_option("--preset", o.preset, "sim: model preset");
-    c->add_option("--config", o.config, "sim: JSON configuration file");
-    c->add_option("--fidelity", o.fidelity, "sim: tlp or burst")->check(CLI::IsMember({"tlp", "burst"}));
+    add_backend_options(*c, o.backend);
     c->add_option("--timeout", o.timeout_s, "Seconds the whole run may take");
   };
   backend_opts(o.replay);

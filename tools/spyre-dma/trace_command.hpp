@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "backend.hpp"
+
 namespace CLI {
 class App;
 }
@@ -18,8 +20,7 @@ namespace spyre_dma_cli {
 struct TraceOptions {
   std::string file;  // show / replay: the trace
   // replay
-  std::string backend = "refdev";
-  std::string preset, config, fidelity;
+  BackendOptions backend;  // replay and capture: --backend and its settings
   bool honour_start_times = false;
   bool no_verify = false;
   std::string json, perfetto;

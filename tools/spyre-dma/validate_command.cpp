@@ -15,20 +15,13 @@
 #include "backend.hpp"
 #include "size_spec.hpp"
 #include "sweep.hpp"
-#include "spyre_dma/spyre_dma.hpp"
-#if __has_include("spyre_dma/cuda/cuda_copy_executor.hpp")
-#include "spyre_dma/cuda/cuda_copy_executor.hpp"
-#endif
-
-#if __has_include("spyre_dma/traces/trace_io.hpp") && defined(SPYRE_DMA_HAVE_MODEL)
-#define SPYRE_DMA_VALIDATE_AVAILABLE 1
 #include "spyre_dma/model/config_loader.hpp"
+#include "spyre_dma/spyre_dma.hpp"
 #include "spyre_dma/traces/calibrate.hpp"
 #include "spyre_dma/traces/compare.hpp"
 #include "spyre_dma/traces/recorder.hpp"
 #include "spyre_dma/traces/replay.hpp"
 #include "spyre_dma/traces/trace_io.hpp"
-#endif
 
 namespace spyre_dma_cli {
 
@@ -64,7 +57,6 @@ CLI::App* add_validate_command(CLI::App& app, ValidateOptions& o) {
   return v;
 }
 
-#if defined(SPYRE_DMA_VALIDATE_AVAILABLE)
 namespace {
 
 namespace st = spyre_dma::traces;
@@ -131,13 +123,17 @@ int run_validate(const ValidateOptions& o) {
   BackendOptions backend;
   backend.name = o.backend;
   backend.preset = o.preset;
-  backend.fidelity = o.backend == "sim" ? "burst" : "";
+  backend.fidelity = o.backend == "sim" ? "burst" : "";  // the SystemC model sweeps fastest in burst fidelity
   if (o.backend == "cuda") {
-    if (!o.preset.empty()) {
-      fmt::print(stderr, "spyre-dma validate: --preset '{}' applies to --backend sim only (the model: --model-preset)\n", o.preset);
+    try {
+      backend.extra["cuda-memory"] = std::to_string(parse_size(o.cuda_memory));
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "spyre-dma validate: --cuda-memory: {}\n", e.what());
       return 2;
     }
-  } else if (std::string e = check_backend_options(backend); !e.empty()) {
+    backend.extra["cuda-device"] = std::to_string(o.cuda_device);
+  }
+  if (std::string e = check_backend_options(backend); !e.empty()) {
     fmt::print(stderr, "spyre-dma validate: {}\n", e);
     return 2;
   }
@@ -162,29 +158,17 @@ int run_validate(const ValidateOptions& o) {
     return 2;
   }
 
-  std::uint64_t cuda_memory = 0;
-  try {
-    cuda_memory = parse_size(o.cuda_memory);
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "spyre-dma validate: --cuda-memory: {}\n", e.what());
-    return 2;
-  }
-
-  // 1. The sweep, recorded.
-  std::shared_ptr<spyre_dma::Device> device;
-  if (o.backend == "cuda") {
-    spyre_dma::cuda::CudaExecutorConfig cc;
-    cc.device = o.cuda_device;
-    cc.device_memory_bytes = cuda_memory;
-    device = spyre_dma::cuda::open_cuda_device(cc);  // DeviceFault / OutOfMemory name the cudart call
-  } else {
-    device = open_backend(backend);
-  }
+  // 1. The sweep, recorded. (The cuda backend's DeviceFault / OutOfMemory name the cudart call.)
+  const std::shared_ptr<spyre_dma::Device> device = open_backend(backend).device;
   st::Header header;
   header.source = "validate";
   header.device = device->describe().name;
-  header.link = o.backend == "cuda" ? link_name(model) : "";
-  if (o.backend == "sim") header.link = link_name(spyre_dma::model::preset(o.preset.empty() ? spyre_dma::model::preset_names().front() : o.preset));
+  // A simulated device's configuration names its link; a real card's is the model's it is compared with.
+  if (const nlohmann::json config = backend_config(backend); config.contains("link")) {
+    header.link = fmt::format("PCIe Gen{} x{}", config["link"]["generation"].get<int>(), config["link"]["lanes"].get<int>());
+  } else if (o.backend == "cuda") {
+    header.link = link_name(model);
+  }
   header.extra["backend"] = o.backend;
   auto recorder = std::make_shared<st::TraceRecorder>(header);
   spyre_dma::EngineOptions eo;
@@ -322,12 +306,5 @@ int run_validate(const ValidateOptions& o) {
   fmt::print("{}: {}\n", (out / "report.md").string(), pass ? "PASS" : "FAIL");
   return pass ? 0 : 1;
 }
-
-#else
-int run_validate(const ValidateOptions&) {
-  fmt::print(stderr, "spyre-dma validate: this build lacks the model or the trace library (SystemC not found)\n");
-  return 2;
-}
-#endif
 
 }  // namespace spyre_dma_cli

@@ -16,9 +16,7 @@
 #include "spyre_dma/engine.hpp"
 #include "spyre_dma/traces/trace_io.hpp"
 
-#if defined(SPYRE_DMA_HAVE_MODEL)
 #include "spyre_dma/model/sim_device.hpp"
-#endif
 
 namespace spyre_dma::traces {
 
@@ -85,16 +83,12 @@ struct InFlight {
 
 class Replayer {
  public:
-  Replayer(const Trace& trace, std::shared_ptr<spyre_dma::Device> device,
-           spyre_dma::refdev::SparseMemory* backdoor, const ReplayOptions& options)
-      : trace_(trace), backdoor_(backdoor), options_(options) {
-    host_driven_ = device->describe().progress == spyre_dma::Progress::kHostDriven;
-#if defined(SPYRE_DMA_HAVE_MODEL)
-    sim_ = dynamic_cast<spyre_dma::model::SimDevice*>(device.get());
-#endif
+  Replayer(const Trace& trace, spyre_dma::backend::Instance backend, const ReplayOptions& options)
+      : trace_(trace), backdoor_(backend.memory), clock_(backend.clock), options_(options) {
+    host_driven_ = backend.device->describe().progress == spyre_dma::Progress::kHostDriven;
     spyre_dma::EngineOptions eo;
     if (options_.staging_buffer_bytes) eo.staging_buffer_bytes = options_.staging_buffer_bytes;
-    engine_ = spyre_dma::Engine::open(std::move(device), eo);
+    engine_ = spyre_dma::Engine::open(std::move(backend.device), eo);
     pool_ = std::make_unique<HostPool>(*engine_);
     deadline_ = Clock::now() + options_.timeout;
   }
@@ -161,22 +155,16 @@ class Replayer {
     return it->second;
   }
 
-  double device_now_ns() {
-#if defined(SPYRE_DMA_HAVE_MODEL)
-    if (sim_) return sim_->now_ns();
-#endif
-    return 0;
-  }
+  double device_now_ns() { return clock_ ? clock_->now_ns() : 0; }
 
   // Holds the op until the device's time reaches its captured start, relative to the first.
   void hold_until_start(const Op& op) {
     if (!op.start_ns || !first_start_) return;
     const double target = *op.start_ns - *first_start_;
     if (host_driven_) {
-#if defined(SPYRE_DMA_HAVE_MODEL)
-      if (!sim_) return;
-      if (!sim_t0_) sim_t0_ = sim_->now_ns();
-      const double now = sim_->now_ns() - *sim_t0_;
+      if (!clock_) return;
+      if (!sim_t0_) sim_t0_ = clock_->now_ns();
+      const double now = clock_->now_ns() - *sim_t0_;
       if (now >= target) return;
       // Simulated time moves only while the device has work: a timed compute of the gap on a
       // stream of its own makes it reach the target, deterministically.
@@ -186,7 +174,6 @@ class Replayer {
       const auto left = std::max(Clock::duration::zero(), deadline_ - Clock::now());
       const spyre_dma::Status st = wait.wait(left);
       if (!st.ok()) fail(fmt::format("holding op {} until {} ns: {}", op.id, target, st.to_string()));
-#endif
       return;
     }
     std::this_thread::sleep_until(wall0_ + std::chrono::nanoseconds(static_cast<std::int64_t>(target)));
@@ -318,7 +305,7 @@ class Replayer {
           want.resize(n);
           got.resize(n);
           detail::generate(seg.src, pos, want.data(), n);
-          backdoor_->read(c.physical() + where.offset_in_chunk, got.data(), n);
+          backdoor_->backdoor_read(c.physical() + where.offset_in_chunk, got.data(), n);
           if (want != got) {
             std::uint64_t k = 0;
             while (want[k] == got[k]) ++k;
@@ -365,13 +352,11 @@ class Replayer {
   }
 
   const Trace& trace_;
-  spyre_dma::refdev::SparseMemory* backdoor_;
+  spyre_dma::backend::MemoryBackdoor* backdoor_;
   const ReplayOptions& options_;
   bool host_driven_ = false;
-#if defined(SPYRE_DMA_HAVE_MODEL)
-  spyre_dma::model::SimDevice* sim_ = nullptr;
+  spyre_dma::backend::SimulatedClock* clock_;
   std::optional<double> sim_t0_;
-#endif
   std::unique_ptr<spyre_dma::Engine> engine_;
   std::unique_ptr<HostPool> pool_;
   Clock::time_point deadline_, wall0_;
@@ -403,21 +388,21 @@ std::string ReplayResult::summary() const {
                      data_ok ? "ok" : "MISMATCH", data_ok ? "" : ": " + data_error);
 }
 
-ReplayResult replay(const Trace& trace, std::shared_ptr<spyre_dma::Device> device,
-                    spyre_dma::refdev::SparseMemory* backdoor, const ReplayOptions& options) {
+ReplayResult replay(const Trace& trace, spyre_dma::backend::Instance backend, const ReplayOptions& options) {
   if (const std::string bad = check_trace(trace); !bad.empty()) throw TraceError("<trace>", 0, "", bad);
-  if (!device) throw std::invalid_argument("replay: null device");
-  Replayer r(trace, std::move(device), backdoor, options);
+  if (!backend.device) throw std::invalid_argument("replay: null device");
+  Replayer r(trace, std::move(backend), options);
   return r.run();
 }
 
-#if defined(SPYRE_DMA_HAVE_MODEL)
 ReplayResult replay_on_sim(const Trace& trace, const spyre_dma::model::SimConfig& config,
                            const ReplayOptions& options) {
   auto device = std::make_shared<spyre_dma::model::SimDevice>(config);
-  spyre_dma::refdev::SparseMemory* memory = &device->memory();
-  return replay(trace, std::move(device), memory, options);
+  spyre_dma::backend::Instance backend;
+  backend.memory = device.get();
+  backend.clock = device.get();
+  backend.device = std::move(device);
+  return replay(trace, std::move(backend), options);
 }
-#endif
 
 }  // namespace spyre_dma::traces

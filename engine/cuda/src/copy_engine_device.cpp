@@ -1,14 +1,22 @@
-// CopyEngineDevice: the Device interface over DeviceState (see copy_engine_device.hpp).
+// CopyEngineDevice: the Device interface over its Controller (see copy_engine_device.hpp).
 #include "spyre_dma/cuda/copy_engine_device.hpp"
 
 #include <sstream>
+#include <stdexcept>
 
-#include "device_state.hpp"
+#include "controller.hpp"
 
 namespace spyre_dma::cuda {
+namespace {
+std::string hex(std::uint64_t v) {
+  std::ostringstream s;
+  s << std::hex << v;
+  return s.str();
+}
+}  // namespace
 
 CopyEngineDevice::CopyEngineDevice(std::unique_ptr<CopyExecutor> executor, CopyEngineDeviceConfig config)
-    : state_(std::make_unique<detail::DeviceState>(std::move(executor), std::move(config))) {}
+    : state_(std::make_unique<detail::Controller>(std::move(executor), std::move(config))) {}
 
 CopyEngineDevice::~CopyEngineDevice() = default;
 
@@ -50,5 +58,23 @@ std::uint32_t CopyEngineDevice::wait_for_interrupt(std::chrono::nanoseconds time
 
 CopyExecutor& CopyEngineDevice::executor() noexcept { return state_->executor(); }
 const CopyEngineDeviceConfig& CopyEngineDevice::config() const noexcept { return state_->config(); }
+void CopyEngineDevice::set_misbehave(const device_core::Misbehave& m) { state_->set_misbehave(m); }
+device_core::Misbehave CopyEngineDevice::misbehave() const { return state_->misbehave(); }
+
+// Physical device addresses land in the executor's region as the CBs' do (SegmentedRegion).
+void CopyEngineDevice::backdoor_read(std::uint64_t phys, void* dst, std::size_t bytes) {
+  state_->executor().read_device(located(phys, bytes), dst, bytes);
+}
+void CopyEngineDevice::backdoor_write(std::uint64_t phys, const void* src, std::size_t bytes) {
+  state_->executor().write_device(located(phys, bytes), src, bytes);
+}
+std::uint64_t CopyEngineDevice::located(std::uint64_t phys, std::size_t bytes) const {
+  const std::optional<std::uint64_t> at = state_->region().locate(phys, bytes);
+  if (!at) {
+    throw std::out_of_range("CopyEngineDevice: device range [0x" + hex(phys) + ", +" + std::to_string(bytes) +
+                            ") lies outside the executor's memory");
+  }
+  return *at;
+}
 
 }  // namespace spyre_dma::cuda

@@ -1,84 +1,71 @@
-// One pipeline's runner: fetch CBs, translate and submit them to the executor's lane, retire them
-// in index order with one RB each (see copy_engine_device.hpp for the rules).
+// One pipeline's runner: fetch CBs, plan and submit them to the executor's lane, retire them in
+// index order with one RB each (see copy_engine_device.hpp for the rules). The rules come from the
+// device core: fetch_fault and rb_ring_fault (rings), DoorbellOrder (barrier), admission
+// (cb_work.cpp), MisbehaveTrigger and misbehave_effect (misbehaviour).
 #include <cstring>
 
-#include "device_state.hpp"
+#include "controller.hpp"
+#include "spyre_dma/device_core/rings.hpp"
 
 namespace spyre_dma::cuda::detail {
 namespace {
 
-namespace reg = hw::reg;
-constexpr std::uint64_t kRingAlign = hw::kRingAlignment;
 using Clock = std::chrono::steady_clock;
-
-bool valid_ring_size(std::uint32_t size, std::uint32_t depth) noexcept {
-  return hw::is_power_of_two(size) && size <= depth;
-}
-
-// Words 1..7 first, then word 0 (tag, status, phase) with a release store: a reader polling
-// word 0 with acquire semantics sees the whole RB.
-void publish_rb(std::uint8_t* slot, const hw::RbBytes& rb) noexcept {
-  std::memcpy(slot + 8, rb.data() + 8, hw::kRbBytes - 8);
-  std::uint64_t word0 = 0;
-  std::memcpy(&word0, rb.data(), sizeof word0);
-  // Aligned: the ring base IOVA is 4 KiB aligned and an IOVA keeps its host page offset.
-  __atomic_store_n(reinterpret_cast<std::uint64_t*>(slot), word0, __ATOMIC_RELEASE);
-}
 
 }  // namespace
 
-bool DeviceState::can_fetch(unsigned p) const noexcept {
-  const PipeRegisters& r = regs_[p];
-  return (control_.load() & hw::kControlEnable) != 0 && !resetting_.load() && !fatal_.load() &&
-         (r.queue_control.load() & hw::kQueueEnable) != 0 && r.error_status.load() == 0;
+bool Controller::can_fetch(unsigned p) const noexcept {
+  return (regs_.get(Reg::kControl) & hw::kControlEnable) != 0 && !resetting_.load() && !fatal_.load() &&
+         !stopped_.load() && !runners_[p].broken.load() &&
+         (regs_.get(Reg::kQueueControl, pipe(p)) & hw::kQueueEnable) != 0 && regs_.get(Reg::kErrorStatus, pipe(p)) == 0;
 }
 
-void DeviceState::queue_fault(unsigned p) {
-  regs_[p].error_status.store(static_cast<std::uint32_t>(hw::ErrorKind::kQueueFault));
-}
+void Controller::queue_fault(unsigned p) { regs_.set(Reg::kErrorStatus, pipe(p), device_core::kQueueFaultStatus); }
 
-// Copies the CB at CB_CI out of the ring and queues it (translated) behind the runner's others.
-bool DeviceState::fetch_one(unsigned p) {
-  PipeRegisters& r = regs_[p];
-  const std::uint32_t depth = config_.depth[p];
-  const std::uint32_t ci = r.cb_ci.load(std::memory_order_relaxed);
-  const std::uint32_t pi = r.cb_pi.load(std::memory_order_acquire);
-  if (pi == ci) return false;
-  const std::uint32_t size = r.cb_size.load();
-  const std::uint64_t base = r.cb_base.load();
+// Copies the CB at CB_CI out of the ring and queues it (planned) behind the runner's others.
+bool Controller::fetch_one(unsigned p) {
+  device_core::RingState ring = device_core::ring_state(regs_, pipe(p));
+  ring.cb_ci = index(Reg::kCbCi, p, std::memory_order_relaxed);
+  ring.cb_pi = index(Reg::kCbPi, p, std::memory_order_acquire);
+  if (ring.cb_pi == ring.cb_ci) return false;
   // Ring rules first: a fault consumes nothing and writes no RB (the tag is unknown).
-  if (!valid_ring_size(size, depth) || base % kRingAlign != 0 || !valid_ring_size(r.rb_size.load(), depth) ||
-      r.rb_base.load() % kRingAlign != 0 || pi - ci > size) {
+  if (device_core::fetch_fault(ring, config_.depth[p])) {
     queue_fault(p);
     return false;
   }
   hw::CbBytes raw;
   {
-    refdev::Iommu::Window slot =
-        iommu_.translate(base + std::uint64_t(ci & (size - 1)) * hw::kCbBytes, hw::kCbBytes, /*device_writes=*/false);
+    device_core::Iommu::Window slot = iommu_.translate(device_core::cb_slot_iova(ring.cb_base, ring.cb_ci, ring.cb_size),
+                                                       hw::kCbBytes, /*device_writes=*/false);
     if (!slot) {
       queue_fault(p);
       return false;
     }
     std::memcpy(raw.data(), slot.host(), hw::kCbBytes);
   }
-  r.cb_ci.store(ci + 1, std::memory_order_release);  // the slot may be reused at once
+  regs_.cell(Reg::kCbCi, pipe(p)).store(ring.cb_ci + 1, std::memory_order_release);  // the slot may be reused at once
 
-  const hw::CbDecodeResult d = hw::decode_cb(raw.data());
+  hw::CbDecodeResult d = hw::decode_cb(raw.data());
+  const device_core::CbControl ctrl = device_core::control_bits(raw.data());
   Inflight f;
-  f.index = ci;
-  f.rb.locator = static_cast<hw::Pipeline>(p);
-  // A malformed CTRL still names its tag bits: the engine matches such an RB by ring position.
-  f.rb.tag = d.error ? static_cast<std::uint32_t>((hw::load_le64(raw.data()) >> 8) & 0xFFFFFF) : d.cb.tag;
-  f.irq = !d.error && d.cb.interrupt;
-  f.barrier = !d.error && d.cb.barrier;
-  f.work = translate_cb(d, static_cast<hw::Pipeline>(p), config_.max_cb_bytes, executor_->device_memory_bytes(), iommu_);
-  if (f.work.rejected) {
+  f.index = ring.cb_ci;
+  f.rb.locator = pipe(p);
+  f.rb.tag = ctrl.tag;
+  f.irq = ctrl.interrupt;
+  f.barrier = ctrl.barrier;
+  // The CB is taken on here (the copy engine starts it in order once submitted).
+  f.misbehave = misbehave_.cb_started();
+  if (f.misbehave && misbehave_.armed().kind == device_core::MisbehaveKind::kRogueDma && !d.error) {
+    device_core::retarget(d.cb, misbehave_.armed());  // only the checks stand in its way
+  }
+  f.plan = plan_cb(d, pipe(p), config_.max_cb_bytes, region_, iommu_);
+  if (f.plan.rejected) {
     const std::uint64_t now = executor_->now_ns();
-    f.rb.status = hw::RbStatus::kError;
-    f.rb.error = f.work.rejected->error;
-    f.rb.field = f.work.rejected->field;
-    f.rb.detail = f.work.rejected->detail;
+    const device_core::CbOutcome& o = *f.plan.rejected;
+    f.rb.status = o.status;
+    f.rb.error = o.error;
+    f.rb.field = o.field;
+    f.rb.detail = o.detail;
     f.rb.start_ns = now;
     f.rb.end_ns = now;
     f.submitted = f.done = true;
@@ -87,58 +74,60 @@ bool DeviceState::fetch_one(unsigned p) {
   return true;
 }
 
-bool DeviceState::barrier_clear(unsigned p, const Inflight& f) {
+bool Controller::barrier_clear(unsigned p, const Inflight& f) {
   if (&runners_[p].inflight.front() != &f) return false;  // earlier CBs of this pipeline first
-  const DoorbellLog::Targets targets = doorbells_.barrier_targets(p, f.index);
+  const device_core::DoorbellOrder::Targets targets = doorbells_.barrier_targets(pipe(p), f.index);
   for (unsigned q = 0; q < hw::kNumPipelines; ++q) {
-    if (targets[q] && !index_reached(regs_[q].rb_pi.load(std::memory_order_acquire), *targets[q])) return false;
+    if (targets[q] && !device_core::index_reached(index(Reg::kRbPi, q, std::memory_order_acquire), *targets[q])) {
+      return false;
+    }
   }
   return true;
 }
 
 // Hands a fetched CB to the executor (or starts its compute wait).
-bool DeviceState::start(unsigned p, Inflight& f) {
+bool Controller::start(unsigned p, Inflight& f) {
   if (f.barrier && !barrier_clear(p, f)) return false;
   f.submitted = true;
   f.deadline = Clock::now() + config_.completion_timeout;
-  if (f.work.compute) {
+  if (f.plan.compute) {
     f.compute_start_ns = executor_->now_ns();
     return true;
   }
   try {
-    f.ticket = executor_->submit(p, f.work.command);
+    f.ticket = executor_->submit(p, f.plan.command);
   } catch (const std::exception&) {  // an executor that cannot even queue: the CB fails alone
     const std::uint64_t now = executor_->now_ns();
     f.rb.status = hw::RbStatus::kError;
     f.rb.error = hw::ErrorKind::kPcieError;
     f.rb.start_ns = f.rb.end_ns = now;
     f.done = true;
-    f.work.window.release();
+    f.plan.window.release();
   }
   return true;
 }
 
-// Polls the oldest CB; writes its RB when it is done. True when an RB was written.
-bool DeviceState::complete_head(unsigned p) {
+// Polls the oldest CB; writes its RB when it is done. True when it retired.
+bool Controller::complete_head(unsigned p) {
   auto& q = runners_[p].inflight;
   if (q.empty()) return false;
   Inflight& f = q.front();
   if (!f.submitted) return false;
   if (!f.done) {
-    if (f.work.compute) {
+    if (f.plan.compute) {
       const std::uint64_t now = executor_->now_ns();
-      if (now - f.compute_start_ns < f.work.compute_ns) {
+      if (now - f.compute_start_ns < f.plan.compute_ns) {
         if (Clock::now() < f.deadline) return false;
       }
       f.rb.start_ns = f.compute_start_ns;
       f.rb.end_ns = now;
       f.done = true;
     } else if (std::optional<CopyCompletion> c = executor_->poll(p, f.ticket)) {
-      f.work.window.release();  // the copy has ended: unmap may proceed
+      f.plan.window.release();  // the copy has ended: unmap may proceed
       f.rb.start_ns = c->start_ns;
       f.rb.end_ns = c->end_ns;
       if (c->error == hw::ErrorKind::kNone) {
-        f.rb.bytes = f.work.command.bytes;
+        f.rb.bytes = f.plan.command.bytes;
       } else {
         f.rb.status = hw::RbStatus::kError;
         f.rb.error = c->error;
@@ -150,41 +139,77 @@ bool DeviceState::complete_head(unsigned p) {
       // The window stays open so that the host memory is not unmapped under the copy.
       f.rb.status = hw::RbStatus::kError;
       f.rb.error = hw::ErrorKind::kCompletionTimeout;
-      f.rb.detail = f.work.command.bytes;
+      f.rb.detail = f.plan.command.bytes;
       f.rb.start_ns = f.rb.end_ns = executor_->now_ns();
       f.done = true;
-      regs_[p].error_status.store(static_cast<std::uint32_t>(hw::ErrorKind::kCompletionTimeout));
+      regs_.set(Reg::kErrorStatus, pipe(p), static_cast<std::uint64_t>(hw::ErrorKind::kCompletionTimeout));
     } else {
       return false;
     }
   }
-  if (!write_rb(p, f)) return false;
+  if (!retire_head(p, f)) return false;
   q.pop_front();
   return true;
 }
 
-bool DeviceState::write_rb(unsigned p, Inflight& f) {
-  PipeRegisters& r = regs_[p];
-  const std::uint32_t size = r.rb_size.load();
-  const std::uint64_t base = r.rb_base.load();
-  const std::uint32_t index = r.rb_pi.load(std::memory_order_relaxed);
-  if (!valid_ring_size(size, config_.depth[p]) || base % kRingAlign != 0) {
+// The RB(s) of a finished CB, as usual or as the misbehaviour that fires at it says. False while
+// an RB waits for room (retried when RB_CI moves).
+bool Controller::retire_head(unsigned p, Inflight& f) {
+  Runner& run = runners_[p];
+  const device_core::MisbehaveKind kind = f.misbehave ? misbehave_.armed().kind : device_core::MisbehaveKind::kNone;
+  const bool plain = kind == device_core::MisbehaveKind::kNone || kind == device_core::MisbehaveKind::kRogueDma;
+  if (!f.effect) {
+    f.effect = plain ? device_core::MisbehaveEffect{} : device_core::misbehave_effect(kind, f.rb, run.last_tag);
+    if (plain) f.effect->rb = f.rb;
+  }
+  const device_core::MisbehaveEffect& e = *f.effect;
+  for (; f.rbs_written < e.rbs; ++f.rbs_written) {
+    if (!write_rb(p, e.rb, f.irq, e.garbage_status)) return false;
+  }
+  if (plain || e.stray_to) run.last_tag = f.rb.tag;
+  if (e.stray_to) {
+    hw::ResponseBlock stray = e.rb;
+    stray.locator = *e.stray_to;
+    write_stray_rb(static_cast<unsigned>(*e.stray_to), stray);
+  }
+  if (e.rb_pi_beyond_ring) {
+    std::lock_guard<std::mutex> lock(run.rb_mutex);
+    run.broken.store(true);
+    regs_.cell(Reg::kRbPi, pipe(p))
+        .store(device_core::rb_pi_beyond_ring(index(Reg::kRbPi, p), regs_.get(Reg::kRbRingSize, pipe(p))),
+               std::memory_order_release);
+  }
+  if (e.cb_ci_backwards) {
+    run.broken.store(true);
+    regs_.cell(Reg::kCbCi, pipe(p)).store(device_core::cb_ci_backwards(index(Reg::kRbPi, p)), std::memory_order_release);
+  }
+  if (e.stop_answering) stopped_.store(true);
+  return true;
+}
+
+bool Controller::write_rb(unsigned p, const hw::ResponseBlock& rb, bool irq, bool garbage_status) {
+  std::lock_guard<std::mutex> lock(runners_[p].rb_mutex);
+  if (stopped_.load()) return false;
+  const std::uint64_t size = regs_.get(Reg::kRbRingSize, pipe(p));
+  const std::uint64_t base = regs_.get(Reg::kRbRingBase, pipe(p));
+  const std::uint32_t at = index(Reg::kRbPi, p, std::memory_order_relaxed);
+  if (device_core::rb_ring_fault(base, size, config_.depth[p])) {
     queue_fault(p);
     return false;
   }
-  if (hw::ring_full(index, r.rb_ci.load(), size)) return false;  // retried when RB_CI moves
-  f.rb.phase = hw::expected_phase(index, size);
-  const hw::RbBytes bytes = hw::encode(f.rb);
-  refdev::Iommu::Window slot =
-      iommu_.translate(base + std::uint64_t(index & (size - 1)) * hw::kRbBytes, hw::kRbBytes, /*device_writes=*/true);
+  if (!device_core::rb_room(at, index(Reg::kRbCi, p), size)) return false;  // retried when RB_CI moves
+  hw::RbBytes bytes = device_core::rb_at_index(rb, at, size);
+  if (garbage_status) device_core::patch_garbage_status(bytes);
+  device_core::Iommu::Window slot =
+      iommu_.translate(device_core::rb_slot_iova(base, at, size), hw::kRbBytes, /*device_writes=*/true);
   if (!slot) {
     queue_fault(p);
     return false;
   }
-  publish_rb(slot.host(), bytes);
+  device_core::publish_rb(slot.host(), bytes);
   slot.release();
-  r.rb_pi.store(index + 1, std::memory_order_release);
-  if ((r.irq_enable.load() & 1u) != 0 || f.irq) raise_interrupt(p);
+  regs_.cell(Reg::kRbPi, pipe(p)).store(at + 1, std::memory_order_release);
+  if ((regs_.get(Reg::kIrqEnable, pipe(p)) & 1u) != 0 || irq) raise_interrupt(p);
   // Barriers on the other pipelines may be waiting for this retirement. Their in-flight queues
   // belong to their own threads, so each is woken and looks for itself.
   for (unsigned q = 0; q < hw::kNumPipelines; ++q) {
@@ -193,7 +218,24 @@ bool DeviceState::write_rb(unsigned p, Inflight& f) {
   return true;
 }
 
-void DeviceState::park(unsigned p) {
+void Controller::write_stray_rb(unsigned q, hw::ResponseBlock rb) {
+  std::lock_guard<std::mutex> lock(runners_[q].rb_mutex);
+  const std::uint64_t size = regs_.get(Reg::kRbRingSize, pipe(q));
+  const std::uint64_t base = regs_.get(Reg::kRbRingBase, pipe(q));
+  const std::uint32_t at = index(Reg::kRbPi, q, std::memory_order_relaxed);
+  if (device_core::rb_ring_fault(base, size, config_.depth[q]) || !device_core::rb_room(at, index(Reg::kRbCi, q), size)) {
+    return;  // nowhere to put it: the misbehaviour is lost, as a real stray write could be
+  }
+  device_core::Iommu::Window slot =
+      iommu_.translate(device_core::rb_slot_iova(base, at, size), hw::kRbBytes, /*device_writes=*/true);
+  if (!slot) return;
+  device_core::publish_rb(slot.host(), device_core::rb_at_index(rb, at, size));
+  slot.release();
+  regs_.cell(Reg::kRbPi, pipe(q)).store(at + 1, std::memory_order_release);
+  raise_interrupt(q);
+}
+
+void Controller::park(unsigned p) {
   Runner& run = runners_[p];
   (void)executor_->drain(p, config_.completion_timeout);
   // Windows close here; whatever the executor still holds after a failed drain is reported as
@@ -205,7 +247,7 @@ void DeviceState::park(unsigned p) {
   run.parked.store(false);
 }
 
-void DeviceState::runner_main(unsigned p) {
+void Controller::runner_main(unsigned p) {
   Runner& run = runners_[p];
   while (!shutdown_.load()) {
     if (resetting_.load()) {
@@ -221,15 +263,14 @@ void DeviceState::runner_main(unsigned p) {
       if (!start(p, f)) break;
       progress = true;
     }
-    while (complete_head(p)) progress = true;
+    while (!stopped_.load() && complete_head(p)) progress = true;
     if (progress) continue;
     // Nothing moved: copies in flight are polled every 20 us, an idle pipeline sleeps until a
     // register write wakes it (1 ms backstop).
     std::unique_lock<std::mutex> lock(run.mu);
     if (shutdown_.load() || resetting_.load()) continue;
     const bool busy = !run.inflight.empty();
-    const PipeRegisters& r = regs_[p];
-    if (!busy && r.cb_pi.load() != r.cb_ci.load() && can_fetch(p)) continue;
+    if (!busy && index(Reg::kCbPi, p) != index(Reg::kCbCi, p) && can_fetch(p)) continue;
     run.cv.wait_for(lock, busy ? std::chrono::microseconds(20) : std::chrono::milliseconds(1));
   }
   (void)executor_->drain(p, config_.completion_timeout);

@@ -1,15 +1,17 @@
-// One pipeline's worker: fetch a CB, check and execute it, write its RB (see device_core.hpp).
+// One pipeline's worker: fetch a CB, check and execute it, write its RB (see controller.hpp). The
+// rules come from the device core: fetch_fault and rb_ring_fault (rings), DoorbellOrder (barrier),
+// admit and check_work (CB admission), MisbehaveTrigger and misbehave_effect (misbehaviour).
 #include <algorithm>
 #include <cstring>
 #include <limits>
 
-#include "device_core.hpp"
+#include "controller.hpp"
+#include "spyre_dma/device_core/rings.hpp"
 
 namespace spyre_dma::refdev::detail {
 namespace {
 
-namespace reg = hw::reg;
-constexpr std::uint64_t kRingAlign = hw::kRingAlignment;
+using device_core::CbOutcome;
 
 inline void cpu_relax() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
@@ -19,46 +21,19 @@ inline void cpu_relax() noexcept {
 #endif
 }
 
-bool valid_ring_size(std::uint32_t size, std::uint32_t depth) noexcept {
-  return hw::is_power_of_two(size) && size <= depth;
-}
-
-// Writes an RB so that a reader polling word 0 (tag, status, phase) with acquire semantics sees
-// the whole block: words 1..7 first, then word 0 with a release store.
-void publish_rb(std::uint8_t* slot, const hw::RbBytes& rb) noexcept {
-  std::memcpy(slot + 8, rb.data() + 8, hw::kRbBytes - 8);
-  std::uint64_t word0 = 0;
-  std::memcpy(&word0, rb.data(), sizeof word0);  // host byte order of the little-endian bytes
-  // Aligned: the ring base IOVA is 4 KiB aligned and an IOVA keeps its host page offset.
-  __atomic_store_n(reinterpret_cast<std::uint64_t*>(slot), word0, __ATOMIC_RELEASE);
-}
-
-std::uint64_t section_va(const hw::ControlBlock& cb) noexcept {
-  return encode_va(cb.dmi.type != hw::DmaType::kSkip ? cb.dmi.device : cb.dmo.device);
-}
-
-std::uint64_t section_iova(const hw::ControlBlock& cb) noexcept {
-  if (cb.dmi.type == hw::DmaType::kImmediate) return cb.dmi.host_iova_flits * hw::kFlitBytes;
-  if (cb.dmo.type == hw::DmaType::kImmediate) return cb.dmo.host_iova_flits * hw::kFlitBytes;
-  return 0;
-}
-
 }  // namespace
 
-bool DeviceCore::can_fetch(hw::Pipeline p) const noexcept {
-  const PipelineRegisters& r = pipe(p);
-  return (control_.load() & hw::kControlEnable) != 0 && !resetting_.load() && !fatal_.load() &&
+bool Controller::can_fetch(hw::Pipeline p) const noexcept {
+  return (regs_.get(Reg::kControl) & hw::kControlEnable) != 0 && !resetting_.load() && !fatal_.load() &&
          !paused_.load() && !hang_.load() && !stopped_.load() && !workers_[static_cast<unsigned>(p)].broken.load() &&
-         (r.queue_control.load() & hw::kQueueEnable) != 0 &&
-         r.error_status.load() == 0;
+         (regs_.get(Reg::kQueueControl, p) & hw::kQueueEnable) != 0 && regs_.get(Reg::kErrorStatus, p) == 0;
 }
 
-bool DeviceCore::has_work(hw::Pipeline p) const noexcept {
-  const PipelineRegisters& r = pipe(p);
-  return r.cb_pi.load() != r.cb_ci.load() && can_fetch(p);
+bool Controller::has_work(hw::Pipeline p) const noexcept {
+  return index(Reg::kCbPi, p) != index(Reg::kCbCi, p) && can_fetch(p);
 }
 
-void DeviceCore::wait_for_work(hw::Pipeline p) {
+void Controller::wait_for_work(hw::Pipeline p) {
   if (shutdown_.load() || has_work(p)) return;  // the common case under load: no clock read
   const auto spin_until = std::chrono::steady_clock::now() + config_.idle_spin;
   do {
@@ -72,7 +47,7 @@ void DeviceCore::wait_for_work(hw::Pipeline p) {
   w.sleeping.store(false);
 }
 
-void DeviceCore::worker_main(hw::Pipeline p) {
+void Controller::worker_main(hw::Pipeline p) {
   PipelineWorker& w = worker(p);
   for (;;) {
     wait_for_work(p);
@@ -92,24 +67,25 @@ void DeviceCore::worker_main(hw::Pipeline p) {
   }
 }
 
-void DeviceCore::queue_fault(hw::Pipeline p, std::uint64_t register_offset) {
-  PipelineRegisters& r = pipe(p);
-  r.fault_register.store(register_offset);
-  r.error_status.store(static_cast<std::uint32_t>(hw::ErrorKind::kQueueFault));
-  worker(p).queue_faults.fetch_add(1, std::memory_order_relaxed);
+void Controller::queue_fault(hw::Pipeline p, Reg at_fault) {
+  PipelineWorker& w = worker(p);
+  w.fault_register.store(device_core::spec(at_fault).offset);
+  regs_.set(Reg::kErrorStatus, p, device_core::kQueueFaultStatus);
+  w.queue_faults.fetch_add(1, std::memory_order_relaxed);
 }
 
-bool DeviceCore::inject_error() noexcept {
+bool Controller::inject_error() noexcept {
   const std::uint32_t n = error_every_n_.load(std::memory_order_relaxed);
   if (n == 0) return false;
   return (error_counter_.fetch_add(1, std::memory_order_relaxed) + 1) % n == 0;
 }
 
-bool DeviceCore::wait_barrier(hw::Pipeline p, std::uint32_t index, std::uint64_t epoch) {
-  const DoorbellOrder::Targets targets = doorbells_.barrier_targets(p, index);
+bool Controller::wait_barrier(hw::Pipeline p, std::uint32_t index_at, std::uint64_t epoch) {
+  const device_core::DoorbellOrder::Targets targets = doorbells_.barrier_targets(p, index_at);
   return wait_progress(epoch, [&] {
     for (unsigned q = 0; q < hw::kNumPipelines; ++q) {
-      if (targets[q] && !index_reached(regs_[q].rb_pi.load(std::memory_order_acquire), *targets[q])) {
+      const auto pq = static_cast<hw::Pipeline>(q);
+      if (targets[q] && !device_core::index_reached(index(Reg::kRbPi, pq, std::memory_order_acquire), *targets[q])) {
         return false;
       }
     }
@@ -117,69 +93,54 @@ bool DeviceCore::wait_barrier(hw::Pipeline p, std::uint32_t index, std::uint64_t
   });
 }
 
-void DeviceCore::process_one(hw::Pipeline p, std::uint64_t epoch) {
-  PipelineRegisters& r = pipe(p);
-  const std::uint32_t depth = config_.depth[static_cast<unsigned>(p)];
-  const std::uint32_t ci = r.cb_ci.load(std::memory_order_relaxed);  // only this worker writes it
-  const std::uint32_t pi = r.cb_pi.load(std::memory_order_acquire);
-  const std::uint32_t size = r.cb_size.load();
-  const std::uint64_t base = r.cb_base.load();
-
+void Controller::process_one(hw::Pipeline p, std::uint64_t epoch) {
+  const std::uint32_t ci = index(Reg::kCbCi, p, std::memory_order_relaxed);  // only this worker writes it
+  device_core::RingState ring = device_core::ring_state(regs_, p);
+  ring.cb_pi = index(Reg::kCbPi, p, std::memory_order_acquire);
+  ring.cb_ci = ci;
   // Ring rules first: a fault here consumes nothing and writes no RB.
-  if (!valid_ring_size(size, depth)) return queue_fault(p, reg::kCbRingSize);
-  if (base % kRingAlign != 0) return queue_fault(p, reg::kCbRingBase_64);
-  if (!valid_ring_size(r.rb_size.load(), depth)) return queue_fault(p, reg::kRbRingSize);
-  if (r.rb_base.load() % kRingAlign != 0) return queue_fault(p, reg::kRbRingBase_64);
-  if (pi - ci > size) return queue_fault(p, reg::kCbPi);  // overrun: the engine wrote too far
+  if (const std::optional<Reg> fault = device_core::fetch_fault(ring, depth(p))) return queue_fault(p, *fault);
 
   hw::CbBytes raw;
   {
-    Iommu::Window slot = iommu_.translate(base + std::uint64_t(ci & (size - 1)) * hw::kCbBytes,
-                                          hw::kCbBytes, /*device_writes=*/false);
-    if (!slot) return queue_fault(p, reg::kCbRingBase_64);
+    Iommu::Window slot = iommu_.translate(device_core::cb_slot_iova(ring.cb_base, ci, ring.cb_size), hw::kCbBytes,
+                                          /*device_writes=*/false);
+    if (!slot) return queue_fault(p, Reg::kCbRingBase);
     std::memcpy(raw.data(), slot.host(), hw::kCbBytes);
   }
-  r.cb_ci.store(ci + 1, std::memory_order_release);  // the slot is free for the engine again
+  reg(Reg::kCbCi, p).store(ci + 1, std::memory_order_release);  // the slot is free for the engine again
 
-  // Tag, barrier and interrupt come from the raw CTRL word, so that even a malformed CB is
-  // answered under its own tag and honours its barrier.
-  const std::uint64_t ctrl = hw::load_le64(raw.data() + hw::kCtrlOffset);
-  const bool barrier = (ctrl >> 32) & 1u;
-  const bool irq_bit = (ctrl >> 33) & 1u;
+  const device_core::CbControl ctrl = device_core::control_bits(raw.data());
   hw::ResponseBlock rb;
-  rb.tag = static_cast<std::uint32_t>((ctrl >> 8) & 0xFF'FFFFu);
+  rb.tag = ctrl.tag;
   rb.locator = p;
-  if (barrier && !wait_barrier(p, ci, epoch)) return;  // reset: no RB
+  if (ctrl.barrier && !wait_barrier(p, ci, epoch)) return;  // reset: no RB
   rb.start_ns = rb_timestamp();
 
-  const bool misbehave = misbehave_now();
+  const bool misbehave = misbehave_.cb_started();
+  const device_core::Misbehave armed = misbehave ? misbehave_.armed() : device_core::Misbehave{};
+  const bool rogue = misbehave && armed.kind == device_core::MisbehaveKind::kRogueDma;
   hw::CbDecodeResult decoded = hw::decode_cb(raw.data());
-  if (misbehave && misbehave_kind_.load() == MisbehaveKind::kRogueDma && !decoded.error) {
-    // The device goes where it was not sent: only its IOMMU and XLAT checks stand in the way.
-    hw::ControlBlock& cb = decoded.cb;
-    const std::uint64_t iova = rogue_iova_.load();
-    const std::uint64_t shift = rogue_device_offset_.load() / hw::kFlitBytes;
-    for (hw::DmaSection* s : {&cb.dmi, &cb.dmo}) {
-      if (s->type == hw::DmaType::kSkip) continue;
-      if (iova != 0 && s->type == hw::DmaType::kImmediate) s->host_iova_flits = iova / hw::kFlitBytes;
-      if (shift != 0) s->device.flit_offset = static_cast<std::uint32_t>(s->device.flit_offset + shift);
-    }
-  }
-  Outcome out;
-  if (std::optional<Outcome> rejected = executor_.admit(decoded, p)) {
+  // rogue_dma: the device goes where it was not sent; only its IOMMU and XLAT checks stand in the way.
+  if (rogue && !decoded.error) device_core::retarget(decoded.cb, armed);
+  CbOutcome out;
+  if (std::optional<CbOutcome> rejected = device_core::admit(decoded, p, config_.max_cb_bytes)) {
     out = *rejected;
+  } else if (device_core::CheckedCb checked = device_core::check_work(decoded.cb, memory_layout_, &iommu_);
+             checked.rejected) {
+    out = *checked.rejected;
   } else if (inject_error()) {
     injected_errors_.fetch_add(1, std::memory_order_relaxed);
-    out = Outcome::fail(hw::ErrorKind::kPcieError, hw::CbField::kNone, section_iova(decoded.cb));
+    out = CbOutcome::fail(hw::ErrorKind::kPcieError, hw::CbField::kNone, device_core::host_iova(decoded.cb));
   } else {
     try {
-      out = executor_.execute(decoded.cb);
+      out = execute(checked.work, memory_);
     } catch (const std::exception&) {  // a device page could not be allocated
-      return raise_fatal(hw::ErrorKind::kDeviceMemoryFault, section_va(decoded.cb));
+      return raise_fatal(hw::ErrorKind::kDeviceMemoryFault, checked.work.device_phys);
     }
-    if (config_.honour_compute_time && decoded.cb.cmpt.type == hw::ComputeType::kTimed) {
+    if (config_.honour_compute_time && checked.work.kind == device_core::CbWork::Kind::kCompute) {
       constexpr auto kMax = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
-      const auto ns = std::chrono::nanoseconds(static_cast<std::int64_t>(std::min(decoded.cb.cmpt.duration_ns, kMax)));
+      const auto ns = std::chrono::nanoseconds(static_cast<std::int64_t>(std::min(checked.work.compute_ns, kMax)));
       if (!sleep_interruptible(epoch, ns)) return;  // reset: no RB
     }
   }
@@ -188,105 +149,66 @@ void DeviceCore::process_one(hw::Pipeline p, std::uint64_t epoch) {
   rb.field = out.field;
   rb.detail = out.detail;
   rb.bytes = out.bytes;
-  if (misbehave && misbehave_kind_.load() != MisbehaveKind::kRogueDma) return misbehave_retire(p, epoch, rb, irq_bit);
+  if (misbehave && !rogue) return misbehave_retire(p, epoch, rb, ctrl.interrupt);
   worker(p).last_tag = rb.tag;
-  retire(p, epoch, rb, irq_bit);
+  retire(p, epoch, rb, ctrl.interrupt);
 }
 
-bool DeviceCore::misbehave_now() noexcept {
-  if (misbehave_kind_.load(std::memory_order_relaxed) == MisbehaveKind::kNone) return false;
-  const std::uint64_t n = misbehave_counter_.fetch_add(1) + 1;
-  if (n != misbehave_at_.load()) return false;
-  bool expected = false;
-  if (!misbehave_fired_.compare_exchange_strong(expected, true)) return false;
-  misbehaviours_.fetch_add(1, std::memory_order_relaxed);
-  return true;
-}
-
-void DeviceCore::misbehave_retire(hw::Pipeline p, std::uint64_t epoch, hw::ResponseBlock rb, bool irq_bit) {
-  PipelineRegisters& r = pipe(p);
+void Controller::misbehave_retire(hw::Pipeline p, std::uint64_t epoch, const hw::ResponseBlock& rb, bool irq_bit) {
   PipelineWorker& w = worker(p);
-  switch (misbehave_kind_.load()) {
-    case MisbehaveKind::kUnknownTag:
-      rb.tag = shifted_tag(rb.tag);
-      return retire(p, epoch, rb, irq_bit);
-    case MisbehaveKind::kDuplicateRb:
-      retire(p, epoch, rb, irq_bit);
-      return retire(p, epoch, rb, irq_bit);
-    case MisbehaveKind::kStaleTag:
-      rb.tag = w.last_tag != 0 ? w.last_tag : shifted_tag(rb.tag);
-      return retire(p, epoch, rb, irq_bit);
-    case MisbehaveKind::kGarbageStatus:
-      return retire(p, epoch, rb, irq_bit, /*garbage_status=*/true);
-    case MisbehaveKind::kWrongQueue: {
-      w.last_tag = rb.tag;
-      retire(p, epoch, rb, irq_bit);
-      const hw::Pipeline q = p == hw::Pipeline::kCompute ? hw::Pipeline::kDmai : hw::Pipeline::kCompute;
-      rb.locator = q;
-      return write_stray_rb(q, rb);
-    }
-    case MisbehaveKind::kRbPiBeyondRing: {
-      std::lock_guard<std::mutex> lock(w.rb_mutex);
-      w.broken.store(true);
-      r.rb_pi.store(r.rb_pi.load() + 2 * r.rb_size.load() + 1, std::memory_order_release);
-      return;
-    }
-    case MisbehaveKind::kCbCiBackwards:
-      w.broken.store(true);
-      r.cb_ci.store(r.rb_pi.load() - 1, std::memory_order_release);
-      return;
-    case MisbehaveKind::kStopAnswering:
-      stopped_.store(true);
-      return;
-    case MisbehaveKind::kNone:
-    case MisbehaveKind::kRogueDma:
-      break;
+  const device_core::MisbehaveEffect e = device_core::misbehave_effect(misbehave_.armed().kind, rb, w.last_tag);
+  for (unsigned i = 0; i < e.rbs; ++i) retire(p, epoch, e.rb, irq_bit, e.garbage_status);
+  if (e.stray_to) {
+    w.last_tag = rb.tag;
+    hw::ResponseBlock stray = e.rb;
+    stray.locator = *e.stray_to;
+    write_stray_rb(*e.stray_to, stray);
   }
-  retire(p, epoch, rb, irq_bit);
+  if (e.rb_pi_beyond_ring) {
+    std::lock_guard<std::mutex> lock(w.rb_mutex);
+    w.broken.store(true);
+    reg(Reg::kRbPi, p).store(device_core::rb_pi_beyond_ring(index(Reg::kRbPi, p), regs_.get(Reg::kRbRingSize, p)),
+                             std::memory_order_release);
+  }
+  if (e.cb_ci_backwards) {
+    w.broken.store(true);
+    reg(Reg::kCbCi, p).store(device_core::cb_ci_backwards(index(Reg::kRbPi, p)), std::memory_order_release);
+  }
+  if (e.stop_answering) stopped_.store(true);
 }
 
-void DeviceCore::write_stray_rb(hw::Pipeline q, hw::ResponseBlock rb) {
-  PipelineRegisters& r = pipe(q);
+void Controller::write_stray_rb(hw::Pipeline q, hw::ResponseBlock rb) {
   std::lock_guard<std::mutex> lock(worker(q).rb_mutex);
-  const std::uint32_t size = r.rb_size.load();
-  const std::uint64_t base = r.rb_base.load();
-  const std::uint32_t index = r.rb_pi.load(std::memory_order_relaxed);
-  if (!valid_ring_size(size, config_.depth[static_cast<unsigned>(q)]) || base % kRingAlign != 0 ||
-      hw::ring_full(index, r.rb_ci.load(), size)) {
+  const std::uint64_t size = regs_.get(Reg::kRbRingSize, q);
+  const std::uint64_t base = regs_.get(Reg::kRbRingBase, q);
+  const std::uint32_t at = index(Reg::kRbPi, q, std::memory_order_relaxed);
+  if (device_core::rb_ring_fault(base, size, depth(q)) || !device_core::rb_room(at, index(Reg::kRbCi, q), size)) {
     return;  // nowhere to put it: the misbehaviour is lost, as a real stray write could be
   }
-  rb.phase = hw::expected_phase(index, size);
-  const hw::RbBytes bytes = hw::encode(rb);
-  Iommu::Window slot = iommu_.translate(base + std::uint64_t(index & (size - 1)) * hw::kRbBytes,
-                                        hw::kRbBytes, /*device_writes=*/true);
+  Iommu::Window slot = iommu_.translate(device_core::rb_slot_iova(base, at, size), hw::kRbBytes, /*device_writes=*/true);
   if (!slot) return;
-  publish_rb(slot.host(), bytes);
+  device_core::publish_rb(slot.host(), device_core::rb_at_index(rb, at, size));
   slot.release();
-  r.rb_pi.store(index + 1, std::memory_order_release);
+  reg(Reg::kRbPi, q).store(at + 1, std::memory_order_release);
   raise_interrupt(q);
 }
 
-void DeviceCore::retire(hw::Pipeline p, std::uint64_t epoch, hw::ResponseBlock rb, bool irq_bit,
+void Controller::retire(hw::Pipeline p, std::uint64_t epoch, hw::ResponseBlock rb, bool irq_bit,
                         bool garbage_status) {
-  PipelineRegisters& r = pipe(p);
   PipelineWorker& w = worker(p);
-  const std::uint32_t depth = config_.depth[static_cast<unsigned>(p)];
   for (;;) {
     // Room in the RB ring (the engine returns slots through RB_CI), not hung, no queue fault.
     const bool ready = wait_progress(epoch, [&] {
-      if (hang_.load() || stopped_.load() || r.error_status.load() != 0) return false;
-      const std::uint32_t size = r.rb_size.load();
-      return !valid_ring_size(size, depth) || !hw::ring_full(r.rb_pi.load(std::memory_order_relaxed), r.rb_ci.load(), size);
+      if (hang_.load() || stopped_.load() || regs_.get(Reg::kErrorStatus, p) != 0) return false;
+      const std::uint64_t size = regs_.get(Reg::kRbRingSize, p);
+      return !device_core::valid_ring_size(size, depth(p)) ||
+             device_core::rb_room(index(Reg::kRbPi, p, std::memory_order_relaxed), index(Reg::kRbCi, p), size);
     });
     if (!ready) return;  // reset or shutdown: the RB is dropped
-    const std::uint32_t size = r.rb_size.load();
-    const std::uint64_t base = r.rb_base.load();
-    if (!valid_ring_size(size, depth)) {
-      queue_fault(p, reg::kRbRingSize);
-      continue;
-    }
-    if (base % kRingAlign != 0) {
-      queue_fault(p, reg::kRbRingBase_64);
+    const std::uint64_t size = regs_.get(Reg::kRbRingSize, p);
+    const std::uint64_t base = regs_.get(Reg::kRbRingBase, p);
+    if (const std::optional<Reg> fault = device_core::rb_ring_fault(base, size, depth(p))) {
+      queue_fault(p, *fault);  // held until ERROR_STATUS is cleared, then retried
       continue;
     }
     // Under the ring's lock: a stray RB from another pipeline's worker (wrong_queue) may have
@@ -294,16 +216,14 @@ void DeviceCore::retire(hw::Pipeline p, std::uint64_t epoch, hw::ResponseBlock r
     // passes through this lock: no RB is published once set_faults({hang}) has returned.
     std::unique_lock<std::mutex> ring_lock(w.rb_mutex);
     if (hang_.load() || stopped_.load()) continue;
-    const std::uint32_t index = r.rb_pi.load(std::memory_order_relaxed);
-    if (hw::ring_full(index, r.rb_ci.load(), size)) continue;
-    rb.phase = hw::expected_phase(index, size);
+    const std::uint32_t at = index(Reg::kRbPi, p, std::memory_order_relaxed);
+    if (!device_core::rb_room(at, index(Reg::kRbCi, p), size)) continue;
     rb.end_ns = rb_timestamp();
-    hw::RbBytes bytes = hw::encode(rb);
-    if (garbage_status) bytes[3] = static_cast<std::uint8_t>((bytes[3] & 0xF0u) | kGarbageRbStatus);
-    Iommu::Window slot = iommu_.translate(base + std::uint64_t(index & (size - 1)) * hw::kRbBytes,
-                                          hw::kRbBytes, /*device_writes=*/true);
+    hw::RbBytes bytes = device_core::rb_at_index(rb, at, size);
+    if (garbage_status) device_core::patch_garbage_status(bytes);
+    Iommu::Window slot = iommu_.translate(device_core::rb_slot_iova(base, at, size), hw::kRbBytes, /*device_writes=*/true);
     if (!slot) {
-      queue_fault(p, reg::kRbRingBase_64);  // held until ERROR_STATUS is cleared, then retried
+      queue_fault(p, Reg::kRbRingBase);  // held until ERROR_STATUS is cleared, then retried
       continue;
     }
     // Counted before the RB is visible: whoever has seen the RB sees it in counters().
@@ -313,12 +233,12 @@ void DeviceCore::retire(hw::Pipeline p, std::uint64_t epoch, hw::ResponseBlock r
     } else {
       w.error_rbs.fetch_add(1, std::memory_order_relaxed);
     }
-    publish_rb(slot.host(), bytes);
+    device_core::publish_rb(slot.host(), bytes);
     slot.release();
-    r.rb_pi.store(index + 1, std::memory_order_release);
+    reg(Reg::kRbPi, p).store(at + 1, std::memory_order_release);
     ring_lock.unlock();
 
-    if ((r.irq_enable.load() & 1u) != 0 || irq_bit) raise_interrupt(p);
+    if ((regs_.get(Reg::kIrqEnable, p) & 1u) != 0 || irq_bit) raise_interrupt(p);
     notify_progress();  // barrier waiters on other pipelines
     return;
   }

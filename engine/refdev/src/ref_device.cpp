@@ -1,34 +1,33 @@
-// RefDevice: configuration checks and the Device interface over DeviceCore (see ref_device.hpp).
+// RefDevice: configuration checks and the Device interface over its Controller (see ref_device.hpp).
 #include "spyre_dma/refdev/ref_device.hpp"
 
 #include <sstream>
 #include <stdexcept>
 
-#include "device_core.hpp"
+#include "controller.hpp"
 
 namespace spyre_dma::refdev {
 namespace {
 
 RefDeviceConfig checked(RefDeviceConfig c) {
-  for (unsigned p = 0; p < hw::kNumPipelines; ++p) {
-    if (!hw::is_power_of_two(c.depth[p])) {
-      throw std::invalid_argument("RefDeviceConfig: depth of " +
-                                  std::string(hw::to_string(static_cast<hw::Pipeline>(p))) +
-                                  " must be a power of two, not " + std::to_string(c.depth[p]));
-    }
-  }
-  if (c.device_memory_bytes == 0) throw std::invalid_argument("RefDeviceConfig: device_memory_bytes is zero");
-  if (c.usable_bytes > c.device_memory_bytes) {
-    throw std::invalid_argument("RefDeviceConfig: usable_bytes exceeds device_memory_bytes");
-  }
-  if (c.max_cb_bytes == 0) throw std::invalid_argument("RefDeviceConfig: max_cb_bytes is zero");
+  device_core::validate(c.identity(), "RefDeviceConfig");
   return c;
 }
 
 }  // namespace
 
+device_core::DeviceIdentity RefDeviceConfig::identity() const {
+  device_core::DeviceIdentity id;
+  id.capabilities = capabilities;
+  id.depth = depth;
+  id.max_cb_bytes = max_cb_bytes;
+  id.memory_bytes = device_memory_bytes;
+  id.usable_bytes = usable_bytes;
+  return id;
+}
+
 RefDevice::RefDevice(RefDeviceConfig config)
-    : core_(std::make_unique<detail::DeviceCore>(checked(std::move(config)))) {}
+    : core_(std::make_unique<detail::Controller>(checked(std::move(config)))) {}
 
 RefDevice::~RefDevice() = default;
 
@@ -41,10 +40,10 @@ DeviceDescription RefDevice::describe() const {
   return DeviceDescription{"refdev", name.str(), Progress::kSelfTimed};
 }
 
-std::uint32_t RefDevice::read32(std::uint64_t offset) { return core_->read32(offset); }
-void RefDevice::write32(std::uint64_t offset, std::uint32_t value) { core_->write32(offset, value); }
-std::uint64_t RefDevice::read64(std::uint64_t offset) { return core_->read64(offset); }
-void RefDevice::write64(std::uint64_t offset, std::uint64_t value) { core_->write64(offset, value); }
+std::uint32_t RefDevice::read32(std::uint64_t offset) { return static_cast<std::uint32_t>(core_->read(offset, 4)); }
+void RefDevice::write32(std::uint64_t offset, std::uint32_t value) { core_->write(offset, value, 4); }
+std::uint64_t RefDevice::read64(std::uint64_t offset) { return core_->read(offset, 8); }
+void RefDevice::write64(std::uint64_t offset, std::uint64_t value) { core_->write(offset, value, 8); }
 
 std::uint64_t RefDevice::map(void* host, std::size_t bytes, DmaAccess access) {
   return core_->iommu().map(host, bytes, access);
@@ -61,12 +60,18 @@ void RefDevice::resume() { core_->resume(); }
 bool RefDevice::paused() const noexcept { return core_->paused(); }
 void RefDevice::set_faults(const RefDeviceFaults& faults) { core_->set_faults(faults); }
 RefDeviceFaults RefDevice::faults() const { return core_->faults(); }
-void RefDevice::set_misbehave(const Misbehave& m) { core_->set_misbehave(m); }
-Misbehave RefDevice::misbehave() const { return core_->misbehave(); }
+void RefDevice::set_misbehave(const device_core::Misbehave& m) { core_->set_misbehave(m); }
+device_core::Misbehave RefDevice::misbehave() const { return core_->misbehave(); }
 RefDeviceCounters RefDevice::counters() const { return core_->counters(); }
 std::uint64_t RefDevice::queue_fault_register(hw::Pipeline p) const { return core_->queue_fault_register(p); }
-SparseMemory& RefDevice::memory() noexcept { return core_->memory(); }
-const SparseMemory& RefDevice::memory() const noexcept { return core_->memory(); }
-Iommu& RefDevice::iommu() noexcept { return core_->iommu(); }
+device_core::SparseMemory& RefDevice::memory() noexcept { return core_->memory(); }
+const device_core::SparseMemory& RefDevice::memory() const noexcept { return core_->memory(); }
+device_core::Iommu& RefDevice::iommu() noexcept { return core_->iommu(); }
+void RefDevice::backdoor_read(std::uint64_t phys, void* dst, std::size_t bytes) {
+  core_->memory().read(phys, dst, bytes);
+}
+void RefDevice::backdoor_write(std::uint64_t phys, const void* src, std::size_t bytes) {
+  core_->memory().write(phys, src, bytes);
+}
 
 }  // namespace spyre_dma::refdev

@@ -11,7 +11,7 @@
 #include "fault/fault_kinds.hpp"
 #include "spyre_dma/hw/contract.hpp"
 #include "spyre_dma/model/config_loader.hpp"
-#include "spyre_dma/refdev/misbehave.hpp"
+#include "spyre_dma/device_core/misbehave.hpp"
 
 namespace spyre_dma::model::config {
 
@@ -250,7 +250,6 @@ std::optional<std::string> check_value(const Field& f, const nlohmann::json& v) 
 namespace {
 
 const char* fidelity_name(Fidelity f) { return f == Fidelity::kBurst ? "burst" : "tlp"; }
-const char* controller_name(Controller c) { return c == Controller::kRtl ? "rtl" : "systemc"; }
 
 template <class T>
 constexpr ValueType value_type_of() {
@@ -263,7 +262,7 @@ constexpr ValueType value_type_of() {
   else if constexpr (std::is_same_v<T, double>)
     return ValueType::kDouble;
   else
-    return ValueType::kString;  // std::string, Fidelity and Controller
+    return ValueType::kString;  // std::string, Fidelity and DataPathKind
 }
 
 // `access` is a generic lambda returning a reference to the field of a (const or not) SimConfig.
@@ -276,10 +275,10 @@ Field field(std::string path, Access access, Rule rule, std::string unit, std::s
   f.rule = std::move(rule);
   f.unit = std::move(unit);
   f.doc = std::move(doc);
-  if constexpr (std::is_same_v<T, Controller>) {
-    f.get = [access](const SimConfig& c) { return nlohmann::json(controller_name(access(c))); };
+  if constexpr (std::is_same_v<T, DataPathKind>) {
+    f.get = [access](const SimConfig& c) { return nlohmann::json(model::to_string(access(c))); };
     f.put = [access](SimConfig& c, const nlohmann::json& v) {
-      access(c) = v.get<std::string>() == "rtl" ? Controller::kRtl : Controller::kSystemC;
+      access(c) = v.get<std::string>() == "rtl" ? DataPathKind::kRtl : DataPathKind::kSystemC;
     };
   } else if constexpr (std::is_same_v<T, Fidelity>) {
     f.get = [access](const SimConfig& c) { return nlohmann::json(fidelity_name(access(c))); };
@@ -482,10 +481,10 @@ std::vector<Field> build_fields() {
 
   {
     std::vector<std::string> kinds;
-    for (std::string_view k : refdev::kMisbehaveKindNames) kinds.emplace_back(k);
+    for (std::string_view k : device_core::kMisbehaveKindNames) kinds.emplace_back(k);
     f.push_back(field("faults.misbehave.kind", SPYRE_FIELD(faults.misbehave.kind), names(kinds), "",
                       "A contract violation the device commits once, at faults.misbehave.at_cb "
-                      "(see spyre_dma/refdev/misbehave.hpp): RBs with unknown, repeated or stale "
+                      "(see spyre_dma/device_core/misbehave.hpp): RBs with unknown, repeated or stale "
                       "tags, a garbage status, an RB on a queue with nothing outstanding, RB_PI "
                       "beyond the ring, CB_CI moving back, no more answers, or DMA to rogue_iova / "
                       "rogue_device_offset."));
@@ -505,9 +504,10 @@ std::vector<Field> build_fields() {
   f.push_back(field("fidelity", SPYRE_FIELD(fidelity), names({"tlp", "burst"}), "",
                     "\"tlp\": every TLP is a timed transaction; \"burst\": the same arithmetic "
                     "applied per burst (faster)."));
-  f.push_back(field("controller", SPYRE_FIELD(controller), names({"systemc", "rtl"}), "",
-                    "\"systemc\": the SystemC DMA controller; \"rtl\": its DMAI and DMAO data "
-                    "paths as verilated RTL (rtl_bridge/; TLP fidelity, no fault injection)."));
+  f.push_back(field("data_path", SPYRE_FIELD(data_path), names({"systemc", "rtl"}), "",
+                    "The DMA controller's data path: \"systemc\", the model's own; \"rtl\": the DMAI "
+                    "and DMAO data paths as verilated RTL (rtl_bridge/; TLP fidelity, no TLP-level "
+                    "fault injection)."));
   f.push_back(field("seed", SPYRE_FIELD(seed), any(), "",
                     "Seed of every random choice (LCRC errors, ...): same seed, same run."));
   f.push_back(field("trace_tlps", SPYRE_FIELD(trace_tlps), any(), "",

@@ -17,6 +17,8 @@
 
 namespace spyre_dma::model {
 
+const char* to_string(DataPathKind kind) noexcept { return kind == DataPathKind::kRtl ? "rtl" : "systemc"; }
+
 namespace {
 
 std::string compose(const std::string& file, const std::string& key, const std::string& message,

@@ -11,7 +11,7 @@
 
 #include "pcie/timing.hpp"
 #include "spyre_dma/model/sim_config.hpp"
-#include "spyre_dma/refdev/sparse_memory.hpp"
+#include "spyre_dma/device_core/sparse_memory.hpp"
 
 namespace spyre_dma::model {
 
@@ -32,7 +32,7 @@ class DeviceMemory : public sc_core::sc_module {
 
   DeviceMemory(sc_core::sc_module_name name, const DeviceConfig& config);
 
-  refdev::SparseMemory& storage() noexcept { return storage_; }
+  device_core::SparseMemory& storage() noexcept { return storage_; }
   std::uint64_t bytes_read() const noexcept { return bytes_read_; }
   std::uint64_t bytes_written() const noexcept { return bytes_written_; }
   void prune(pcie::Ps ps) { bus_.prune(ps); }
@@ -40,7 +40,7 @@ class DeviceMemory : public sc_core::sc_module {
  private:
   void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
 
-  refdev::SparseMemory storage_;
+  device_core::SparseMemory storage_;
   pcie::Serializer bus_;
   pcie::PsPerByte rate_;
   pcie::Ps latency_ps_;

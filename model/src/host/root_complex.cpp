@@ -9,7 +9,7 @@ namespace spyre_dma::model {
 
 using namespace sc_core;
 
-RootComplex::RootComplex(sc_module_name name, const SimConfig& config, refdev::Iommu& iommu,
+RootComplex::RootComplex(sc_module_name name, const SimConfig& config, device_core::Iommu& iommu,
                          std::function<void(std::uint32_t)> on_interrupt)
     : sc_module(name),
       socket("socket"),
@@ -26,7 +26,7 @@ RootComplex::RootComplex(sc_module_name name, const SimConfig& config, refdev::I
 }
 
 bool RootComplex::write_host(std::uint64_t iova, const std::uint8_t* data, std::size_t len) {
-  refdev::Iommu::Window w = iommu_.translate(iova, len, true);
+  device_core::Iommu::Window w = iommu_.translate(iova, len, true);
   if (!w) return false;
   std::memcpy(w.host(), data, len);
   return true;
@@ -35,7 +35,7 @@ bool RootComplex::write_host(std::uint64_t iova, const std::uint8_t* data, std::
 // An RB lands the way the host polls it: everything but its first word, then the first word (tag,
 // status, phase) with a release store, so a host thread that sees the phase sees the whole RB.
 bool RootComplex::write_ordered(std::uint64_t iova, const std::uint8_t* data, std::size_t len) {
-  refdev::Iommu::Window w = iommu_.translate(iova, len, true);
+  device_core::Iommu::Window w = iommu_.translate(iova, len, true);
   if (!w) return false;
   if (len < 8 || reinterpret_cast<std::uintptr_t>(w.host()) % 8 != 0) {
     std::memcpy(w.host(), data, len);
@@ -56,7 +56,7 @@ void RootComplex::b_transport(tlm::tlm_generic_payload& gp, sc_time& delay) {
   gp.set_response_status(tlm::TLM_OK_RESPONSE);
   if (gp.is_read()) {
     if ((++read_requests_ & 63) == 0) memory_.prune(to_ps(sc_time_stamp()));
-    refdev::Iommu::Window w = iommu_.translate(iova, len, false);
+    device_core::Iommu::Window w = iommu_.translate(iova, len, false);
     const pcie::Ps served = memory_.reserve(arrival, memory_rate_.ceil_ps(len));
     ext->ready_ps = served + service_ps_;
     if (!w) {

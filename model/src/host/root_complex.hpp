@@ -17,7 +17,7 @@
 
 #include "pcie/timing.hpp"
 #include "spyre_dma/model/sim_config.hpp"
-#include "spyre_dma/refdev/iommu.hpp"
+#include "spyre_dma/device_core/iommu.hpp"
 
 namespace spyre_dma::model {
 
@@ -29,7 +29,7 @@ class RootComplex : public sc_core::sc_module {
   tlm_utils::simple_target_socket<RootComplex> socket;
 
   // on_interrupt(vector) runs at the simulated instant an MSI-X message takes effect.
-  RootComplex(sc_core::sc_module_name name, const SimConfig& config, refdev::Iommu& iommu,
+  RootComplex(sc_core::sc_module_name name, const SimConfig& config, device_core::Iommu& iommu,
               std::function<void(std::uint32_t)> on_interrupt);
 
   std::uint64_t epoch() const noexcept { return epoch_; }
@@ -51,7 +51,7 @@ class RootComplex : public sc_core::sc_module {
   bool write_host(std::uint64_t iova, const std::uint8_t* data, std::size_t len);
   bool write_ordered(std::uint64_t iova, const std::uint8_t* data, std::size_t len);
 
-  refdev::Iommu& iommu_;
+  device_core::Iommu& iommu_;
   std::function<void(std::uint32_t)> on_interrupt_;
   pcie::Ps service_ps_;      // completer processing + memory latency per read request
   pcie::Ps interrupt_ps_;    // MSI-X write until the host's wait returns

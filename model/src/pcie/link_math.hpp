@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "spyre_dma/model/address_range.hpp"
 #include "spyre_dma/model/sim_config.hpp"
 
 namespace spyre_dma::model::pcie {
@@ -125,14 +126,7 @@ std::uint64_t data_credits(std::uint64_t payload_bytes);
 // Splitting a transfer into TLPs. All exact integer arithmetic.
 // ---------------------------------------------------------------------------------------------
 
-struct Segment {
-  std::uint64_t addr = 0;
-  std::uint64_t len = 0;
-  std::uint64_t end() const { return addr + len; }
-  friend bool operator==(const Segment& a, const Segment& b) {
-    return a.addr == b.addr && a.len == b.len;
-  }
-};
+using Segment = AddressRange;
 
 // Requests (MWr and MRd) are cut at every multiple of `limit` (MPS or MRRS; a power of two
 // <= 4096, so every 4 KiB boundary is a cut): the first segment runs up to the next limit-aligned

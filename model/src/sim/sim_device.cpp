@@ -16,7 +16,8 @@
 #include "sim/kernel.hpp"
 #include "sim/sim_top.hpp"
 #include "spyre_dma/model/config_loader.hpp"
-#include "spyre_dma/refdev/iommu.hpp"
+#include "spyre_dma/device_core/iommu.hpp"
+#include "spyre_dma/device_core/register_file.hpp"
 
 namespace spyre_dma::model {
 
@@ -75,9 +76,7 @@ class SimDevice::Impl {
   }
 
   void post_write(std::uint64_t offset, std::uint64_t value, unsigned width) {
-    if (offset + width > hw::reg::kBar0Bytes) {
-      throw std::out_of_range("SimDevice: BAR0 offset " + std::to_string(offset) + " beyond the 4 MiB BAR");
-    }
+    device_core::check_bar0_access(offset, width, true, "SimDevice");
     std::lock_guard lock(mu_);
     writes_.push_back({offset, value, width});
   }
@@ -120,9 +119,7 @@ class SimDevice::Impl {
   }
 
   std::uint64_t read_register(std::uint64_t offset, unsigned width) {
-    if (offset + width > hw::reg::kBar0Bytes) {
-      throw std::out_of_range("SimDevice: BAR0 offset " + std::to_string(offset) + " beyond the 4 MiB BAR");
-    }
+    device_core::check_bar0_access(offset, width, false, "SimDevice");
     return call([&] {
       take_writes();
       if (top_->writes_pending()) {
@@ -134,7 +131,7 @@ class SimDevice::Impl {
       ProtocolChecker& checker = top_->link.checker();
       const pcie::Ps sent = to_ps(sc_time_stamp());
       if (!hooks_.reads_pass_posted) run_to(checker.posted_arrival_bound(LinkDirection::kUp, sent));
-      const std::uint64_t value = top_->read_register(offset, width);
+      const std::uint64_t value = top_->controller.read_register(offset, width);
       checker.completion_order(LinkDirection::kUp, sent, to_ps(sc_time_stamp()), "BAR0 read completion");
       return value;
     });
@@ -151,7 +148,7 @@ class SimDevice::Impl {
   }
 
   const SimConfig& config() const noexcept { return config_; }
-  refdev::Iommu& iommu() noexcept { return iommu_; }
+  device_core::Iommu& iommu() noexcept { return iommu_; }
   SimTop& top() noexcept { return *top_; }
 
  private:
@@ -214,7 +211,7 @@ class SimDevice::Impl {
   SimConfig config_;
   std::string trace_path_;
   DebugHooks hooks_;
-  refdev::Iommu iommu_;
+  device_core::Iommu iommu_;
   std::unique_ptr<SimTop> top_;
   std::uint32_t irq_mask_ = 0;  // simulation thread only
   std::thread thread_;
@@ -233,9 +230,9 @@ SimDevice::~SimDevice() = default;
 
 DeviceDescription SimDevice::describe() const {
   const SimConfig& c = impl_->config();
-  const bool rtl = c.controller == Controller::kRtl;
+  const bool rtl = c.data_path == DataPathKind::kRtl;
   return DeviceDescription{rtl ? "rtl" : "sim",
-                           std::string(rtl ? "SystemC model with the RTL controller" : "SystemC model") + ", preset " + c.preset + ", PCIe Gen" + std::to_string(c.link.generation) +
+                           std::string(rtl ? "SystemC model with the RTL data path" : "SystemC model") + ", preset " + c.preset + ", PCIe Gen" + std::to_string(c.link.generation) +
                                " x" + std::to_string(c.link.lanes) +
                                (c.fidelity == Fidelity::kTlp ? ", TLP fidelity" : ", burst fidelity"),
                            Progress::kHostDriven};
@@ -264,13 +261,20 @@ double SimDevice::now_ns() {
   return impl_->call([] { return sc_time_stamp().to_seconds() * 1e9; });
 }
 
-refdev::SparseMemory& SimDevice::memory() { return impl_->top().device_memory.storage(); }
+device_core::SparseMemory& SimDevice::memory() { return impl_->top().device_memory.storage(); }
+void SimDevice::arm_misbehave(const device_core::Misbehave& m) {
+  impl_->call([&] { impl_->top().controller.arm_misbehave(m); });
+}
+void SimDevice::backdoor_read(std::uint64_t phys, void* dst, std::size_t bytes) { memory().read(phys, dst, bytes); }
+void SimDevice::backdoor_write(std::uint64_t phys, const void* src, std::size_t bytes) {
+  memory().write(phys, src, bytes);
+}
 
 nlohmann::json SimDevice::statistics() {
   return impl_->call([this] {
     SimTop& t = impl_->top();
     const LinkCounters& l = t.link.counters();
-    const ControllerCounters c = t.controller_counters();
+    const ControllerCounters c = t.controller.counters();
     nlohmann::json j;
     j["time_ns"] = sc_time_stamp().to_seconds() * 1e9;
     j["link"] = {{"tlps", {{"MWr", l.mwr}, {"MRd", l.mrd}, {"CplD", l.cpld}, {"Cpl", l.cpl}}},
@@ -292,7 +296,7 @@ nlohmann::json SimDevice::statistics() {
                              {"violations", checker.violations()},
                              {"violations_by_rule", by_rule},
                              {"last_violation", checker.last_violation()}};
-    const FaultInjector& faults = t.controller_faults();
+    const FaultInjector& faults = t.controller.faults();
     nlohmann::json injected = nlohmann::json::object();
     for (std::size_t k = 0; k < kNumFaultKinds; ++k) injected[std::string(kFaultKindNames[k])] = faults.injected()[k];
     injected["lcrc"] = l.replays;  // random (link.lcrc_error_rate) and at_cb ones: the link's replays
@@ -318,18 +322,7 @@ nlohmann::json SimDevice::statistics() {
     j["device_memory"] = {{"bytes_read", t.device_memory.bytes_read()},
                           {"bytes_written", t.device_memory.bytes_written()},
                           {"bytes_resident", t.device_memory.storage().bytes_resident()}};
-#ifdef SPYRE_DMA_HAVE_RTL
-    if (const rtl::RtlController* r = t.rtl_controller()) {  // controller "rtl": its clock and checker
-      const rtl::RtlCounters& rc = r->data_path().counters();
-      j["rtl"] = {{"cycles", rc.cycles},
-                  {"skipped_cycles", rc.skipped_cycles},
-                  {"completion_beats", rc.completion_beats},
-                  {"memory_writes", rc.memory_writes},
-                  {"memory_reads", rc.memory_reads},
-                  {"checked_cycles", r->data_path().checker().cycles_checked()},
-                  {"stream_violations", r->data_path().checker().violations()}};
-    }
-#endif
+    t.controller.data_path().add_statistics(j);  // the RTL's clock and stream checker
     j.merge_patch(t.stats.to_json(sc_time_stamp().to_seconds() * 1e9));  // histograms, occupancy
     j["config"] = to_json(impl_->config());
     return j;

@@ -1,4 +1,4 @@
-// Conversions between SystemC time and the model's integer picoseconds.
+// Rates in the model's integer picoseconds (to_ps, from_ps and delay_until are public: sim_time.hpp).
 #pragma once
 
 #include <cstdint>
@@ -7,15 +7,10 @@
 
 #include "pcie/link_math.hpp"
 #include "pcie/timing.hpp"
+#include "spyre_dma/model/sim_time.hpp"
 
 namespace spyre_dma::model {
 
-inline pcie::Ps to_ps(const sc_core::sc_time& t) { return static_cast<pcie::Ps>(t.value()); }
-inline sc_core::sc_time from_ps(pcie::Ps ps) { return sc_core::sc_time::from_value(ps); }
-inline sc_core::sc_time delay_until(pcie::Ps at) {
-  const pcie::Ps now = to_ps(sc_core::sc_time_stamp());
-  return from_ps(at > now ? at - now : 0);
-}
 
 // The time per byte of a bandwidth given in GB/s (10^9 bytes per second = bytes per ns):
 // 1000 / gbps ps per byte, as an exact ratio with a millionth of a GB/s resolution.

@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "pcie/link_math.hpp"
+#include "spyre_dma/model/host_port.hpp"
 
 namespace spyre_dma::model {
 
-enum class CompletionStatus : std::uint8_t { kSuccess, kUnsupportedRequest, kCompleterAbort };
 
 struct TlpExtension : tlm::tlm_extension<TlpExtension> {
   pcie::TlpType type = pcie::TlpType::kMRd;  // kMRd: a read request, kMWr: a posted write

@@ -121,4 +121,22 @@ std::string check_program(const Program& p) {
   return {};
 }
 
+nlohmann::json FaultPlan::config_patch() const {
+  if (!any()) return nullptr;
+  nlohmann::json faults = {{"poisoned_rate", poisoned_rate},
+                           {"unsupported_request_rate", unsupported_request_rate},
+                           {"completer_abort_rate", completer_abort_rate},
+                           {"dropped_completion_rate", dropped_completion_rate},
+                           {"iommu_fault_rate", iommu_fault_rate},
+                           {"malformed_cb_rate", malformed_cb_rate},
+                           {"device_reset_rate", device_reset_rate}};
+  if (at_cb > 0) {
+    faults["at_cb"] = at_cb;
+    faults["at_cb_fault"] = at_cb_fault;
+  }
+  nlohmann::json patch = {{"faults", faults}};
+  if (lcrc_rate > 0) patch["link"] = {{"lcrc_error_rate", lcrc_rate}};
+  return patch;
+}
+
 }  // namespace spyre_dma::regress

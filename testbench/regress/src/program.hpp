@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "spyre_dma/hw/contract.hpp"
 #include "spyre_dma/options.hpp"
 #include "spyre_dma/status.hpp"
@@ -96,6 +98,9 @@ struct FaultPlan {
            dropped_completion_rate > 0 || lcrc_rate > 0 || iommu_fault_rate > 0 ||
            malformed_cb_rate > 0 || device_reset_rate > 0 || at_cb > 0;
   }
+  // The plan as a patch of the model's configuration (backend::Settings::patch): its faults.*
+  // keys and link.lcrc_error_rate; null when the plan injects nothing.
+  nlohmann::json config_patch() const;
 };
 
 struct Program {

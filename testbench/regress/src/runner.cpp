@@ -14,7 +14,6 @@
 #include "device_monitor.hpp"
 #include "scoreboard.hpp"
 #include "spyre_dma/spyre_dma.hpp"
-#include "spyre_dma/refdev/sparse_memory.hpp"
 
 namespace spyre_dma::regress {
 namespace {
@@ -54,12 +53,12 @@ class HostPort final : public MemoryPort {
 // A device allocation through the backend's memory backdoor, chunk by chunk.
 class DevicePort final : public MemoryPort {
  public:
-  DevicePort(refdev::SparseMemory& mem, CompositeAddress address) : mem_(mem), address_(std::move(address)) {}
+  DevicePort(backend::MemoryBackdoor& mem, CompositeAddress address) : mem_(mem), address_(std::move(address)) {}
   void read(std::uint64_t off, std::uint8_t* dst, std::size_t n) const override {
-    walk(off, n, [&](std::uint64_t phys, std::size_t at, std::size_t len) { mem_.read(phys, dst + at, len); });
+    walk(off, n, [&](std::uint64_t phys, std::size_t at, std::size_t len) { mem_.backdoor_read(phys, dst + at, len); });
   }
   void write(std::uint64_t off, const std::uint8_t* src, std::size_t n) override {
-    walk(off, n, [&](std::uint64_t phys, std::size_t at, std::size_t len) { mem_.write(phys, src + at, len); });
+    walk(off, n, [&](std::uint64_t phys, std::size_t at, std::size_t len) { mem_.backdoor_write(phys, src + at, len); });
   }
 
  private:
@@ -74,7 +73,7 @@ class DevicePort final : public MemoryPort {
       done += len;
     }
   }
-  refdev::SparseMemory& mem_;
+  backend::MemoryBackdoor& mem_;
   CompositeAddress address_;
 };
 
@@ -543,8 +542,8 @@ class TestRun {
         case Queue::kNone: break;
       }
     }
-    if (backend_.statistics) model_checks(backend_.statistics());
-    if (backend_.now_ns) metrics_.sim_time_ns = backend_.now_ns();
+    if (backend_.statistics) model_checks(backend_.statistics->statistics());
+    if (backend_.clock) metrics_.sim_time_ns = backend_.clock->now_ns();
   }
 
   // The model's own verdicts: its protocol checker, and whether the faults it injected show up

@@ -18,21 +18,15 @@
 #include "coverage.hpp"
 #include "findings.hpp"
 #include "program.hpp"
+#include "spyre_dma/backend/registry.hpp"
 #include "spyre_dma/device.hpp"
-
-namespace spyre_dma::refdev {
-class SparseMemory;
-}
 
 namespace spyre_dma::regress {
 
-// A device opened for one test, with what the checkers need besides the Device seam.
-struct TestBackend {
-  std::shared_ptr<Device> device;
-  refdev::SparseMemory* memory = nullptr;      // device memory backdoor (never the DMA path)
-  std::function<nlohmann::json()> statistics;  // the model's statistics tree; empty: none
-  std::function<double()> now_ns;              // simulated time; empty: not simulated
-};
+// A device opened for one test, with the capabilities the checkers need besides the Device seam:
+// its memory backdoor (required; never the DMA path), and where the backend has them its
+// statistics (the model's tree) and simulated clock.
+using TestBackend = backend::Instance;
 // Opens a fresh backend for a program (its faults, its seed).
 using BackendFactory = std::function<TestBackend(const Program&)>;
 

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "spyre_dma/refdev/misbehave.hpp"
+#include "spyre_dma/device_core/misbehave.hpp"
 #include "spyre_dma/refdev/ref_device.hpp"
 #ifdef SPYRE_DMA_TEST_HAVE_SIM
 #include "spyre_dma/model/sim_device.hpp"
@@ -32,8 +32,8 @@ namespace spyre_dma::test {
 namespace {
 
 using namespace std::chrono_literals;
-using refdev::Misbehave;
-using refdev::MisbehaveKind;
+using device_core::Misbehave;
+using device_core::MisbehaveKind;
 
 constexpr auto kWaitLimit = 10s;
 constexpr std::size_t kPage = 4096;
@@ -148,7 +148,7 @@ Outcome run(const Misbehave& m, Probe probe) {
   } else {
 #ifdef SPYRE_DMA_TEST_HAVE_SIM
     model::SimConfig sim;
-    sim.faults.misbehave.kind = std::string(refdev::to_string(m.kind));
+    sim.faults.misbehave.kind = std::string(device_core::to_string(m.kind));
     sim.faults.misbehave.at_cb = m.at_cb;
     sim.faults.misbehave.rogue_iova = m.rogue_iova;
     sim.faults.misbehave.rogue_device_offset = m.rogue_device_offset;

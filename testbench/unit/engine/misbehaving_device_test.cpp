@@ -1,4 +1,4 @@
-// A device that breaks the ring contract (spyre_dma/refdev/misbehave.hpp), one kind at a time, on
+// A device that breaks the ring contract (spyre_dma/device_core/misbehave.hpp), one kind at a time, on
 // the backend of the run (refdev, or the SystemC model with SPYRE_DMA_TEST_BACKEND=sim): the engine
 // names what the device did in a kDeviceFault (a stopped device: kDeviceTimeout), completes every
 // op exactly once, never writes a host buffer after the op that owns it has completed, touches no
@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "spyre_dma/refdev/misbehave.hpp"
+#include "spyre_dma/device_core/misbehave.hpp"
 #include "spyre_dma/refdev/ref_device.hpp"
 #ifdef SPYRE_DMA_TEST_HAVE_SIM
 #include "spyre_dma/model/sim_device.hpp"
@@ -28,8 +28,8 @@ namespace spyre_dma::test {
 namespace {
 
 using namespace std::chrono_literals;
-using refdev::Misbehave;
-using refdev::MisbehaveKind;
+using device_core::Misbehave;
+using device_core::MisbehaveKind;
 
 constexpr auto kWaitLimit = 10s;
 constexpr std::size_t kBytes = 64 * 1024;  // one CB per op
@@ -51,7 +51,7 @@ std::shared_ptr<Device> misbehaving_device(const Misbehave& m) {
   }
 #ifdef SPYRE_DMA_TEST_HAVE_SIM
   model::SimConfig sim;
-  sim.faults.misbehave.kind = std::string(refdev::to_string(m.kind));
+  sim.faults.misbehave.kind = std::string(device_core::to_string(m.kind));
   sim.faults.misbehave.at_cb = m.at_cb;
   sim.faults.misbehave.rogue_iova = m.rogue_iova;
   sim.faults.misbehave.rogue_device_offset = m.rogue_device_offset;
@@ -155,7 +155,7 @@ struct Case {
 };
 
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
-  std::string s(refdev::to_string(info.param.kind));
+  std::string s(device_core::to_string(info.param.kind));
   for (char& c : s) c = c == '_' ? 'X' : c;
   return s;
 }

@@ -86,7 +86,7 @@ class StreamInitiator : public sc_core::sc_module {
 inline StreamResult run_stream(const SimConfig& config, bool reads, std::uint64_t size, std::uint64_t count,
                                std::uint32_t tags = 256, bool split = true, std::uint64_t offset = 0) {
   fresh_kernel();
-  refdev::Iommu iommu;
+  device_core::Iommu iommu;
   // Page-aligned, as DMA buffers are: an unaligned start would cost an extra RCB completion.
   std::unique_ptr<std::uint8_t, decltype(&std::free)> host(
       static_cast<std::uint8_t*>(std::aligned_alloc(4096, (size + 4095) / 4096 * 4096)), &std::free);

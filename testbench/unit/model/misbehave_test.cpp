@@ -47,7 +47,7 @@ TEST(ModelMisbehaveConfig, EveryKeyLoadsAndRoundTrips) {
   EXPECT_EQ(c.faults.misbehave.rogue_iova, 4096u);
   EXPECT_EQ(c.faults.misbehave.rogue_device_offset, 256u);
   EXPECT_TRUE(config_from_json(to_json(c), "again") == c);
-  for (std::string_view k : refdev::kMisbehaveKindNames) {
+  for (std::string_view k : device_core::kMisbehaveKindNames) {
     const json one = {{"faults", {{"misbehave", {{"kind", std::string(k)}, {"at_cb", 1}}}}}};
     if (k == "none") continue;  // with at_cb: an error, below
     EXPECT_EQ(config_from_json(one, "misbehave.json").faults.misbehave.kind, k);
@@ -89,7 +89,7 @@ TEST(ModelMisbehaveConfig, FiresOnceAtItsCb) {
   for (int i = 0; i < 6; ++i) fired.push_back(m.cb_started());
   EXPECT_EQ(fired, (std::vector<bool>{false, false, true, false, false, false}));
   EXPECT_EQ(m.fired(), 1u);
-  EXPECT_EQ(m.kind(), refdev::MisbehaveKind::kDuplicateRb);
+  EXPECT_EQ(m.kind(), device_core::MisbehaveKind::kDuplicateRb);
 }
 
 struct RunResult {

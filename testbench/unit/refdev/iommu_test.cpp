@@ -1,5 +1,5 @@
 // Iommu: IOVA layout, exact-range translation, access direction, unmap rules, pinning, counters.
-#include "spyre_dma/refdev/iommu.hpp"
+#include "spyre_dma/device_core/iommu.hpp"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 namespace {
 
 using spyre_dma::DmaAccess;
-using spyre_dma::refdev::Iommu;
+using spyre_dma::device_core::Iommu;
 
 alignas(4096) std::uint8_t g_host[8 * 4096];
 

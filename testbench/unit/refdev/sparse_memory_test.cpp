@@ -1,6 +1,6 @@
 // SparseMemory: byte-exact reads and writes across pages, fill phase, memmove semantics, bounds,
 // and that it costs only what is touched.
-#include "spyre_dma/refdev/sparse_memory.hpp"
+#include "spyre_dma/device_core/sparse_memory.hpp"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 
 namespace {
 
-using spyre_dma::refdev::SparseMemory;
+using spyre_dma::device_core::SparseMemory;
 constexpr std::uint64_t kPage = SparseMemory::kPageBytes;
 
 std::vector<std::uint8_t> bytes(std::size_t n, std::uint32_t seed) {

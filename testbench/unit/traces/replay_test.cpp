@@ -91,7 +91,7 @@ const st::OpTiming& timing(const st::ReplayResult& r, std::uint64_t id) {
 
 TEST(Replay, RefdevReproducesDataAndKeepsDeps) {
   auto dev = std::make_shared<spyre_dma::refdev::RefDevice>();
-  spyre_dma::refdev::SparseMemory* mem = &dev->memory();
+  spyre_dma::device_core::SparseMemory* mem = &dev->memory();
   const st::ReplayResult r = st::replay(data_trace(), dev, mem, {});
   EXPECT_TRUE(r.data_ok) << r.data_error;
   ASSERT_EQ(r.ops.size(), 7u);

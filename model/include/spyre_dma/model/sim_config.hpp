@@ -71,7 +71,7 @@ struct HostCostConfig {
 
 // A device that breaks the ring contract on purpose, once, at the at_cb-th CB the controller
 // starts (1-based, all pipelines in execution order; 0: never). The kinds and what each does are
-// those of spyre_dma/refdev/misbehave.hpp: "none", "unknown_tag", "duplicate_rb", "stale_tag",
+// those of spyre_dma/device_core/misbehave.hpp: "none", "unknown_tag", "duplicate_rb", "stale_tag",
 // "garbage_status", "wrong_queue", "rb_pi_beyond_ring", "cb_ci_backwards", "stop_answering",
 // "rogue_dma" (with rogue_iova / rogue_device_offset, multiples of 128 bytes, 0: keep).
 struct MisbehaveConfig {
@@ -109,11 +109,13 @@ enum class Fidelity : std::uint8_t {
   kBurst,  // the same arithmetic applied per burst
 };
 
-// Which DMA controller the model holds behind its sockets.
-enum class Controller : std::uint8_t {
-  kSystemC,  // DmaController (model/src/device/)
-  kRtl,      // the verilated data path with its SystemC queue front end (rtl_bridge/)
+// Which data path the DMA controller moves CB data with (spyre_dma/model/data_path.hpp).
+enum class DataPathKind : std::uint8_t {
+  kSystemC,  // the model's own (model/src/device/systemc_data_path.hpp)
+  kRtl,      // the verilated RTL (rtl_bridge/), registered by SpyreDma::rtl
 };
+// The name a data path is registered under: "systemc" or "rtl".
+const char* to_string(DataPathKind kind) noexcept;
 
 struct SimConfig {
   std::string preset = "spyre-gen5x16";
@@ -123,7 +125,7 @@ struct SimConfig {
   HostCostConfig host_cost;
   FaultConfig faults;
   Fidelity fidelity = Fidelity::kTlp;
-  Controller controller = Controller::kSystemC;
+  DataPathKind data_path = DataPathKind::kSystemC;
   std::uint64_t seed = 1;
   bool trace_tlps = false;  // include TLPs in the Perfetto trace (large)
 };

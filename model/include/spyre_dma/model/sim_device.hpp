@@ -18,13 +18,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include "spyre_dma/backend/capabilities.hpp"
 #include "spyre_dma/device.hpp"
 #include "spyre_dma/model/sim_config.hpp"
-#include "spyre_dma/refdev/sparse_memory.hpp"
+#include "spyre_dma/device_core/sparse_memory.hpp"
 
 namespace spyre_dma::model {
 
-class SimDevice final : public Device {
+class SimDevice final : public Device,
+                        public backend::MemoryBackdoor,
+                        public backend::StatisticsSource,
+                        public backend::SimulatedClock,
+                        public backend::MisbehaveControl {
  public:
   // `trace_path`: where to write a Perfetto / chrome://tracing JSON of the run's CBs (empty: none).
   explicit SimDevice(SimConfig config = {}, std::string trace_path = {});
@@ -42,12 +47,18 @@ class SimDevice final : public Device {
   void host_copied(std::uint64_t bytes) override;
 
   const SimConfig& config() const noexcept;
-  // Simulated time now, in ns.
-  double now_ns();
-  // The statistics tree (link, controller, memories) as JSON, with the resolved configuration.
-  nlohmann::json statistics();
-  // Backdoor to device memory, for checks (not used by the engine).
-  refdev::SparseMemory& memory();
+  // Simulated time now, in ns (backend::SimulatedClock).
+  double now_ns() override;
+  // The statistics tree (link, controller, memories) as JSON, with the resolved configuration
+  // (backend::StatisticsSource).
+  nlohmann::json statistics() override;
+  // Backdoor to device memory, for checks (not used by the engine); backend::MemoryBackdoor.
+  device_core::SparseMemory& memory();
+  void backdoor_read(std::uint64_t phys, void* dst, std::size_t bytes) override;
+  void backdoor_write(std::uint64_t phys, const void* src, std::size_t bytes) override;
+  // Arms a misbehaviour at the current simulated instant, as faults.misbehave does at the start
+  // (backend::MisbehaveControl).
+  void arm_misbehave(const device_core::Misbehave& misbehave) override;
 
   class Impl;
 

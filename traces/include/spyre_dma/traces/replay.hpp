@@ -25,13 +25,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "spyre_dma/device.hpp"
-#include "spyre_dma/refdev/sparse_memory.hpp"
-#include "spyre_dma/traces/trace.hpp"
-
-#if defined(SPYRE_DMA_HAVE_MODEL)
+#include "spyre_dma/backend/registry.hpp"
 #include "spyre_dma/model/sim_config.hpp"
-#endif
+#include "spyre_dma/traces/trace.hpp"
 
 namespace spyre_dma::traces {
 
@@ -64,18 +60,16 @@ struct ReplayResult {
   std::string summary() const;
 };
 
-// Replays `trace` on `device` (a fresh device: the replay opens the engine on it). `backdoor`,
-// when not null, is the device's memory: at the end every allocation's content is also compared
-// with the shadow. Throws TraceError for a trace check_trace() rejects, spyre_dma::Error for
+// Replays `trace` on `backend`'s device (a fresh device: the replay opens the engine on it). Its
+// memory backdoor, where it has one, is read at the end to compare every allocation's content
+// with the shadow; its simulated clock, where it has one, holds ops to their captured starts
+// (honour_start_times). Throws TraceError for a trace check_trace() rejects, spyre_dma::Error for
 // engine failures before anything is submitted; failed ops are reported in data_ok/data_error.
-ReplayResult replay(const Trace& trace, std::shared_ptr<spyre_dma::Device> device,
-                    spyre_dma::refdev::SparseMemory* backdoor, const ReplayOptions& options);
+ReplayResult replay(const Trace& trace, spyre_dma::backend::Instance backend, const ReplayOptions& options);
 
-#if defined(SPYRE_DMA_HAVE_MODEL)
 // Opens a SimDevice with `config`, replays on it and closes it (one SimDevice may exist at a
 // time, so calls must not overlap).
 ReplayResult replay_on_sim(const Trace& trace, const spyre_dma::model::SimConfig& config,
                            const ReplayOptions& options);
-#endif
 
 }  // namespace spyre_dma::traces

@@ -3,29 +3,26 @@
 // or host memcpy (HostCopyExecutor). docs/backend-cuda.md describes what it shares with the other
 // backends and what it bypasses.
 //
-// Behaviour (the contract's rules; where the contract leaves a choice, fixed here):
-//   * BAR0: identification, capabilities (fill, device copy, compute, timestamps), depths, MAX_CB,
-//     device memory (the executor's region: installed = usable), CONTROL/STATUS, and per pipeline
-//     the ring registers, CB_PI (the doorbell), CB_CI, RB_PI, RB_CI, IRQ_ENABLE, IRQ_VECTOR,
-//     ERROR_STATUS and QUEUE_CONTROL. Unassigned offsets read 0 and ignore writes; offsets beyond
-//     BAR0 throw std::out_of_range.
-//   * map()/unmap(): an IOMMU (refdev::Iommu, the same one refdev uses) gives IOVAs; the executor
-//     is told of each mapping (the CUDA executor pins it).
-//   * One runner thread per pipeline. On a doorbell it fetches CBs in index order through the
-//     IOMMU, decodes them (hw::decode_cb), checks pipeline, length, XLAT, device memory bounds and
-//     the host IOVA, and submits the copy to the executor on that pipeline's lane (a CUDA stream).
-//     Up to `window` CBs per pipeline are in the executor at once; they retire in index order,
-//     each with one RB (tag, status, error, start/end from the executor's timestamps, bytes).
-//   * A CB that fails a check gets an Error RB naming the field (as refdev does) in its turn.
-//   * Barrier: a CB with BARRIER is submitted only after every CB handed over by an earlier
-//     doorbell, on any pipeline, has retired (the runner waits on the host; the copy engines then
-//     start it, so start_ns is taken after the wait).
+// The contract's rules (register access, ring checks and queue faults, the barrier rule, CB
+// admission and its RB fields, misbehaviour) come from the device core (spyre_dma/device_core/), as
+// on every backend; the conformance suite holds every backend to them. What this backend decides:
+//   * Device memory is the executor's region (installed = usable), reached by physical address
+//     through SegmentedRegion (each of the 8 segments gets an eighth of the region).
+//   * map()/unmap(): the core's IOMMU gives IOVAs; the executor is told of each mapping (the CUDA
+//     executor pins it).
+//   * One runner thread per pipeline fetches CBs in index order and submits each admitted copy to
+//     the executor on that pipeline's lane (a CUDA stream). Up to `window` CBs per pipeline are in
+//     the executor at once; they retire in index order, each with one RB (start/end from the
+//     executor's timestamps). A barrier CB is submitted only once the barrier rule allows it (the
+//     runner waits on the host; start_ns is the copy engine's).
 //   * A copy that does not complete within `completion_timeout` retires with an Error RB
 //     kCompletionTimeout; the pipeline then stops (ERROR_STATUS = kCompletionTimeout) until reset,
 //     since its lane still holds the copy.
 //   * COMPUTE CBs (timed placeholders) wait their duration on the host clock.
 //   * CONTROL.RESET: runners stop taking CBs, wait (bounded by `completion_timeout`) for the
-//     executor's lanes to drain, drop CBs not retired (no RB), clear the pipeline registers.
+//     executor's lanes to drain, drop CBs not retired (no RB), the registers return to their reset
+//     values. A lane that does not drain leaves STATUS.FATAL (kCompletionTimeout).
+//   * Misbehaviour (set_misbehave) counts the CBs as the runners take them on, at fetch.
 #pragma once
 
 #include <chrono>
@@ -33,13 +30,15 @@
 #include <memory>
 #include <string>
 
+#include "spyre_dma/backend/capabilities.hpp"
 #include "spyre_dma/cuda/copy_executor.hpp"
 #include "spyre_dma/device.hpp"
+#include "spyre_dma/device_core/misbehave.hpp"
 
 namespace spyre_dma::cuda {
 
 namespace detail {
-class DeviceState;
+class Controller;
 }
 
 struct CopyEngineDeviceConfig {
@@ -52,7 +51,7 @@ struct CopyEngineDeviceConfig {
   std::string name = "cuda";
 };
 
-class CopyEngineDevice final : public Device {
+class CopyEngineDevice final : public Device, public backend::MemoryBackdoor, public backend::MisbehaveControl {
  public:
   // Throws std::invalid_argument for a null executor, a depth that is not a power of two, a zero
   // window or max_cb_bytes, or a non-positive timeout.
@@ -70,9 +69,19 @@ class CopyEngineDevice final : public Device {
 
   CopyExecutor& executor() noexcept;
   const CopyEngineDeviceConfig& config() const noexcept;
+  // Test control: arms one contract violation (spyre_dma/device_core/misbehave.hpp), counted from
+  // this call over the CBs the device takes on; kind kNone disarms.
+  void set_misbehave(const device_core::Misbehave& m);
+  void arm_misbehave(const device_core::Misbehave& m) override { set_misbehave(m); }  // backend::MisbehaveControl
+  device_core::Misbehave misbehave() const;
+  // backend::MemoryBackdoor: the executor's device memory at physical device addresses.
+  void backdoor_read(std::uint64_t phys, void* dst, std::size_t bytes) override;
+  void backdoor_write(std::uint64_t phys, const void* src, std::size_t bytes) override;
 
  private:
-  std::unique_ptr<detail::DeviceState> state_;
+  std::uint64_t located(std::uint64_t phys, std::size_t bytes) const;
+
+  std::unique_ptr<detail::Controller> state_;
 };
 
 }  // namespace spyre_dma::cuda

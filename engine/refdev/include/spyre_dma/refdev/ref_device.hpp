@@ -5,51 +5,29 @@
 // without SystemC. Everything the engine sees goes through the Device interface: BAR0 registers,
 // map()/unmap() (an Iommu), RBs written into host memory and wait_for_interrupt().
 //
-// Behaviour (what the contract leaves to the device, fixed here):
-//   * One worker thread per pipeline. A doorbell (CB_PI write) is an atomic store plus, under a short
-//     lock, a record of the doorbell's global sequence number (for barriers); it notifies the worker
-//     only when the worker sleeps. An idle worker spins `idle_spin` before it sleeps.
+// The contract's rules (register access, ring checks and queue faults, the barrier rule, CB
+// admission and its RB fields, misbehaviour) come from the device core (spyre_dma/device_core/), as
+// on every backend; the conformance suite holds every backend to them. What refdev itself decides:
+//   * One worker thread per pipeline. A doorbell (CB_PI write) is numbered and published under the
+//     doorbell order's short lock; it notifies the worker only when the worker sleeps. An idle
+//     worker spins `idle_spin` before it sleeps.
 //   * A worker fetches while CONTROL.ENABLE, QUEUE_CONTROL.enable, ERROR_STATUS == 0, no reset, no
-//     fatal error, not paused, not hung and CB_CI != CB_PI. Before each fetch it checks the rings:
-//     a size that is not a power of two or exceeds the depth, a base that is not 4 KiB aligned, an
-//     overrun (CB_PI - CB_CI > size) or a CB fetch the IOMMU refuses sets ERROR_STATUS = kQueueFault
-//     and stops that pipeline without consuming the CB (no RB: its tag is unknown). Any nonzero
-//     write to ERROR_STATUS clears it and the pipeline retries at CB_CI. queue_fault_register()
-//     names the register at fault.
-//   * CB_CI advances as soon as a CB is copied out of its slot: the slot may be reused at once.
-//   * Every fetched CB gets exactly one RB (unless reset, hung or destroyed first), in index order.
-//     Checks come before any memory is touched: decode (kMalformedCb with the field and raw value),
-//     pipeline (field kPipeline, detail = the pipeline the work belongs to), byte count over
-//     max_cb_bytes (field kDmiLength / kDmoLength, detail = length in flits), XLAT (kXlatFault,
-//     detail = the encoded device VA, field = the VA or source field), device memory bounds
-//     (kDeviceMemoryFault, detail = the physical byte address), IOMMU (kIommuFault, detail = the
-//     byte IOVA, field = the host IOVA field). An RB for a CB whose CTRL is malformed carries the raw
-//     CTRL bits 31:8 as tag (possibly outside 1..kMaxTag); match it by ring position.
-//   * RB write: waits (rechecking periodically) while RB_PI - RB_CI == RB size; words 1..7 are
-//     written first, then word 0 (tag, status, phase) with a release store, then RB_PI advances.
-//     The engine must read word 0 with acquire semantics (or fence after seeing the phase). An RB
-//     slot the IOMMU refuses sets ERROR_STATUS = kQueueFault; the RB is written once it is cleared.
+//     fatal error, not paused, not hung and CB_CI != CB_PI. CB_CI advances as soon as a CB is
+//     copied out of its slot. queue_fault_register() names the register of the last queue fault.
+//   * RB write: waits (rechecking periodically) while the RB ring is full; the RB is published with
+//     the core's publish_rb (word 0 last, with a release store), then RB_PI advances.
 //   * Interrupt: after an RB, when IRQ_ENABLE bit 0 or the CB's interrupt bit is set, the pipeline's
 //     bit is or-ed into a pending mask that wait_for_interrupt() returns and clears.
-//   * Barrier: a CB with BARRIER starts only after every CB handed by an earlier doorbell (on any
-//     pipeline) has retired; RB start_ns is taken after that wait.
-//   * CONTROL.RESET (write) is synchronous: workers stop at the next safe point (a copy in progress
+//   * CONTROL.RESET is synchronous: workers stop at the next safe point (a copy in progress
 //     completes; a CB waiting for a barrier, RB space or its compute time is abandoned), CBs not yet
-//     retired get no RB, every per-pipeline register (rings, indices, IRQ, ERROR_STATUS,
-//     QUEUE_CONTROL) returns to zero, pending interrupts and FATAL clear, device memory is kept.
-//     CONTROL keeps the ENABLE bit of the value written with RESET.
-//   * Disabling a queue or the device stops fetching only; a CB already fetched completes and its
-//     RB is written once there is room.
+//     retired get no RB, the registers return to their reset values, pending interrupts and FATAL
+//     clear, device memory is kept.
 //   * FATAL: an internal failure (host memory exhausted for device pages) sets STATUS.FATAL,
 //     FATAL_CAUSE = kDeviceMemoryFault and FATAL_DETAIL = the physical address; all pipelines stop
 //     until reset.
-//   * Misbehave (a test control, set_misbehave()): the device breaks the ring contract once, at
-//     the n-th CB it fetches, as spyre_dma/refdev/misbehave.hpp describes; CONTROL.RESET undoes
-//     what it broke (a stopped pipeline, frozen registers) and it does not fire again.
-//   * Register access: 32-bit accesses must be 4-byte aligned; a 32-bit access to either half of a
-//     64-bit register reads or writes that half; a 64-bit access to a 32-bit register covers it and
-//     the next one. Misaligned and unassigned offsets read 0 and ignore writes (counted in
-//     RefDeviceCounters::bad_register_accesses); offsets at or beyond BAR0 throw std::out_of_range.
+//   * Test controls: pause(), set_faults() (a hang, an error every n CBs), set_misbehave() (the
+//     core's misbehaviour kinds, fired once at the n-th CB started; reset undoes what it broke).
+//     Misaligned and unassigned register accesses count in RefDeviceCounters::bad_register_accesses.
 #pragma once
 
 #include <array>
@@ -58,16 +36,18 @@
 #include <memory>
 #include <string>
 
+#include "spyre_dma/backend/capabilities.hpp"
 #include "spyre_dma/device.hpp"
 #include "spyre_dma/hw/contract.hpp"
-#include "spyre_dma/refdev/iommu.hpp"
-#include "spyre_dma/refdev/misbehave.hpp"
-#include "spyre_dma/refdev/sparse_memory.hpp"
+#include "spyre_dma/device_core/iommu.hpp"
+#include "spyre_dma/device_core/register_file.hpp"
+#include "spyre_dma/device_core/misbehave.hpp"
+#include "spyre_dma/device_core/sparse_memory.hpp"
 
 namespace spyre_dma::refdev {
 
 namespace detail {
-class DeviceCore;
+class Controller;
 }
 
 struct RefDeviceConfig {
@@ -81,6 +61,9 @@ struct RefDeviceConfig {
       hw::kCapFill | hw::kCapDeviceCopy | hw::kCapCompute | hw::kCapTimestamps;
   std::chrono::nanoseconds idle_spin{std::chrono::microseconds(10)};  // before a worker sleeps
   std::string name = "refdev";
+
+  // What the identity registers report.
+  device_core::DeviceIdentity identity() const;
 };
 
 // Test controls: fault injection, settable at any time.
@@ -109,10 +92,10 @@ struct RefDeviceCounters {
   std::uint64_t total_errors() const noexcept { return error_rbs[0] + error_rbs[1] + error_rbs[2]; }
 };
 
-class RefDevice final : public Device {
+class RefDevice final : public Device, public backend::MemoryBackdoor, public backend::MisbehaveControl {
  public:
-  // Throws std::invalid_argument for a depth that is not a power of two, zero memory, usable
-  // bytes above the memory size or max_cb_bytes of zero.
+  // Throws std::invalid_argument for an identity device_core::validate refuses (a depth that is not
+  // a power of two, zero memory, usable bytes above the memory size, max_cb_bytes of zero).
   explicit RefDevice(RefDeviceConfig config = {});
   ~RefDevice() override;  // stops and joins the workers promptly, whatever they wait for
 
@@ -135,23 +118,27 @@ class RefDevice final : public Device {
   bool paused() const noexcept;
   void set_faults(const RefDeviceFaults& faults);
   RefDeviceFaults faults() const;
-  // Arms one contract violation (spyre_dma/refdev/misbehave.hpp), its at_cb counted from this
+  // Arms one contract violation (spyre_dma/device_core/misbehave.hpp), its at_cb counted from this
   // call; kind kNone disarms. With several pipelines busy at once, which CB is the n-th fetched
   // depends on thread timing: tests that need one exact CB run one op at a time.
-  void set_misbehave(const Misbehave& m);
-  Misbehave misbehave() const;
+  void set_misbehave(const device_core::Misbehave& m);
+  void arm_misbehave(const device_core::Misbehave& m) override { set_misbehave(m); }  // backend::MisbehaveControl
+  device_core::Misbehave misbehave() const;
   RefDeviceCounters counters() const;
   // The register whose value caused the pipeline's last queue fault (an hw::reg offset within the
   // pipeline block: kCbRingSize, kCbRingBase_64, kRbRingSize, kRbRingBase_64 or kCbPi).
   std::uint64_t queue_fault_register(hw::Pipeline p) const;
   // Backdoor access for checks (and for preloading device memory): the device's own memory and
   // IOMMU.
-  SparseMemory& memory() noexcept;
-  const SparseMemory& memory() const noexcept;
-  Iommu& iommu() noexcept;
+  device_core::SparseMemory& memory() noexcept;
+  const device_core::SparseMemory& memory() const noexcept;
+  device_core::Iommu& iommu() noexcept;
+  // backend::MemoryBackdoor: memory() as the registry's capability.
+  void backdoor_read(std::uint64_t phys, void* dst, std::size_t bytes) override;
+  void backdoor_write(std::uint64_t phys, const void* src, std::size_t bytes) override;
 
  private:
-  std::unique_ptr<detail::DeviceCore> core_;
+  std::unique_ptr<detail::Controller> core_;
 };
 
 }  // namespace spyre_dma::refdev

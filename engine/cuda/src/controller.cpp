@@ -1,0 +1,134 @@
+// Registers, life cycle, reset and interrupts of CopyEngineDevice (see controller.hpp).
+#include "controller.hpp"
+
+#include <stdexcept>
+
+namespace spyre_dma::cuda::detail {
+namespace {
+
+std::unique_ptr<CopyExecutor> non_null(std::unique_ptr<CopyExecutor> e) {
+  if (!e) throw std::invalid_argument("CopyEngineDevice: null executor");
+  return e;
+}
+
+device_core::DeviceIdentity identity(const CopyEngineDeviceConfig& c, const CopyExecutor& e) {
+  device_core::DeviceIdentity id;
+  id.depth = c.depth;
+  id.max_cb_bytes = c.max_cb_bytes;
+  id.memory_bytes = id.usable_bytes = e.device_memory_bytes();  // the executor's region, all usable
+  device_core::validate(id, "CopyEngineDeviceConfig");
+  return id;
+}
+
+CopyEngineDeviceConfig checked(CopyEngineDeviceConfig c) {
+  if (c.window == 0) throw std::invalid_argument("CopyEngineDeviceConfig: window is zero");
+  if (c.completion_timeout <= std::chrono::nanoseconds::zero()) {
+    throw std::invalid_argument("CopyEngineDeviceConfig: completion_timeout must be positive");
+  }
+  return c;
+}
+
+}  // namespace
+
+Controller::Controller(std::unique_ptr<CopyExecutor> executor, CopyEngineDeviceConfig config)
+    : config_(checked(std::move(config))),
+      executor_(non_null(std::move(executor))),
+      region_(executor_->device_memory_bytes()),
+      doorbells_(config_.depth),
+      regs_(identity(config_, *executor_)) {
+  for (unsigned p = 0; p < hw::kNumPipelines; ++p) {
+    runners_[p].thread = std::thread([this, p] { runner_main(p); });
+  }
+}
+
+Controller::~Controller() {
+  shutdown_.store(true);
+  wake_all();
+  for (auto& r : runners_) {
+    if (r.thread.joinable()) r.thread.join();
+  }
+  {
+    std::lock_guard<std::mutex> lock(irq_mu_);
+    irq_cv_.notify_all();
+  }
+}
+
+void Controller::wake(unsigned p) {
+  Runner& r = runners_[p];
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.cv.notify_one();
+}
+
+void Controller::wake_all() {
+  for (unsigned p = 0; p < hw::kNumPipelines; ++p) wake(p);
+}
+
+void Controller::raise_interrupt(unsigned p) {
+  irq_pending_.fetch_or(1u << p);
+  std::lock_guard<std::mutex> lock(irq_mu_);
+  irq_cv_.notify_all();
+}
+
+std::uint32_t Controller::wait_for_interrupt(std::chrono::nanoseconds timeout) {
+  if (std::uint32_t mask = irq_pending_.exchange(0)) return mask;
+  if (timeout <= std::chrono::nanoseconds::zero()) return 0;
+  std::unique_lock<std::mutex> lock(irq_mu_);
+  (void)irq_cv_.wait_for(lock, timeout, [this] { return irq_pending_.load() != 0 || shutdown_.load(); });
+  return irq_pending_.exchange(0);
+}
+
+// --- Register hooks -------------------------------------------------------------------------------
+
+void Controller::control(std::uint32_t value) {
+  std::lock_guard<std::mutex> lock(control_mu_);
+  if (value & hw::kControlReset) return reset(value);
+  regs_.store_host(Reg::kControl, hw::Pipeline::kCompute, value);
+  wake_all();
+}
+
+void Controller::doorbell(hw::Pipeline p, std::uint32_t new_pi) {
+  doorbells_.ring(p, new_pi, static_cast<std::uint32_t>(regs_.cell(Reg::kRbPi, p).load(std::memory_order_acquire)),
+                  regs_.cell(Reg::kCbPi, p));
+  wake(static_cast<unsigned>(p));
+}
+
+void Controller::stored(Reg r, hw::Pipeline p) {
+  if (r == Reg::kIrqEnable || r == Reg::kIrqVector) return;
+  wake(static_cast<unsigned>(p));
+}
+
+// Synchronous: every runner parks (its lane drained, its unretired CBs dropped), then the
+// registers clear. A lane that does not drain within the completion timeout leaves the device
+// FATAL: a copy may still be writing host memory.
+void Controller::reset(std::uint32_t control_after) {
+  resetting_.store(true);
+  wake_all();
+  const auto deadline = std::chrono::steady_clock::now() + config_.completion_timeout + std::chrono::seconds(1);
+  for (unsigned p = 0; p < hw::kNumPipelines; ++p) {
+    while (!runners_[p].parked.load() && std::chrono::steady_clock::now() < deadline) {
+      wake(p);
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+  bool all_parked = true;
+  for (auto& r : runners_) all_parked = all_parked && r.parked.load();
+  regs_.reset();
+  doorbells_.clear();
+  for (auto& r : runners_) {
+    r.broken.store(false);
+    r.last_tag = 0;  // parked: no runner touches it now
+  }
+  stopped_.store(false);
+  irq_pending_.store(0);
+  if (all_parked) {
+    fatal_.store(false);
+  } else {
+    regs_.set(Reg::kFatalCause, static_cast<std::uint64_t>(hw::ErrorKind::kCompletionTimeout));
+    fatal_.store(true);
+  }
+  regs_.store_host(Reg::kControl, hw::Pipeline::kCompute, control_after);
+  resetting_.store(false);
+  wake_all();
+}
+
+}  // namespace spyre_dma::cuda::detail

@@ -1,0 +1,76 @@
+// Device memory that costs only what is touched.
+//
+// A byte-addressed memory of a configured size (128 GiB by default, the installed LPDDR5 of the
+// device) backed by fixed-size pages that are allocated on first write. Untouched pages read as
+// zeros without being allocated, so a test that writes a few megabytes at the top of a 128 GiB
+// device uses a few megabytes of host memory. The device memory of the reference device and of the
+// SystemC model's device-memory component.
+//
+// Contract:
+//   * Every access is bounds-checked: a range that does not lie within [0, size()) throws
+//     std::out_of_range naming the address, the length and the size; nothing is touched then.
+//   * Thread safety: concurrent accesses to disjoint byte ranges are safe (also within one page;
+//     page allocation races are resolved with a compare-and-swap). Overlapping concurrent
+//     accesses race exactly as they would on plain memory.
+//   * Cost: one memcpy / memmove / memset per touched page run; a range over untouched pages reads
+//     as a memset of zeros; writing zeros with fill32 to an untouched page allocates nothing.
+//   * Pages come from anonymous mmap (zero-filled lazily by the kernel). A failure to map a page
+//     throws std::bad_alloc.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace spyre_dma::device_core {
+
+class SparseMemory {
+ public:
+  static constexpr std::uint64_t kPageBytes = 1ull << 20;         // allocation granule: 1 MiB
+  static constexpr std::uint64_t kDefaultBytes = 128ull << 30;    // 128 GiB installed
+
+  // Throws std::invalid_argument for a size of zero.
+  explicit SparseMemory(std::uint64_t size_bytes = kDefaultBytes);
+  ~SparseMemory();
+  SparseMemory(const SparseMemory&) = delete;
+  SparseMemory& operator=(const SparseMemory&) = delete;
+
+  std::uint64_t size() const noexcept { return size_; }
+  // True when [addr, addr + n) lies within the memory (n == 0: addr <= size()).
+  bool contains(std::uint64_t addr, std::uint64_t n) const noexcept {
+    return n <= size_ && addr <= size_ - n;
+  }
+
+  // Copies n bytes at addr into dst (zeros where nothing was ever written).
+  void read(std::uint64_t addr, void* dst, std::size_t n) const;
+  // Copies n bytes from src to addr, allocating the pages it touches.
+  void write(std::uint64_t addr, const void* src, std::size_t n);
+  // Fills n bytes at addr with `pattern` repeated little-endian from the start of the range:
+  // byte i of the range is (pattern >> 8 * (i % 4)) & 0xFF.
+  void fill32(std::uint64_t addr, std::uint32_t pattern, std::size_t n);
+  // Copies n bytes from src to dst within this memory, with memmove semantics for overlap.
+  void copy(std::uint64_t dst, std::uint64_t src, std::size_t n);
+
+  // Host memory allocated for pages (a multiple of kPageBytes).
+  std::uint64_t bytes_resident() const noexcept {
+    return pages_resident_.load(std::memory_order_relaxed) * kPageBytes;
+  }
+  std::uint64_t pages_resident() const noexcept {
+    return pages_resident_.load(std::memory_order_relaxed);
+  }
+
+ private:
+  void check(std::uint64_t addr, std::uint64_t n, const char* what) const;
+  std::uint8_t* page(std::uint64_t index) const noexcept {
+    return pages_[index].load(std::memory_order_acquire);
+  }
+  std::uint8_t* page_for_write(std::uint64_t index);
+
+  std::uint64_t size_;
+  std::uint64_t num_pages_;
+  std::unique_ptr<std::atomic<std::uint8_t*>[]> pages_;
+  std::atomic<std::uint64_t> pages_resident_{0};
+};
+
+}  // namespace spyre_dma::device_core

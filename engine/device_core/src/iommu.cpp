@@ -1,0 +1,147 @@
+// IOVA table of the simulated devices (see spyre_dma/device_core/iommu.hpp).
+#include "spyre_dma/device_core/iommu.hpp"
+
+#include <chrono>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+namespace spyre_dma::device_core {
+namespace {
+
+constexpr std::uint64_t kPage = Iommu::kPageBytes;
+
+std::string hex(std::uint64_t v) {
+  std::ostringstream s;
+  s << "0x" << std::hex << v;
+  return s.str();
+}
+
+bool allows(DmaAccess access, bool device_writes) noexcept {
+  const auto bits = static_cast<std::uint8_t>(access);
+  return (bits & (device_writes ? static_cast<std::uint8_t>(DmaAccess::kDeviceWrites)
+                                : static_cast<std::uint8_t>(DmaAccess::kDeviceReads))) != 0;
+}
+
+}  // namespace
+
+Iommu::Window& Iommu::Window::operator=(Window&& o) noexcept {
+  if (this != &o) {
+    release();
+    host_ = o.host_;
+    pins_ = o.pins_;
+    o.host_ = nullptr;
+    o.pins_ = nullptr;
+  }
+  return *this;
+}
+
+void Iommu::Window::release() noexcept {
+  if (pins_ != nullptr) pins_->fetch_sub(1, std::memory_order_release);
+  pins_ = nullptr;
+  host_ = nullptr;
+}
+
+Iommu::Iommu(std::uint64_t iova_base, std::uint64_t iova_limit)
+    : base_(iova_base), limit_(iova_limit), cursor_(iova_base) {
+  if (iova_base % kPage != 0 || iova_base >= iova_limit) {
+    throw std::invalid_argument("Iommu: the IOVA range must be page aligned and nonempty");
+  }
+}
+
+Iommu::~Iommu() = default;
+
+std::uint64_t Iommu::map(void* host, std::size_t bytes, DmaAccess access) {
+  if (host == nullptr) throw std::invalid_argument("Iommu::map: null host pointer");
+  if (bytes == 0) throw std::invalid_argument("Iommu::map: zero bytes");
+  const auto a = static_cast<std::uint8_t>(access);
+  if (a == 0 || a > static_cast<std::uint8_t>(DmaAccess::kBoth)) {
+    throw std::invalid_argument("Iommu::map: invalid access");
+  }
+  const std::uint64_t offset = reinterpret_cast<std::uintptr_t>(host) % kPage;
+  const std::uint64_t range = limit_ - base_;
+  if (bytes > range || offset + bytes > range - 2 * kPage) {
+    throw std::runtime_error("Iommu::map: " + std::to_string(bytes) + " bytes exceed the IOVA range");
+  }
+  const std::uint64_t pages_bytes = (offset + bytes + kPage - 1) / kPage * kPage;
+  const std::uint64_t need = pages_bytes + kPage;  // the mapping's pages and one guard page
+
+  std::unique_lock<std::shared_mutex> lock(mutex_);
+  // Next fit: move past every mapping that overlaps [candidate, candidate + need); wrap once.
+  std::uint64_t candidate = cursor_;
+  bool wrapped = false;
+  for (;;) {
+    if (candidate > limit_ || limit_ - candidate < need) {
+      if (wrapped) throw std::runtime_error("Iommu::map: IOVA space exhausted");
+      wrapped = true;
+      candidate = base_;
+      continue;
+    }
+    auto next = by_page_.lower_bound(candidate);
+    if (next != by_page_.begin()) {
+      const Mapping& prev = *std::prev(next)->second;
+      if (prev.reserved_end > candidate) {
+        candidate = prev.reserved_end;
+        continue;
+      }
+    }
+    if (next != by_page_.end() && next->first < candidate + need) {
+      candidate = next->second->reserved_end;
+      continue;
+    }
+    break;
+  }
+  auto m = std::make_unique<Mapping>();
+  m->iova = candidate + offset;
+  m->bytes = bytes;
+  m->reserved_end = candidate + need;
+  m->host = static_cast<std::uint8_t*>(host);
+  m->access = access;
+  const std::uint64_t iova = m->iova;
+  by_page_.emplace(candidate, std::move(m));
+  cursor_ = candidate + need;
+  return iova;
+}
+
+void Iommu::unmap(std::uint64_t iova) {
+  std::unique_ptr<Mapping> gone;
+  {
+    std::unique_lock<std::shared_mutex> lock(mutex_);
+    auto it = by_page_.find(iova / kPage * kPage);
+    if (it == by_page_.end() || it->second->iova != iova) {
+      throw std::invalid_argument("Iommu::unmap: " + hex(iova) + " is not an IOVA map() returned");
+    }
+    gone = std::move(it->second);
+    by_page_.erase(it);
+  }
+  // No new window can open on `gone` now; wait for the device's accesses in progress (a memcpy
+  // each) to finish before the caller may free the memory.
+  while (gone->pins.load(std::memory_order_acquire) != 0) {
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+}
+
+Iommu::Window Iommu::translate(std::uint64_t iova, std::size_t bytes, bool device_writes) noexcept {
+  {
+    std::shared_lock<std::shared_mutex> lock(mutex_);
+    auto it = by_page_.upper_bound(iova);
+    if (bytes != 0 && it != by_page_.begin()) {
+      Mapping& m = *std::prev(it)->second;
+      if (iova >= m.iova && bytes <= m.bytes && iova - m.iova <= m.bytes - bytes &&
+          allows(m.access, device_writes)) {
+        m.pins.fetch_add(1, std::memory_order_acquire);
+        return Window(m.host + (iova - m.iova), &m.pins);
+      }
+    }
+  }
+  faults_.fetch_add(1, std::memory_order_relaxed);
+  return Window();
+}
+
+std::size_t Iommu::mappings_live() const {
+  std::shared_lock<std::shared_mutex> lock(mutex_);
+  return by_page_.size();
+}
+
+}  // namespace spyre_dma::device_core

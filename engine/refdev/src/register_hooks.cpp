@@ -1,0 +1,32 @@
+// What a BAR0 access does on the reference device, around the device core's access routine
+// (register_file.hpp has the access rules).
+#include "controller.hpp"
+
+namespace spyre_dma::refdev::detail {
+
+void Controller::control(std::uint32_t value) {
+  std::lock_guard<std::mutex> lock(control_mutex_);
+  if (value & hw::kControlReset) return reset(value);
+  regs_.store_host(Reg::kControl, hw::Pipeline::kCompute, value);
+  wake_all();
+}
+
+// The hot path: numbered and published under the doorbell order's lock, then the worker is woken
+// only if it sleeps and may fetch (one that may not is woken by whatever lifts that).
+void Controller::doorbell(hw::Pipeline p, std::uint32_t new_pi) {
+  doorbells_.ring(p, new_pi, index(Reg::kRbPi, p, std::memory_order_acquire), reg(Reg::kCbPi, p));
+  if (worker(p).sleeping.load() && can_fetch(p)) wake(p);
+}
+
+void Controller::stored(Reg r, hw::Pipeline p) {
+  switch (r) {
+    case Reg::kRbCi: return notify_progress();  // a worker waiting for RB space
+    case Reg::kIrqEnable:
+    case Reg::kIrqVector: return;
+    default:
+      wake(p);
+      notify_progress();
+  }
+}
+
+}  // namespace spyre_dma::refdev::detail

@@ -1,0 +1,39 @@
+// The model's backends in the backend registry (spyre_dma/backend/registry.hpp).
+#pragma once
+
+#include <string>
+
+#include "spyre_dma/backend/registry.hpp"
+#include "spyre_dma/model/sim_config.hpp"
+
+namespace spyre_dma::model {
+
+// A SimDevice backend: settings preset, config (a JSON configuration file), fidelity (tlp or
+// burst) and trace (a Perfetto trace file); a Settings::patch merges into the configuration (a
+// regression test's faults), Settings::seed becomes SimConfig::seed. Its capabilities: memory
+// backdoor, statistics, simulated clock, misbehaviour. `sim` is this with the SystemC data path;
+// the RTL library derives `rtl` from it.
+class SimBackend : public backend::Backend {
+ public:
+  SimBackend(std::string name, std::string summary, DataPathKind data_path)
+      : name_(std::move(name)), summary_(std::move(summary)), data_path_(data_path) {}
+
+  std::string name() const override { return name_; }
+  std::string summary() const override { return summary_; }
+  std::vector<backend::SettingInfo> settings() const override;
+  nlohmann::json configuration(const backend::Settings& settings) const override;
+  backend::Instance open(const backend::Settings& settings) const override;
+
+  // The resolved configuration; throws backend::BackendError naming the setting, file and key.
+  SimConfig sim_config(const backend::Settings& settings) const;
+
+ private:
+  std::string name_;
+  std::string summary_;
+  DataPathKind data_path_;
+};
+
+// Registers `sim`.
+void register_backend(backend::Registry& registry);
+
+}  // namespace spyre_dma::model

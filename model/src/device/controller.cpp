@@ -1,0 +1,74 @@
+// Construction, observation and counters of the DMA controller (see controller.hpp).
+#include "device/controller.hpp"
+
+#include "host/root_complex.hpp"
+#include "link/protocol_checker.hpp"
+#include "observe/trace_writer.hpp"
+#include "spyre_dma/model/stats.hpp"
+#include "sim/sim_time.hpp"
+
+namespace spyre_dma::model {
+
+using namespace sc_core;
+
+namespace {
+device_core::DeviceIdentity identity(const DeviceConfig& d) {
+  device_core::DeviceIdentity id;
+  id.capabilities = d.capabilities;
+  id.depth = d.depth;
+  id.max_cb_bytes = d.max_cb_bytes;
+  id.memory_bytes = d.memory_bytes;
+  id.usable_bytes = d.usable_bytes;
+  return id;
+}
+}  // namespace
+
+Controller::Controller(sc_module_name name, const SimConfig& config, device_core::Iommu& iommu,
+                       RootComplex& root_complex, ProtocolChecker& checker)
+    : sc_module(name),
+      pcie("pcie"),
+      memory("memory"),
+      config_(config),
+      iommu_(iommu),
+      rc_(root_complex),
+      host_(config, root_complex, checker,
+            [this](tlm::tlm_generic_payload& gp, sc_time& d) { pcie->b_transport(gp, d); }),
+      device_memory_([this](tlm::tlm_generic_payload& gp, sc_time& d) { memory->b_transport(gp, d); }),
+      hooks_(debug_hooks()),
+      faults_(config.faults, config.seed),
+      misbehave_(config.faults.misbehave),
+      regs_(identity(config.device)),
+      doorbells_(config.device.depth),
+      cb_overhead_ps_(pcie::ns_to_ps(config.device.cb_overhead_ns)),
+      quantum_ps_(2'000'000) {  // 2 us of run-ahead before a pipeline yields: keeps calendars short
+  data_path_ = make_data_path(to_string(config.data_path), DataPathContext{config, host_, device_memory_, iommu, faults_});
+  for (unsigned i = 0; i < hw::kNumPipelines; ++i) {
+    pipes_[i].id = static_cast<hw::Pipeline>(i);
+    sc_spawn([this, i] { pipeline_thread(i); }, sc_gen_unique_name("pipeline"));
+  }
+}
+
+Controller::~Controller() = default;
+
+void Controller::observe(StatsRegistry& stats, TraceWriter* trace) {
+  trace_ = trace;
+  if (trace_) trace_pid_ = trace_->process("device");
+  for (unsigned i = 0; i < hw::kNumPipelines; ++i) {
+    const std::string name(hw::to_string(static_cast<hw::Pipeline>(i)));
+    observed_[i].cb_latency = &stats.histogram("controller.pipelines." + name + ".cb_latency_ns");
+    observed_[i].occupancy = &stats.gauge("controller.pipelines." + name + ".queue_occupancy");
+    if (trace_) observed_[i].track = trace_->thread(trace_pid_, name).tid;
+  }
+}
+
+ControllerCounters Controller::counters() const {
+  ControllerCounters c = counters_;
+  const DataPathCounters d = data_path_->counters();
+  c.read_requests += d.read_requests;
+  c.write_tlps += d.write_tlps;
+  c.tag_stalls += d.tag_stalls;
+  c.tag_stall_ps += d.tag_stall_ps;
+  return c;
+}
+
+}  // namespace spyre_dma::model

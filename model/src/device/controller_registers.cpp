@@ -1,0 +1,60 @@
+// What a BAR0 access does on the model's controller, around the device core's access routine
+// (spyre_dma/device_core/register_file.hpp has the rules), and reset.
+#include "device/controller.hpp"
+#include "host/root_complex.hpp"
+#include "sim/sim_time.hpp"
+
+namespace spyre_dma::model {
+
+using namespace sc_core;
+
+std::uint64_t Controller::clock_ns() { return to_ps(sc_time_stamp()) / pcie::kPsPerNs; }
+
+// After a self-reset the device reads RESETTING until every aborted CB's RB has landed, then
+// FATAL (never READY) until the host resets it; a host that sees FATAL finds all those RBs.
+Controller::Condition Controller::condition() {
+  const Ps now = to_ps(sc_time_stamp());
+  const bool shown = fatal_ && aborting_ == 0 && now >= fatal_visible_ps_;
+  return Condition{fatal_ && !shown && now >= fatal_at_ps_, shown};
+}
+
+std::uint64_t Controller::visible(Reg r, hw::Pipeline p, std::uint64_t stored) {
+  switch (r) {
+    case Reg::kRbPi: return rb_pi_visible(pipes_[static_cast<unsigned>(p)]);
+    case Reg::kFatalCause:
+    case Reg::kFatalDetail: return condition().fatal ? stored : 0;
+    default: return stored;
+  }
+}
+
+void Controller::control(std::uint32_t value) {
+  if (value & hw::kControlReset) reset();
+  regs_.store_host(Reg::kControl, hw::Pipeline::kCompute, value);
+  for (Pipe& p : pipes_) p.kick.notify(SC_ZERO_TIME);
+}
+
+void Controller::doorbell(hw::Pipeline p, std::uint32_t new_pi) {
+  Pipe& pipe = pipes_[static_cast<unsigned>(p)];
+  doorbells_.ring(p, new_pi, pipe.retired, regs_.cell(Reg::kCbPi, p));
+  pipe.kick.notify(SC_ZERO_TIME);
+}
+
+void Controller::stored(Reg, hw::Pipeline p) { pipes_[static_cast<unsigned>(p)].kick.notify(SC_ZERO_TIME); }
+
+void Controller::reset() {
+  ++epoch_;
+  ++counters_.resets;
+  fatal_ = false;
+  aborting_ = 0;
+  rc_.bump_epoch();
+  regs_.reset();
+  doorbells_.clear();
+  for (Pipe& p : pipes_) {
+    p.retired = 0;
+    p.retire_ps.clear();
+    p.kick.notify(SC_ZERO_TIME);
+  }
+  retired_.notify(SC_ZERO_TIME);
+}
+
+}  // namespace spyre_dma::model

@@ -1,0 +1,57 @@
+// The controller's ports (spyre_dma/model/host_port.hpp) over its TLM sockets: HostLink turns a
+// read or write into a TLM transaction on the PCIe link (the TLP extension carrying what PCIe
+// needs), MemoryLink one into a transaction on device memory. The front end and every data path
+// go through these, so each rule of the link is applied in one place.
+#pragma once
+
+#include <functional>
+
+#include <systemc>
+#include <tlm>
+
+#include "spyre_dma/model/host_port.hpp"
+#include "spyre_dma/model/sim_config.hpp"
+
+namespace spyre_dma::model {
+
+class RootComplex;
+class ProtocolChecker;
+using Transport = std::function<void(tlm::tlm_generic_payload&, sc_core::sc_time&)>;
+
+class HostLink final : public HostPort {
+ public:
+  HostLink(const SimConfig& config, RootComplex& root_complex, ProtocolChecker& checker, Transport link);
+
+  // (The same defaults as HostPort's, for calls through a HostLink.)
+  Read read(std::uint64_t iova, std::uint8_t* dst, std::uint64_t len, Ps at, bool burst = false,
+            const TlpFaults* faults = nullptr) override;
+  Write write(std::uint64_t iova, const std::uint8_t* src, std::uint64_t len, Ps at, bool burst = false,
+              bool ordered = false, const TlpFaults* faults = nullptr) override;
+  std::uint64_t completion_bytes(std::uint64_t addr, std::uint64_t left) const override;
+  void tag_issued(std::uint32_t tag, Ps at) override;
+  void tag_retired(std::uint32_t tag, Ps at) override;
+  void rb_after_data(const char* pipeline, std::uint32_t tag, Ps data_ps, Ps rb_ps) override;
+  // An MSI-X message with `vector`, as an ordered posted write at `at`.
+  void msi(std::uint32_t vector, Ps at);
+
+ private:
+  const SimConfig& config_;
+  RootComplex& rc_;
+  ProtocolChecker& checker_;
+  Transport link_;
+  std::uint32_t completion_limit_;
+};
+
+class MemoryLink final : public DeviceMemoryPort {
+ public:
+  explicit MemoryLink(Transport memory) : memory_(std::move(memory)) {}
+  Ps read(std::uint64_t phys, std::uint8_t* dst, std::uint64_t len, Ps at) override;
+  Ps write(std::uint64_t phys, const std::uint8_t* src, std::uint64_t len, Ps at) override;
+  Ps fill(std::uint64_t phys, std::uint32_t pattern, std::uint64_t len, Ps at) override;
+  Ps copy(std::uint64_t dst, std::uint64_t src, std::uint64_t len, Ps at) override;
+
+ private:
+  Transport memory_;
+};
+
+}  // namespace spyre_dma::model

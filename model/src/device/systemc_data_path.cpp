@@ -1,0 +1,363 @@
+// The model's own data path (see systemc_data_path.hpp).
+#include "device/systemc_data_path.hpp"
+
+#include <algorithm>
+#include <optional>
+
+#include "pcie/link_math.hpp"
+#include "sim/sim_time.hpp"
+
+namespace spyre_dma::model {
+
+namespace {
+
+// Address of the k-th CplD (0-based) of the reads of [addr, addr + len) cut at mrrs.
+std::uint64_t completion_address(std::uint64_t addr, std::uint64_t len, std::uint32_t mrrs, std::uint32_t rcb,
+                                 std::uint32_t limit, std::uint64_t k) {
+  for (std::uint64_t a = addr, left = len; left > 0;) {
+    const std::uint64_t n = pcie::request_step(a, left, mrrs);
+    const std::uint64_t m = pcie::count_completions(a, n, rcb, limit);
+    if (k < m) {
+      for (std::uint64_t c = a, rest = n;; --k) {
+        const std::uint64_t step = pcie::completion_step(c, rest, rcb, limit);
+        if (k == 0) return c;
+        c += step;
+        rest -= step;
+      }
+    }
+    k -= m;
+    a += n;
+    left -= n;
+  }
+  return addr;
+}
+
+CbExecution& fail_first(CbExecution& run, hw::ErrorKind kind, hw::CbField at, std::uint64_t value) {
+  if (run.outcome.good()) run.outcome = device_core::CbOutcome::fail(kind, at, value);
+  return run;
+}
+
+}  // namespace
+
+SystemcDataPath::SystemcDataPath(const DataPathContext& c)
+    : config_(c.config),
+      host_(c.host),
+      memory_(c.memory),
+      iommu_(c.iommu),
+      faults_(c.faults),
+      hooks_(debug_hooks()),
+      layout_(c.config.device.memory_bytes),
+      completion_timeout_ps_(pcie::ns_to_ps(c.config.faults.completion_timeout_ns)),
+      tags_(c.config.device.read_tags),
+      dma_engine_rate_(rate_for_gbps(c.config.device.dma_engine_gbps > 0 ? c.config.device.dma_engine_gbps : 1)),
+      dma_engine_limited_(c.config.device.dma_engine_gbps > 0) {}
+
+FetchTag SystemcDataPath::fetch_tag(hw::Pipeline, Ps at) {
+  const pcie::TagGrant g = tags_.acquire(at);
+  host_.tag_issued(g.tag, g.at_ps);
+  return FetchTag{g.tag, g.at_ps};
+}
+
+void SystemcDataPath::fetch_done(hw::Pipeline, const FetchTag& tag, Ps at) {
+  tags_.release(tag.tag, at);
+  host_.tag_retired(tag.tag, at);
+}
+
+CbExecution SystemcDataPath::execute(hw::Pipeline pipeline, const hw::ControlBlock& cb, const std::uint8_t*, Ps t) {
+  if (pipeline == hw::Pipeline::kDmao) return d2h(cb, t);
+  if (cb.dmi.type == hw::DmaType::kImmediate) return h2d(cb, t);
+  return device_side(cb, t);
+}
+
+std::optional<std::uint64_t> SystemcDataPath::check_host_dma(const hw::ControlBlock& cb, CbExecution& run) {
+  // The device checks its access with the IOMMU (ATS) before moving data, so a fault leaves
+  // memory untouched; the root complex checks every TLP again.
+  device_core::CheckedCb checked = device_core::check_work(cb, layout_, &iommu_);
+  if (checked.rejected) {
+    run.outcome = *checked.rejected;
+    return std::nullopt;
+  }
+  checked.work.window.release();
+  if (faults_.enabled() && faults_.iommu()) {  // an injected fault
+    run.outcome = device_core::CbOutcome::fail(hw::ErrorKind::kIommuFault, device_core::host_iova_field(cb),
+                                               checked.work.iova);
+    run.faulted = true;
+    return std::nullopt;
+  }
+  return checked.work.device;
+}
+
+Ps SystemcDataPath::through_dma_engine(Ps t, std::uint64_t bytes, Ps done) {
+  if (!dma_engine_limited_) return done;
+  const Ps d = dma_engine_rate_.ceil_ps(bytes);
+  return std::max(done, dma_engine_.reserve(t, d) + d);
+}
+
+void SystemcDataPath::burst_read_faults(std::uint64_t iova, std::uint64_t bytes, Ps t, CbExecution& run,
+                                        TlpFaults& f) {
+  // One call stands for every request: the decisions are those TLP fidelity would make, request
+  // by request; the clean burst's timing stays (plus the timer of a lost completion).
+  const std::uint32_t mrrs = config_.link.mrrs, rcb = config_.link.rcb;
+  const std::uint32_t limit = pcie::completion_limit(pcie::link_params(config_.link));
+  const auto fail = [&](FaultKind k, std::uint64_t at) {
+    run.faulted = true;
+    if (k == FaultKind::kDroppedCompletion) {
+      fail_first(run, hw::ErrorKind::kCompletionTimeout, hw::CbField::kDmiHostIova, at);
+      run.done_ps = std::max(run.done_ps, t + completion_timeout_ps_);
+    } else {
+      fail_first(run, hw::ErrorKind::kPcieError, hw::CbField::kDmiHostIova, at);
+    }
+  };
+  bool poisoned_first = false;
+  if (faults_.armed_tlp(FaultKind::kLcrc, true)) f.force_replay = true, run.faulted = true;
+  for (FaultKind k : {FaultKind::kUnsupportedRequest, FaultKind::kCompleterAbort, FaultKind::kDroppedCompletion}) {
+    if (faults_.armed_tlp(k, true)) faults_.count(k), fail(k, iova);
+  }
+  if (faults_.armed_tlp(FaultKind::kPoisoned, true)) {
+    faults_.count(FaultKind::kPoisoned);
+    poisoned_first = true;
+    run.faulted = true;
+    fail_first(run, hw::ErrorKind::kPcieError, hw::CbField::kDmiHostIova, iova);
+  }
+  std::uint64_t cplds = 0;
+  for (std::uint64_t a = iova, left = bytes; left > 0;) {
+    const std::uint64_t n = pcie::request_step(a, left, mrrs);
+    if (const std::optional<FaultKind> k = faults_.read_request()) {
+      fail(*k, a);
+    } else {
+      cplds += pcie::count_completions(a, n, rcb, limit);
+    }
+    a += n;
+    left -= n;
+  }
+  const std::uint64_t skip = poisoned_first ? 1 : 0;
+  if (cplds > skip) {
+    const FaultInjector::Hits h = faults_.poisoned(cplds - skip);
+    if (h.count) {
+      run.faulted = true;
+      fail_first(run, hw::ErrorKind::kPcieError, hw::CbField::kDmiHostIova,
+                 completion_address(iova, bytes, mrrs, rcb, limit, h.first + skip));
+    }
+  }
+}
+
+CbExecution SystemcDataPath::h2d(const hw::ControlBlock& cb, Ps t) {
+  CbExecution run;
+  run.done_ps = run.issue_end_ps = t;
+  const std::optional<std::uint64_t> phys = check_host_dma(cb, run);
+  if (!phys) return run;
+  const std::uint64_t bytes = cb.dmi.byte_count();
+  const std::uint64_t iova = cb.dmi.host_iova_flits * hw::kFlitBytes;
+  std::vector<std::uint8_t>& scratch = scratch_[0];
+  scratch.resize(bytes);
+  bool ok = true;
+  Ps issue = t, done = t;
+  if (config_.fidelity == Fidelity::kBurst) {
+    TlpFaults f;
+    if (faults_.enabled()) burst_read_faults(iova, bytes, t, run, f);
+    const HostPort::Read r = host_.read(iova, scratch.data(), bytes, t, true, &f);
+    ok = r.ok();
+    run.faulted = run.faulted || r.replays > 0;
+    const pcie::LinkParams lp = pcie::link_params(config_.link);
+    const pcie::PsPerByte wire = pcie::tlp_ps_per_byte(lp);
+    const pcie::WireBytes w = pcie::read_wire(lp, iova, bytes);
+    issue = t + wire.ceil_ps(w.upstream);
+    // Device memory takes the data as the completions stream in, from the first one on.
+    const Ps first = r.done_ps - std::min(r.done_ps - t, wire.ceil_ps(w.downstream));
+    // The last request's data is written after it arrived, as in TLP fidelity.
+    const Ps last_write = rate_for_gbps(config_.device.dram_gbps)
+                              .ceil_ps(std::min<std::uint64_t>(bytes, config_.link.mrrs)) +
+                          pcie::ns_to_ps(config_.device.dram_latency_ns);
+    done = std::max(r.done_ps + last_write, memory_.write(*phys, scratch.data(), bytes, first));
+    done = std::max(done, run.done_ps);  // a lost completion's timer
+  } else {
+    h2d_requests(iova, *phys, bytes, t, run, issue, done, ok);
+  }
+  run.issue_end_ps = issue;
+  run.done_ps = through_dma_engine(t, bytes, done);
+  if (!ok) return fail_first(run, hw::ErrorKind::kPcieError, hw::CbField::kDmiHostIova, iova);
+  if (!run.outcome.good()) return run;
+  run.data_ps = done;
+  run.outcome = device_core::CbOutcome::done(bytes);
+  return run;
+}
+
+void SystemcDataPath::h2d_requests(std::uint64_t iova, std::uint64_t phys, std::uint64_t bytes, Ps t,
+                                   CbExecution& run, Ps& issue, Ps& done, bool& ok) {
+  const bool inject = faults_.enabled();
+  const std::uint32_t mrrs = hooks_.reads_over_mrrs ? 2 * config_.link.mrrs : config_.link.mrrs;
+  const std::uint32_t rcb = config_.link.rcb;
+  const std::uint32_t limit = inject ? pcie::completion_limit(pcie::link_params(config_.link)) : 0;
+  std::vector<std::uint8_t>& scratch = scratch_[0];
+  bool first_tlp = true;
+  issue = done = t;
+  for (std::uint64_t a = iova, left = bytes; left > 0;) {
+    const pcie::Segment seg{a, pcie::request_step(a, left, mrrs)};
+    a += seg.len;
+    left -= seg.len;
+    const pcie::TagGrant g = tags_.acquire(issue);
+    if (g.at_ps > issue) ++counters_.tag_stalls, counters_.tag_stall_ps += g.at_ps - issue;
+    host_.tag_issued(g.tag, g.at_ps);
+    TlpFaults f;
+    std::optional<FaultKind> lost;          // UR, CA or a dropped completion
+    std::optional<std::uint64_t> poisoned;  // address of a poisoned CplD
+    if (inject) {
+      if (first_tlp) {
+        if (faults_.armed_tlp(FaultKind::kLcrc, true)) f.force_replay = true;
+        for (FaultKind k : {FaultKind::kUnsupportedRequest, FaultKind::kCompleterAbort, FaultKind::kDroppedCompletion}) {
+          if (faults_.armed_tlp(k, true)) faults_.count(k), lost = k;
+        }
+        if (faults_.armed_tlp(FaultKind::kPoisoned, true)) faults_.count(FaultKind::kPoisoned), poisoned = seg.addr;
+        first_tlp = false;
+      }
+      if (!lost && !poisoned) lost = faults_.read_request();
+      if (!lost) {
+        const std::uint64_t m = pcie::count_completions(seg.addr, seg.len, rcb, limit);
+        const std::uint64_t skip = poisoned ? 1 : 0;
+        const FaultInjector::Hits h = m > skip ? faults_.poisoned(m - skip) : FaultInjector::Hits{};
+        if (h.count && !poisoned) poisoned = completion_address(seg.addr, seg.len, mrrs, rcb, limit, h.first);
+      }
+      if (lost == FaultKind::kDroppedCompletion) f.drop_completion = true;
+      if (lost == FaultKind::kUnsupportedRequest) f.status = CompletionStatus::kUnsupportedRequest;
+      if (lost == FaultKind::kCompleterAbort) f.status = CompletionStatus::kCompleterAbort;
+    }
+    std::uint8_t* dst = scratch.data() + (seg.addr - iova);
+    const HostPort::Read r = host_.read(seg.addr, dst, seg.len, g.at_ps, false, &f);
+    const bool good = r.status == CompletionStatus::kSuccess && r.completed;
+    Ps arrived = r.done_ps;
+    if (f.drop_completion) arrived = g.at_ps + completion_timeout_ps_;  // the timer frees the tag
+    tags_.release(g.tag, hooks_.release_tags_at_issue ? g.at_ps : arrived);
+    host_.tag_retired(g.tag, arrived);
+    ++counters_.read_requests;
+    if (lost || poisoned || r.replays) run.faulted = true;
+    if (lost == FaultKind::kDroppedCompletion) {
+      fail_first(run, hw::ErrorKind::kCompletionTimeout, hw::CbField::kDmiHostIova, seg.addr);
+    } else if (lost) {
+      fail_first(run, hw::ErrorKind::kPcieError, hw::CbField::kDmiHostIova, seg.addr);
+    } else if (poisoned) {  // the data of a poisoned completion is discarded
+      fail_first(run, hw::ErrorKind::kPcieError, hw::CbField::kDmiHostIova, *poisoned);
+    }
+    if (!good || poisoned) {
+      ok = ok && (good || lost);
+      done = std::max(done, arrived);
+    } else {
+      done = std::max(done, memory_.write(phys + (seg.addr - iova), dst, seg.len, arrived));
+    }
+    issue = g.at_ps;
+  }
+}
+
+CbExecution SystemcDataPath::d2h(const hw::ControlBlock& cb, Ps t) {
+  CbExecution run;
+  run.done_ps = run.issue_end_ps = t;
+  const std::optional<std::uint64_t> phys = check_host_dma(cb, run);
+  if (!phys) return run;
+  const std::uint64_t bytes = cb.dmo.byte_count();
+  const std::uint64_t iova = cb.dmo.host_iova_flits * hw::kFlitBytes;
+  std::vector<std::uint8_t>& scratch = scratch_[1];
+  scratch.resize(bytes);
+  bool ok = true;
+  Ps sent = t, landed = 0;
+  if (config_.fidelity == Fidelity::kBurst) {
+    const Ps ready = memory_.read(*phys, scratch.data(), bytes, t);
+    const Ps first = t + pcie::ns_to_ps(config_.device.dram_latency_ns);
+    TlpFaults f;
+    std::vector<pcie::Segment> poisoned;
+    if (faults_.enabled()) {
+      std::vector<std::uint64_t> hits;
+      const std::uint64_t n = pcie::count_requests(iova, bytes, config_.link.mps);
+      if (faults_.armed_tlp(FaultKind::kLcrc, false)) f.force_replay = true;
+      const bool first_poisoned = faults_.armed_tlp(FaultKind::kPoisoned, false);
+      if (first_poisoned) faults_.count(FaultKind::kPoisoned), hits.push_back(0);
+      faults_.poisoned(n - (first_poisoned ? 1 : 0), &hits);
+      if (first_poisoned) for (std::size_t k = 1; k < hits.size(); ++k) ++hits[k];
+      std::uint64_t index = 0;
+      std::size_t next = 0;
+      for (std::uint64_t a = iova, left = bytes; left > 0 && next < hits.size(); ++index) {
+        const std::uint64_t len = pcie::request_step(a, left, config_.link.mps);
+        if (index == hits[next]) poisoned.push_back(pcie::Segment{a, len}), ++next;
+        a += len;
+        left -= len;
+      }
+      if (!poisoned.empty()) {
+        f.poisoned_ranges = &poisoned;
+        fail_first(run, hw::ErrorKind::kPcieError, hw::CbField::kDmoHostIova, poisoned.front().addr);
+      }
+    }
+    const HostPort::Write w = host_.write(iova, scratch.data(), bytes, first, true, false, &f);
+    sent = std::max(ready, w.sent_ps);
+    landed = w.landed_ps;
+    ok = w.ok;
+    ++counters_.write_tlps;
+    run.faulted = !poisoned.empty() || w.replays > 0;
+  } else {
+    // Device memory is read once for the CB; each MWr leaves once its part has streamed out of
+    // DRAM (latency plus its end offset at the DRAM rate, as the DRAM bus schedules it).
+    const Ps read_start = memory_.read(*phys, scratch.data(), bytes, t) -
+                          rate_for_gbps(config_.device.dram_gbps).ceil_ps(bytes) -
+                          pcie::ns_to_ps(config_.device.dram_latency_ns);
+    d2h_writes(iova, bytes, read_start, run, sent, landed, ok);
+  }
+  run.issue_end_ps = run.done_ps = through_dma_engine(t, bytes, sent);
+  if (!ok) {
+    run.outcome = device_core::CbOutcome::fail(hw::ErrorKind::kIommuFault, hw::CbField::kDmoHostIova, iova);
+    return run;
+  }
+  if (!run.outcome.good()) return run;
+  run.data_ps = landed;
+  run.outcome = device_core::CbOutcome::done(bytes);
+  return run;
+}
+
+void SystemcDataPath::d2h_writes(std::uint64_t iova, std::uint64_t bytes, Ps read_start, CbExecution& run, Ps& sent,
+                                 Ps& landed, bool& ok) {
+  const pcie::PsPerByte dram = rate_for_gbps(config_.device.dram_gbps);
+  const Ps dram_latency = pcie::ns_to_ps(config_.device.dram_latency_ns);
+  const std::uint32_t mps = hooks_.writes_over_mps ? 2 * config_.link.mps : config_.link.mps;
+  const bool inject = faults_.enabled();
+  const std::uint8_t* scratch = scratch_[1].data();
+  bool first_tlp = true;
+  for (std::uint64_t a = iova, left = bytes; left > 0;) {
+    std::uint64_t n = pcie::request_step(a, left, mps);
+    if (hooks_.writes_cross_4k) n = std::min<std::uint64_t>(left, a == iova ? hw::kFlitBytes : mps);
+    const std::uint64_t end = a + n - iova;
+    const Ps ready = read_start + dram.ceil_ps(end) + dram_latency;
+    TlpFaults f;
+    if (inject) {
+      if (first_tlp) {
+        if (faults_.armed_tlp(FaultKind::kLcrc, false)) f.force_replay = true;
+        if (faults_.armed_tlp(FaultKind::kPoisoned, false)) faults_.count(FaultKind::kPoisoned), f.poisoned = true;
+        first_tlp = false;
+      }
+      if (!f.poisoned && faults_.poisoned(1).count) f.poisoned = true;
+      if (f.poisoned) fail_first(run, hw::ErrorKind::kPcieError, hw::CbField::kDmoHostIova, a);
+    }
+    const HostPort::Write w = host_.write(a, scratch + (a - iova), n, std::max(ready, sent), false, false, &f);
+    sent = w.sent_ps;
+    landed = std::max(landed, w.landed_ps);
+    ++counters_.write_tlps;
+    if (f.poisoned || w.replays) run.faulted = true;
+    ok = ok && w.ok;
+    a += n;
+    left -= n;
+  }
+}
+
+CbExecution SystemcDataPath::device_side(const hw::ControlBlock& cb, Ps t) {
+  CbExecution run;
+  run.done_ps = run.issue_end_ps = t;
+  const device_core::CheckedCb checked = device_core::check_work(cb, layout_, nullptr);
+  if (checked.rejected) {
+    run.outcome = *checked.rejected;
+    return run;
+  }
+  const device_core::CbWork& w = checked.work;
+  run.done_ps = run.issue_end_ps = w.kind == device_core::CbWork::Kind::kFill
+                                       ? memory_.fill(w.device, w.pattern, w.bytes, t)
+                                       : memory_.copy(w.device, w.source, w.bytes, t);
+  run.data_ps = run.done_ps;
+  run.outcome = device_core::CbOutcome::done(w.bytes);
+  return run;
+}
+
+}  // namespace spyre_dma::model

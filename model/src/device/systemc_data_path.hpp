@@ -1,0 +1,62 @@
+// The model's own data path ("systemc"): the DMAI read engine (MRd cut at MRRS and 4 KiB, a tag
+// pool, completions into device memory), the DMAO write engine (device memory read once, MWr cut
+// at MPS and 4 KiB), fills and device copies in device memory, the device's own data-path limit
+// (device.dma_engine_gbps), and the TLP-level faults of FaultConfig. TLP fidelity moves every TLP
+// through the host port; burst fidelity books one run of TLPs with the same arithmetic.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "fault/fault_injector.hpp"
+#include "pcie/timing.hpp"
+#include "sim/debug_hooks.hpp"
+#include "spyre_dma/model/data_path.hpp"
+
+namespace spyre_dma::model {
+
+class SystemcDataPath final : public DataPath {
+ public:
+  explicit SystemcDataPath(const DataPathContext& context);
+
+  CbExecution execute(hw::Pipeline pipeline, const hw::ControlBlock& cb, const std::uint8_t* raw, Ps start) override;
+  FetchTag fetch_tag(hw::Pipeline pipeline, Ps at) override;
+  void fetch_done(hw::Pipeline pipeline, const FetchTag& tag, Ps at) override;
+  DataPathCounters counters() const override { return counters_; }
+
+ private:
+  CbExecution h2d(const hw::ControlBlock& cb, Ps start);
+  CbExecution d2h(const hw::ControlBlock& cb, Ps start);
+  CbExecution device_side(const hw::ControlBlock& cb, Ps start);
+  // XLAT, device memory bounds and the IOMMU (ATS) before anything moves, then an injected IOMMU
+  // fault: the physical device address, or nullopt with the failure in `run`.
+  std::optional<std::uint64_t> check_host_dma(const hw::ControlBlock& cb, CbExecution& run);
+  // The device's own data-path limit (dma_engine_gbps), when configured.
+  Ps through_dma_engine(Ps t, std::uint64_t bytes, Ps done);
+  // Injected faults of an H2D's read requests in burst fidelity (one call stands for all).
+  void burst_read_faults(std::uint64_t iova, std::uint64_t bytes, Ps t, CbExecution& run, TlpFaults& f);
+  // TLP fidelity: the read requests of an H2D, each through a tag, into device memory.
+  void h2d_requests(std::uint64_t iova, std::uint64_t phys, std::uint64_t bytes, Ps t, CbExecution& run, Ps& issue,
+                    Ps& done, bool& ok);
+  // TLP fidelity: the MWr of a D2H, each once its part has streamed out of device memory.
+  void d2h_writes(std::uint64_t iova, std::uint64_t bytes, Ps read_start, CbExecution& run, Ps& sent, Ps& landed,
+                  bool& ok);
+
+  const SimConfig& config_;
+  HostPort& host_;
+  DeviceMemoryPort& memory_;
+  device_core::Iommu& iommu_;
+  FaultInjector& faults_;
+  const DebugHooks hooks_;
+  const device_core::FlatMemory layout_;
+  const Ps completion_timeout_ps_;
+  pcie::TagPool tags_;
+  pcie::Serializer dma_engine_;  // the device's own data-path limit (dma_engine_gbps)
+  const pcie::PsPerByte dma_engine_rate_;
+  const bool dma_engine_limited_;
+  std::array<std::vector<std::uint8_t>, 2> scratch_;  // data in flight through DMAI and DMAO
+  DataPathCounters counters_;
+};
+
+}  // namespace spyre_dma::model

@@ -1,0 +1,67 @@
+// The model's backends (see spyre_dma/model/backend.hpp).
+#include "spyre_dma/model/backend.hpp"
+
+#include "spyre_dma/model/config_loader.hpp"
+#include "spyre_dma/model/sim_device.hpp"
+
+namespace spyre_dma::model {
+
+using backend::BackendError;
+
+std::vector<backend::SettingInfo> SimBackend::settings() const {
+  std::string presets;
+  for (const std::string& p : preset_names()) presets += (presets.empty() ? "" : ", ") + p;
+  return {{"preset", "sim and rtl: a model preset (" + presets + ")"},
+          {"config", "sim and rtl: a model configuration file (JSON; it may name its own preset)"},
+          {"fidelity", "sim and rtl: tlp or burst, overriding the configuration"},
+          {"trace", "sim and rtl: write a Perfetto / chrome://tracing trace of the run's CBs"}};
+}
+
+SimConfig SimBackend::sim_config(const backend::Settings& s) const {
+  try {
+    const std::string file = s.get("config"), preset_name = s.get("preset");
+    if (!file.empty() && !preset_name.empty()) {
+      throw ConfigError("", "preset", "give --preset or --config, not both (a file names its preset itself)");
+    }
+    SimConfig c = file.empty() ? preset(preset_name.empty() ? preset_names().front() : preset_name) : load_config(file);
+    if (s.has("fidelity")) {
+      const std::string f = s.get("fidelity");
+      if (f != "tlp" && f != "burst") throw ConfigError("", "fidelity", "--fidelity '" + f + "': expected tlp or burst");
+      c.fidelity = f == "tlp" ? Fidelity::kTlp : Fidelity::kBurst;
+    }
+    c.data_path = data_path_;
+    if (s.seed) c.seed = *s.seed;
+    if (!s.patch.is_null()) {
+      nlohmann::json j = to_json(c);
+      j.merge_patch(s.patch);
+      c = config_from_json(j, "backend '" + name_ + "' settings");
+    }
+    validate(c, "backend '" + name_ + "'");
+    return c;
+  } catch (const BackendError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw BackendError(e.what());
+  }
+}
+
+nlohmann::json SimBackend::configuration(const backend::Settings& s) const { return to_json(sim_config(s)); }
+
+backend::Instance SimBackend::open(const backend::Settings& s) const {
+  auto device = std::make_shared<SimDevice>(sim_config(s), s.get("trace"));
+  backend::Instance i;
+  i.memory = device.get();
+  i.statistics = device.get();
+  i.clock = device.get();
+  i.misbehave = device.get();
+  i.device = std::move(device);
+  return i;
+}
+
+void register_backend(backend::Registry& registry) {
+  registry.add(std::make_unique<SimBackend>(
+      "sim", "SystemC TLM-2.0 model of the card (PCIe link at TLP fidelity, the SystemC data path); simulated time",
+      DataPathKind::kSystemC));
+}
+
+}  // namespace spyre_dma::model

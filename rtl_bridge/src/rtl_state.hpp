@@ -1,0 +1,98 @@
+// The state of the RTL data path's transactors, shared by its adapter (rtl_data_path.cpp) and
+// its clock (rtl_clock.cpp). Verilator's headers come before SystemC's: the model is plain C++
+// (--cc), and verilated.h would otherwise take SystemC's clock for its own.
+#pragma once
+
+#include <verilated.h>
+#include <verilated_vcd_c.h>
+
+#include "Vspyre_dma_core.h"
+
+#include <array>
+#include <deque>
+#include <map>
+#include <memory>
+#include <set>
+#include <vector>
+
+#include "rtl_data_path.hpp"
+
+namespace spyre_dma::rtl {
+
+struct RtlDataPath::Impl {
+  // A read request in flight: its data as the link returned it, cut into CplD TLPs.
+  struct Read {
+    std::vector<std::uint8_t> data;
+    std::vector<model::AddressRange> cplds;  // offsets within the request
+    bool error = false;                // UR or CA: one beat, no data
+    std::size_t cpl = 0;               // next CplD to present
+    std::uint32_t beat = 0;            // next beat within it
+  };
+  // A device-memory read piece (DMAO), returned in request order.
+  struct Piece {
+    std::vector<std::uint8_t> data;
+    Ps ready_ps = 0;
+    std::uint32_t beat = 0;
+  };
+  struct PendingCb {
+    std::array<std::uint8_t, hw::kCbBytes> raw;
+    Ps at_ps;
+  };
+
+  const model::SimConfig& config;
+  device_core::Iommu& iommu;
+  model::HostPort& host;
+  model::DeviceMemoryPort& memory;
+  RtlTestHooks hooks;
+  VerilatedContext context;
+  std::unique_ptr<Vspyre_dma_core> core;
+  std::unique_ptr<VerilatedVcdC> vcd;
+  sc_core::sc_event work;
+  Ps t = 0;            // the clock's own time: the edge of the cycle being evaluated
+  std::uint64_t cycle = 0;
+
+  std::array<std::deque<PendingCb>, 2> cbs;
+  std::array<int, 2> ats_answer{-1, -1};  // -1: none due; else ok (1) or refused (0) this cycle
+  std::array<Read, RtlDataPath::kTags> reads;
+  std::multimap<std::pair<Ps, std::uint64_t>, unsigned> ready_reads;  // (ready, order) -> tag
+  std::uint64_t read_order = 0;
+  int current_read = -1;  // tag whose beats are being presented
+  Ps rq_free_ps = 0;      // the upstream wire is busy with an MWr until then
+  // MWr being assembled.
+  std::vector<std::uint8_t> mwr;
+  std::uint64_t mwr_addr = 0;
+  std::uint32_t mwr_len = 0;
+  Ps mwr_sop_ps = 0;
+  Ps dmao_sent_ps = 0, dmao_landed_ps = 0;
+  // Device memory.
+  std::vector<std::uint8_t> burst;
+  std::uint64_t burst_addr = 0;
+  std::multiset<Ps> write_acks, command_acks;
+  std::deque<Piece> pieces;
+  std::uint64_t glitch = 0;
+
+  Impl(const model::DataPathContext& c, RtlTestHooks h)
+      : config(c.config), iommu(c.iommu), host(c.host), memory(c.memory), hooks(h),
+        core(std::make_unique<Vspyre_dma_core>(&context, "spyre_dma_core")) {}
+
+  bool quiet() const {
+    return core->idle && current_read < 0 && ready_reads.empty() && pieces.empty() && write_acks.empty() &&
+           command_acks.empty() && ats_answer[0] < 0 && ats_answer[1] < 0 && mwr.empty() && burst.empty() &&
+           !cb_due();
+  }
+  bool cb_due() const {
+    for (const auto& q : cbs) {
+      if (!q.empty() && q.front().at_ps <= t) return true;
+    }
+    return false;
+  }
+  Ps next_cb_ps() const {
+    Ps next = ~Ps{0};
+    for (const auto& q : cbs) {
+      if (!q.empty()) next = std::min(next, q.front().at_ps);
+    }
+    return next;
+  }
+};
+
+}  // namespace spyre_dma::rtl
