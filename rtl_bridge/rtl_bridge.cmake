@@ -7,6 +7,7 @@ set(SPYRE_DMA_RTL_SOURCES
   "${SPYRE_DMA_RTL_DIR}/rtl/spyre_dma_pkg.sv"
   "${SPYRE_DMA_RTL_DIR}/rtl/xlat_check.sv"
   "${SPYRE_DMA_RTL_DIR}/rtl/cb_section_decode.sv"
+  "${SPYRE_DMA_RTL_DIR}/rtl/stream_arbiter.sv"
   "${SPYRE_DMA_RTL_DIR}/rtl/dmai_engine.sv"
   "${SPYRE_DMA_RTL_DIR}/rtl/dmao_engine.sv"
   "${SPYRE_DMA_RTL_DIR}/rtl/spyre_dma_core.sv")
