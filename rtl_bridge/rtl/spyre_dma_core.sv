@@ -168,60 +168,36 @@ module spyre_dma_core
     .rb_error(o_rb_error), .rb_field(o_rb_field), .rb_detail(o_rb_detail), .rb_bytes(o_rb_bytes),
     .idle(o_idle));
 
-  // RQ arbiter: whole packets, alternating between the pipelines when both wait; a choice is
-  // held while its beat is stalled, so the stream never changes under a pending valid.
-  logic rq_sel_o, rq_stalled, rq_in_packet, rq_last_o;
-  wire rq_hold = rq_stalled || rq_in_packet;
-  wire rq_pick_o = rq_hold ? rq_sel_o : (o_rq_valid && (!i_rq_valid || !rq_last_o));
-  assign rq_valid   = rq_pick_o ? o_rq_valid : i_rq_valid;
-  assign rq_type    = rq_pick_o ? RQ_MWR : RQ_MRD;
-  assign rq_sop     = rq_pick_o ? o_rq_sop : 1'b1;
-  assign rq_eop     = rq_pick_o ? o_rq_eop : 1'b1;
-  assign rq_addr    = rq_pick_o ? o_rq_addr : i_rq_addr;
-  assign rq_len     = rq_pick_o ? o_rq_len : i_rq_len;
-  assign rq_tag     = rq_pick_o ? '0 : i_rq_tag;
-  assign rq_bytes   = rq_pick_o ? o_rq_bytes : '0;
-  assign rq_data    = rq_pick_o ? o_rq_data : '0;
-  assign i_rq_ready = !rq_pick_o && rq_ready;
-  assign o_rq_ready = rq_pick_o && rq_ready;
+  // RQ: whole packets, alternating between the pipelines when both wait (an MRd is one beat).
+  logic rq_pick_o;
+  stream_arbiter #(.ROUND_ROBIN(1'b1)) rq_arb (
+    .clk, .rst_n,
+    .a_valid(i_rq_valid), .a_ready(i_rq_ready), .a_eop(1'b1),
+    .b_valid(o_rq_valid), .b_ready(o_rq_ready), .b_eop(o_rq_eop),
+    .out_valid(rq_valid), .out_ready(rq_ready), .from_b(rq_pick_o));
+  assign rq_type  = rq_pick_o ? RQ_MWR : RQ_MRD;
+  assign rq_sop   = rq_pick_o ? o_rq_sop : 1'b1;
+  assign rq_eop   = rq_pick_o ? o_rq_eop : 1'b1;
+  assign rq_addr  = rq_pick_o ? o_rq_addr : i_rq_addr;
+  assign rq_len   = rq_pick_o ? o_rq_len : i_rq_len;
+  assign rq_tag   = rq_pick_o ? '0 : i_rq_tag;
+  assign rq_bytes = rq_pick_o ? o_rq_bytes : '0;
+  assign rq_data  = rq_pick_o ? o_rq_data : '0;
 
-  always_ff @(posedge clk or negedge rst_n) begin
-    if (!rst_n) begin
-      rq_sel_o     <= 1'b0;
-      rq_stalled   <= 1'b0;
-      rq_in_packet <= 1'b0;
-      rq_last_o    <= 1'b0;
-    end else begin
-      rq_sel_o   <= rq_pick_o;
-      // Held while a beat waits, and inside a packet of several beats.
-      rq_stalled <= rq_valid && !rq_ready;
-      if (rq_valid && rq_ready) rq_in_packet <= !rq_eop;
-      if (rq_valid && rq_ready && rq_eop) rq_last_o <= rq_pick_o;
-    end
-  end
-
-  // RB arbiter: one beat per RB, held while stalled.
-  logic rb_sel_o, rb_hold;
-  wire rb_pick_o = rb_hold ? rb_sel_o : (o_rb_valid && !i_rb_valid);
-  assign rb_valid   = rb_pick_o ? o_rb_valid : i_rb_valid;
-  assign rb_pipe    = rb_pick_o ? 4'd2 : 4'd1;
-  assign rb_tag     = rb_pick_o ? o_rb_tag : i_rb_tag;
-  assign rb_status  = rb_pick_o ? o_rb_status : i_rb_status;
-  assign rb_error   = rb_pick_o ? o_rb_error : i_rb_error;
-  assign rb_field   = rb_pick_o ? o_rb_field : i_rb_field;
-  assign rb_detail  = rb_pick_o ? o_rb_detail : i_rb_detail;
-  assign rb_bytes   = rb_pick_o ? o_rb_bytes : i_rb_bytes;
-  assign i_rb_ready = !rb_pick_o && rb_ready;
-  assign o_rb_ready = rb_pick_o && rb_ready;
-  always_ff @(posedge clk or negedge rst_n) begin
-    if (!rst_n) begin
-      rb_sel_o <= 1'b0;
-      rb_hold  <= 1'b0;
-    end else begin
-      rb_sel_o <= rb_pick_o;
-      rb_hold  <= rb_valid && !rb_ready;
-    end
-  end
+  // RB: one beat per RB, DMAI first when both wait.
+  logic rb_pick_o;
+  stream_arbiter #(.ROUND_ROBIN(1'b0)) rb_arb (
+    .clk, .rst_n,
+    .a_valid(i_rb_valid), .a_ready(i_rb_ready), .a_eop(1'b1),
+    .b_valid(o_rb_valid), .b_ready(o_rb_ready), .b_eop(1'b1),
+    .out_valid(rb_valid), .out_ready(rb_ready), .from_b(rb_pick_o));
+  assign rb_pipe   = rb_pick_o ? 4'd2 : 4'd1;
+  assign rb_tag    = rb_pick_o ? o_rb_tag : i_rb_tag;
+  assign rb_status = rb_pick_o ? o_rb_status : i_rb_status;
+  assign rb_error  = rb_pick_o ? o_rb_error : i_rb_error;
+  assign rb_field  = rb_pick_o ? o_rb_field : i_rb_field;
+  assign rb_detail = rb_pick_o ? o_rb_detail : i_rb_detail;
+  assign rb_bytes  = rb_pick_o ? o_rb_bytes : i_rb_bytes;
 
   assign idle = i_idle && o_idle;
 endmodule
