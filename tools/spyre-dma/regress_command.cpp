@@ -6,21 +6,18 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <csignal>
 #include <cstring>
 #include <fstream>
 #include <optional>
-
-#include <malloc.h>
-#include <poll.h>
-#include <sys/wait.h>
-#include <unistd.h>
+#include <system_error>
 
 #include "backend.hpp"
 #include "directed.hpp"
+#include "regress_progress.hpp"
 #include "report.hpp"
 #include "soak.hpp"
 #include "suites.hpp"
+#include "worker_pool.hpp"
 
 namespace spyre_dma_cli {
 namespace {
@@ -148,92 +145,43 @@ Report run_one(const RegressOptions& o, const Suite& base, std::uint64_t seed) {
   return r;
 }
 
-// Reads seeds (8 bytes each) from `in`, writes one JSON report line per test to `out`.
-[[noreturn]] void worker(const RegressOptions& o, const Suite& suite, int in, int out) {
+// What a worker process does: runs one seed's test and returns its one-case report (in a soak,
+// with the heap still in use).
+void set_worker_side(WorkerPoolTasks& tasks, const RegressOptions& o, const Suite& suite) {
   const bool soak = !o.duration.empty();
-  if (soak) {
-    // glibc raises its mmap threshold to the largest block freed so far (up to 32 MiB), after which
-    // big buffers come from the heap and stay resident in it; each new largest test then shows as a
-    // step in RSS that is the allocator's, not ours. A fixed threshold and one arena keep the RSS
-    // what the process holds.
-    ::mallopt(M_MMAP_THRESHOLD, 128 * 1024);
-    ::mallopt(M_ARENA_MAX, 1);
-  }
-  std::uint64_t seed = 0;
-  while (true) {
-    const ssize_t n = ::read(in, &seed, sizeof seed);
-    if (n == 0) ::_exit(0);
-    if (n != static_cast<ssize_t>(sizeof seed)) {
-      if (n < 0 && errno == EINTR) continue;
-      ::_exit(3);
-    }
+  if (soak) tasks.worker_init = prepare_soak_worker;
+  tasks.work = [&o, &suite, soak](std::uint64_t seed) {
     nlohmann::json result = run_one(o, suite, seed).to_json();
-    if (soak) {
-      // The parent samples this process's RSS between tests: hand freed heap back to the system
-      // first, so that what it sees is what the process still holds, not the allocator's cache;
-      // and tell it the bytes still allocated, which tell a leak from fragmentation.
-      ::malloc_trim(0);
-      const struct mallinfo2 mi = ::mallinfo2();
-      result[kHeapInUseKey] = mi.uordblks + mi.hblkhd;
-    }
-    const std::string line = result.dump() + "\n";
-    for (std::size_t done = 0; done < line.size();) {
-      const ssize_t w = ::write(out, line.data() + done, line.size() - done);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) ::_exit(3);
-      done += static_cast<std::size_t>(w);
-    }
-  }
+    if (soak) add_heap_in_use(result);
+    return result;
+  };
 }
 
-struct Worker {
-  pid_t pid = -1;
-  int to = -1, from = -1;
-  std::optional<std::uint64_t> seed;  // the test it runs
-  Clock::time_point started;
-  std::string buffer;
-};
-
-class Progress {
- public:
-  Progress(const std::string& mode, std::size_t total) : total_(total), t0_(Clock::now()) {
-    bar_ = mode == "bar" || (mode == "auto" && ::isatty(STDERR_FILENO));
-    quiet_ = mode == "none";
+// The result of a test that never reported one.
+CaseResult lost_case(const RegressOptions& o, const LostTask& lost) {
+  const std::uint64_t seed = lost.task;
+  CaseResult c;
+  c.suite = o.suite, c.backend = o.backend, c.seed = seed;
+  c.name = fmt::format("seed {}", seed);
+  std::string why;
+  switch (lost.reason) {
+    case LostTask::Reason::kUnreadable:
+      c.status = "crash";
+      why = "the worker's result could not be read: " + lost.detail;
+      break;
+    case LostTask::Reason::kEnded:
+      c.status = "crash";
+      why = "the test process " + lost.detail;
+      break;
+    case LostTask::Reason::kTimedOut:
+      c.status = "hang";
+      why = fmt::format("the test ran longer than --timeout {} s and was killed", o.timeout_s);
+      break;
   }
-  void done(const CaseResult& c) {
-    ++done_;
-    failed_ += c.passed() ? 0 : 1;
-    ops_ += c.metrics.ops;
-    if (quiet_) return;
-    if (bar_) {
-      const double s = std::chrono::duration<double>(Clock::now() - t0_).count();
-      const std::size_t width = 30, fill = total_ ? done_ * width / total_ : width;
-      const double eta = done_ ? s / static_cast<double>(done_) * static_cast<double>(total_ - done_) : 0;
-      if (!c.passed()) fmt::print(stderr, "\r\033[KFAIL {} [{}]: {}\n", c.name, c.status, c.repro);
-      fmt::print(stderr, "\r[{}{}] {}/{} tests, {} failed, {:.0f} ops/s, ETA {:.0f} s ", std::string(fill, '#'),
-                 std::string(width - fill, '.'), done_, total_, failed_, s > 0 ? static_cast<double>(ops_) / s : 0.0,
-                 eta);
-    } else {
-      fmt::print(stderr, "{} {} {} {}: {} ops, {:.2f} s{}\n", c.passed() ? (c.status == "skip" ? "SKIP" : "PASS") : "FAIL",
-                 c.suite, c.backend, c.name, c.metrics.ops, c.metrics.wall_s,
-                 c.passed() ? "" : fmt::format(" [{}]; reproduce: {}", c.status, c.repro));
-    }
-  }
-  void finish() {
-    if (bar_ && !quiet_) fmt::print(stderr, "\n");
-  }
-
- private:
-  std::size_t total_, done_ = 0, failed_ = 0;
-  std::uint64_t ops_ = 0;
-  Clock::time_point t0_;
-  bool bar_ = false, quiet_ = false;
-};
-
-std::string describe_exit(int status) {
-  if (WIFSIGNALED(status)) return fmt::format("killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
-  if (WIFEXITED(status)) return fmt::format("exited with status {}", WEXITSTATUS(status));
-  return "ended";
+  c.findings.push_back(Finding{FindingKind::kCrash, -1, why});
+  c.finding_count = 1;
+  c.repro = repro_command(o, seed);
+  return c;
 }
 
 bool write_file(const std::string& path, const std::string& text) {
@@ -434,131 +382,44 @@ int run_regress(const RegressOptions& o) {
   report.shard = o.shard;
   const auto t0 = Clock::now();
   const auto deadline = duration ? t0 + *duration : Clock::time_point::max();
-  // Whether another test is to start: the seeds are not used up and a soak's time has not run out.
-  std::size_t next = 0;
-  auto more = [&] { return duration ? Clock::now() < deadline && seed_at(next).has_value() : next < seed_count; };
   // A soak's length in tests is not known ahead, so it reports line by line.
   Progress progress(duration && o.progress != "none" ? "lines" : o.progress, seed_count);
   SoakMonitor soak(t0 + warmup);
-  std::signal(SIGPIPE, SIG_IGN);
 
-  std::vector<Worker> workers;
-  auto spawn = [&]() -> bool {
-    int to[2], from[2];
-    if (::pipe(to) != 0) return false;
-    if (::pipe(from) != 0) {
-      ::close(to[0]), ::close(to[1]);
-      return false;
-    }
-    std::fflush(stdout), std::fflush(stderr);
-    const pid_t pid = ::fork();
-    if (pid < 0) {
-      ::close(to[0]), ::close(to[1]), ::close(from[0]), ::close(from[1]);
-      return false;
-    }
-    if (pid == 0) {
-      ::close(to[1]), ::close(from[0]);
-      for (const Worker& w : workers) ::close(w.to), ::close(w.from);
-      worker(o, *suite, to[0], from[1]);
-    }
-    ::close(to[0]), ::close(from[1]);
-    Worker w;
-    w.pid = pid, w.to = to[1], w.from = from[0];
-    workers.push_back(std::move(w));
-    return true;
+  WorkerPoolOptions pool;
+  pool.jobs = o.jobs;
+  pool.timeout = std::chrono::duration<double>(o.timeout_s);
+  WorkerPoolTasks tasks;
+  // The k-th test to start, while the seeds are not used up and a soak's time has not run out.
+  tasks.task_at = [&](std::size_t k) -> std::optional<std::uint64_t> {
+    if (duration && Clock::now() >= deadline) return std::nullopt;
+    return seed_at(k);
   };
-  auto assign = [&](Worker& w) {
-    if (!more()) return;
-    const std::uint64_t s = *seed_at(next++);
-    w.seed = s;
-    w.started = Clock::now();
-    if (::write(w.to, &s, sizeof s) != static_cast<ssize_t>(sizeof s)) w.seed.reset(), --next;
+  set_worker_side(tasks, o, *suite);
+  tasks.on_result = [&](pid_t worker, const nlohmann::json& result) {
+    Report one = Report::from_json(result, "worker");
+    for (CaseResult& c : one.cases) {
+      progress.done(c);
+      report.cases.push_back(std::move(c));
+    }
+    report.coverage.merge(one.coverage);
+    if (duration) soak.sample(worker, result.value(kHeapInUseKey, std::uint64_t{0}));  // between tests
   };
-  auto lost = [&](std::uint64_t seed, const std::string& status, const std::string& why) {
-    CaseResult c;
-    c.suite = o.suite, c.backend = o.backend, c.seed = seed;
-    c.name = fmt::format("seed {}", seed);
-    c.status = status;
-    c.findings.push_back(Finding{FindingKind::kCrash, -1, why});
-    c.finding_count = 1;
-    c.repro = repro_command(o, seed);
+  tasks.on_lost = [&](const LostTask& lost) {
+    CaseResult c = lost_case(o, lost);
     progress.done(c);
     report.cases.push_back(std::move(c));
   };
-  auto retire = [&](std::size_t i, bool kill_it) {
-    Worker& w = workers[i];
-    if (kill_it) ::kill(w.pid, SIGKILL);
-    ::close(w.to), ::close(w.from);
-    int status = 0;
-    while (::waitpid(w.pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    const std::string how = describe_exit(status);
-    workers.erase(workers.begin() + static_cast<std::ptrdiff_t>(i));
-    return how;
-  };
-
-  const unsigned want = duration ? o.jobs : static_cast<unsigned>(std::min<std::size_t>(o.jobs, seed_count));
-  for (unsigned j = 0; j < want; ++j) {
-    if (!spawn()) {
-      fmt::print(stderr, "spyre-dma: error: cannot start a worker process: {}\n", std::strerror(errno));
-      return 2;
-    }
-    assign(workers.back());
-  }
-  const auto timeout = std::chrono::duration<double>(o.timeout_s);
-  while (!workers.empty()) {
-    std::vector<pollfd> fds;
-    for (const Worker& w : workers) fds.push_back(pollfd{w.from, POLLIN, 0});
-    (void)::poll(fds.data(), fds.size(), 200);
-    for (std::size_t i = workers.size(); i-- > 0;) {
-      Worker& w = workers[i];
-      bool eof = false;
-      if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) {
-        char buf[65536];
-        const ssize_t n = ::read(w.from, buf, sizeof buf);
-        if (n > 0) w.buffer.append(buf, static_cast<std::size_t>(n));
-        else if (n == 0 || errno != EINTR) eof = true;
-      }
-      for (std::size_t nl; (nl = w.buffer.find('\n')) != std::string::npos;) {
-        const std::string line = w.buffer.substr(0, nl);
-        w.buffer.erase(0, nl + 1);
-        try {
-          const nlohmann::json result = nlohmann::json::parse(line);
-          Report one = Report::from_json(result, "worker");
-          for (CaseResult& c : one.cases) {
-            progress.done(c);
-            report.cases.push_back(std::move(c));
-          }
-          report.coverage.merge(one.coverage);
-          if (duration) soak.sample(w.pid, result.value(kHeapInUseKey, std::uint64_t{0}));  // between tests
-        } catch (const std::exception& e) {
-          if (w.seed) lost(*w.seed, "crash", fmt::format("the worker's result could not be read: {}", e.what()));
-        }
-        w.seed.reset();
-        assign(w);
-      }
-      if (eof) {
-        const std::optional<std::uint64_t> seed = w.seed;
-        const std::string how = retire(i, false);
-        if (seed) {
-          lost(*seed, "crash", "the test process " + how);
-          if (more() && spawn()) assign(workers.back());
-        }
-        continue;
-      }
-      if (w.seed && Clock::now() - w.started > timeout) {
-        const std::uint64_t seed = *w.seed;
-        (void)retire(i, true);
-        lost(seed, "hang", fmt::format("the test ran longer than --timeout {} s and was killed", o.timeout_s));
-        if (more() && spawn()) assign(workers.back());
-        continue;
-      }
-      if (!w.seed && !more()) (void)retire(i, false);  // nothing left for it
-    }
+  std::size_t started = 0;  // tests handed out
+  try {
+    started = run_worker_pool(pool, tasks);
+  } catch (const std::system_error& e) {
+    fmt::print(stderr, "spyre-dma: error: {}\n", e.what());
+    return 2;
   }
   progress.finish();
   if (duration) {
-    report.seeds = next == 0 ? "none" : fmt::format("{}..{}", range.first, *seed_at(next - 1));
+    report.seeds = started == 0 ? "none" : fmt::format("{}..{}", range.first, *seed_at(started - 1));
   }
   report.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
   std::sort(report.cases.begin(), report.cases.end(),

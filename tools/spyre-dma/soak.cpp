@@ -6,6 +6,7 @@
 #include <cctype>
 #include <fstream>
 
+#include <malloc.h>
 #include <unistd.h>
 
 namespace spyre_dma_cli {
@@ -14,6 +15,24 @@ using spyre_dma::regress::CaseResult;
 using spyre_dma::regress::Finding;
 using spyre_dma::regress::FindingKind;
 using spyre_dma::regress::Report;
+
+void prepare_soak_worker() {
+  // glibc raises its mmap threshold to the largest block freed so far (up to 32 MiB), after which
+  // big buffers come from the heap and stay resident in it; each new largest test then shows as a
+  // step in RSS that is the allocator's, not ours. A fixed threshold and one arena keep the RSS
+  // what the process holds.
+  ::mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+  ::mallopt(M_ARENA_MAX, 1);
+}
+
+void add_heap_in_use(nlohmann::json& result) {
+  // The parent samples this process's RSS between tests: hand freed heap back to the system
+  // first, so that what it sees is what the process still holds, not the allocator's cache;
+  // and tell it the bytes still allocated, which tell a leak from fragmentation.
+  ::malloc_trim(0);
+  const struct mallinfo2 mi = ::mallinfo2();
+  result[kHeapInUseKey] = mi.uordblks + mi.hblkhd;
+}
 
 std::optional<std::chrono::seconds> parse_duration(const std::string& text) {
   if (text.empty()) return std::nullopt;

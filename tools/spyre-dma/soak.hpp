@@ -31,6 +31,13 @@ std::uint64_t resident_bytes(pid_t pid);
 // allocated and not freed, glibc's mallinfo2: arenas plus mmapped blocks).
 inline constexpr const char* kHeapInUseKey = "soak_heap_in_use_bytes";
 
+// In a soak's worker process, before its first test: allocator settings under which the RSS the
+// parent samples is what the process holds.
+void prepare_soak_worker();
+// In a soak's worker process, after a test: hands freed heap back to the system and adds the heap
+// still in use to the test's result line (kHeapInUseKey).
+void add_heap_in_use(nlohmann::json& result);
+
 class SoakMonitor {
  public:
   using Clock = std::chrono::steady_clock;

@@ -1,0 +1,54 @@
+// The memories behind the runner's scoreboard regions: unregistered (pageable) host buffers,
+// direct host access, and device allocations walked chunk by chunk through the memory backdoor.
+#include "memory_ports.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+#include <fmt/format.h>
+
+
+namespace spyre_dma::regress::detail {
+namespace {
+
+std::size_t round_up(std::uint64_t n) { return static_cast<std::size_t>((n + 4095) / 4096 * 4096); }
+
+}  // namespace
+
+PageableBuffer::PageableBuffer(std::uint64_t bytes, std::uint32_t misalign)
+    : raw_(static_cast<std::uint8_t*>(std::aligned_alloc(4096, round_up(bytes + misalign)))) {
+  if (!raw_) throw OutOfMemory(fmt::format("pageable host buffer of {} bytes", bytes));
+  data_ = raw_ + misalign;
+}
+
+PageableBuffer::~PageableBuffer() { std::free(raw_); }
+
+void HostPort::read(std::uint64_t off, std::uint8_t* dst, std::size_t n) const { std::memcpy(dst, base_ + off, n); }
+
+void HostPort::write(std::uint64_t off, const std::uint8_t* src, std::size_t n) { std::memcpy(base_ + off, src, n); }
+
+DevicePort::DevicePort(backend::MemoryBackdoor& mem, CompositeAddress address) : mem_(mem), address_(std::move(address)) {}
+
+template <typename F>
+void DevicePort::walk(std::uint64_t off, std::size_t n, F&& f) const {
+  std::size_t done = 0;
+  while (done < n) {
+    const CompositeAddress::Position p = address_.locate(off + done);
+    const DeviceChunk& c = address_.chunks()[p.chunk];
+    const std::size_t len = static_cast<std::size_t>(std::min<std::uint64_t>(n - done, c.size - p.offset_in_chunk));
+    f(c.physical() + p.offset_in_chunk, done, len);
+    done += len;
+  }
+}
+
+void DevicePort::read(std::uint64_t off, std::uint8_t* dst, std::size_t n) const {
+  walk(off, n, [&](std::uint64_t phys, std::size_t at, std::size_t len) { mem_.backdoor_read(phys, dst + at, len); });
+}
+
+void DevicePort::write(std::uint64_t off, const std::uint8_t* src, std::size_t n) {
+  walk(off, n, [&](std::uint64_t phys, std::size_t at, std::size_t len) { mem_.backdoor_write(phys, src + at, len); });
+}
+
+}  // namespace spyre_dma::regress::detail

@@ -1,0 +1,54 @@
+// Private to the runner: the memories a test's scoreboard regions stand for - host buffers the
+// engine has not registered, host memory read and written directly, and device allocations
+// reached through the backend's memory backdoor (never the DMA path under test).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "scoreboard.hpp"
+#include "spyre_dma/backend/capabilities.hpp"
+#include "spyre_dma/spyre_dma.hpp"
+
+namespace spyre_dma::regress::detail {
+
+// Host memory the engine has not registered: plain heap memory placed `misalign` bytes past a
+// 128-byte boundary.
+class PageableBuffer {
+ public:
+  PageableBuffer(std::uint64_t bytes, std::uint32_t misalign);
+  ~PageableBuffer();
+  PageableBuffer(const PageableBuffer&) = delete;
+  PageableBuffer& operator=(const PageableBuffer&) = delete;
+  std::uint8_t* data() const noexcept { return data_; }
+
+ private:
+  std::uint8_t* raw_;
+  std::uint8_t* data_;
+};
+
+class HostPort final : public MemoryPort {
+ public:
+  explicit HostPort(std::uint8_t* base) : base_(base) {}
+  void read(std::uint64_t off, std::uint8_t* dst, std::size_t n) const override;
+  void write(std::uint64_t off, const std::uint8_t* src, std::size_t n) override;
+
+ private:
+  std::uint8_t* base_;
+};
+
+// A device allocation through the backend's memory backdoor, chunk by chunk.
+class DevicePort final : public MemoryPort {
+ public:
+  DevicePort(backend::MemoryBackdoor& mem, CompositeAddress address);
+  void read(std::uint64_t off, std::uint8_t* dst, std::size_t n) const override;
+  void write(std::uint64_t off, const std::uint8_t* src, std::size_t n) override;
+
+ private:
+  template <typename F>
+  void walk(std::uint64_t off, std::size_t n, F&& f) const;
+  backend::MemoryBackdoor& mem_;
+  CompositeAddress address_;
+};
+
+}  // namespace spyre_dma::regress::detail

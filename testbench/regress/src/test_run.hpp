@@ -1,0 +1,112 @@
+// Private to the runner: the state of one test run (run_program() in runner.hpp) and the steps it
+// goes through. Its member functions are defined by role:
+//   runner.cpp           the run itself: setup of engine, streams and buffers, one op per step,
+//                        teardown and the result;
+//   test_run_checks.cpp  the checkers: completions (exactly once, FIFO, expected status), the end
+//                        of an epoch (lost completions, synchronize() results, reset after a
+//                        device fault), device-side ordering, and the model's own verdicts;
+//   test_run_coverage.cpp  coverage bins and the figures gathered at the end of a run.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <initializer_list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "device_monitor.hpp"
+#include "memory_ports.hpp"
+#include "runner.hpp"
+#include "scoreboard.hpp"
+#include "spyre_dma/spyre_dma.hpp"
+
+namespace spyre_dma::regress::detail {
+
+// Everything one test run holds.
+class TestRun {
+ public:
+  TestRun(const Program& p, const BackendFactory& open, const RunOptions& o) : p_(p), open_(open), o_(o) {}
+
+  TestResult run();
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  struct Record {
+    Op op;
+    Access access;
+    bool has_access = false;
+    bool has_callback = false;
+    int callbacks = 0;
+    std::int64_t prev = -1;  // the stream's previous op with a callback (strict, op-ordered)
+    Status status;
+  };
+  struct Wait {
+    std::size_t wait, record;
+  };
+
+  // The run (runner.cpp).
+  void setup();
+  void step(std::size_t i);
+  TestResult finish(Clock::time_point t0);
+
+  int host_region(std::uint32_t h) const { return static_cast<int>(h); }
+  int dev_region(std::uint32_t d) const { return static_cast<int>(p_.host_buffers.size() + d); }
+  Callback done_callback(std::size_t i) {
+    return [this, i](const Status& s) { on_done(i, s); };
+  }
+
+  // The checkers (test_run_checks.cpp).
+  void on_done(std::size_t i, const Status& s);
+  void check_status(std::size_t i, const Status& s);
+  // Host callbacks run once every earlier op of their stream has completed.
+  void host_callback_ran(std::size_t i);
+  std::vector<std::size_t> epoch_ops_snapshot(std::size_t upto);
+  void end_epoch(std::size_t at);
+  // FIFO within a stream, event order and strict-mode barriers, from completion order and from
+  // the device's own timestamps.
+  void check_order(const std::vector<std::size_t>& ops);
+  // The model's own verdicts: its protocol checker, and whether the faults it injected show up
+  // as failed ops (and only then).
+  void model_checks(const nlohmann::json& stats);
+  static const nlohmann::json* find(const nlohmann::json& j, std::initializer_list<const char*> path);
+
+  // Coverage and figures (test_run_coverage.cpp).
+  // Coverage is hit from completions on engine threads too.
+  void cover(const char* bin, std::uint64_t n = 1);
+  void cover_data_op(const OpSpec& op);
+  void final_checks();
+
+  const Program& p_;
+  const BackendFactory& open_;
+  const RunOptions& o_;
+  Findings findings_;
+  Scoreboard scoreboard_{findings_};
+  TestBackend backend_;
+  std::shared_ptr<DeviceMonitor> monitor_;
+  std::unique_ptr<Engine> engine_;
+  std::uint64_t max_cb_ = 0;
+  std::vector<Stream> streams_;
+  std::vector<Event> events_;
+  std::vector<DeviceBuffer> device_;
+  std::vector<HostBuffer> registered_;
+  std::vector<std::unique_ptr<PageableBuffer>> pageable_;
+  std::vector<std::uint8_t*> host_;
+  std::vector<Record> records_;
+  std::map<std::uint32_t, std::size_t> last_record_;
+  std::map<std::uint32_t, std::int64_t> last_callback_op_;
+  std::vector<Wait> waits_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::uint64_t callbacks_expected_ = 0, callbacks_done_ = 0;
+  std::vector<std::size_t> epoch_ops_;
+  TestMetrics metrics_;
+  Coverage coverage_;
+};
+
+}  // namespace spyre_dma::regress::detail
