@@ -28,15 +28,12 @@ install(TARGETS ${_spyre_dma_libraries}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 # (No INCLUDES DESTINATION: each library's $<INSTALL_INTERFACE:include> already names it.)
 
-# Public headers: both trees go to <prefix>/include/spyre_dma/...
-install(DIRECTORY "${PROJECT_SOURCE_DIR}/engine/include/"
-  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
-  FILES_MATCHING PATTERN "*.hpp" PATTERN "*.h")
-if(TARGET spyre_dma_refdev)
-  install(DIRECTORY "${PROJECT_SOURCE_DIR}/engine/refdev/include/"
+# Public headers: every exported library's tree goes to <prefix>/include/spyre_dma/...
+foreach(_tree IN ITEMS contract device_core backend . refdev)
+  install(DIRECTORY "${PROJECT_SOURCE_DIR}/engine/${_tree}/include/"
     DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
     FILES_MATCHING PATTERN "*.hpp" PATTERN "*.h")
-endif()
+endforeach()
 
 # The CLI is installed but not exported: nothing links against it.
 if(TARGET spyre-dma)

@@ -1,8 +1,8 @@
-// Speed of the RTL controller (a measurement, not a test; nothing is asserted):
+// Speed of the RTL data path (a measurement, not a test; nothing is asserted):
 //   1. the verilated data path alone, clocked by a plain loop against an ideal environment
 //      (completions and device memory answer at once): RTL cycles per wall second;
 //   2. the whole model on the same workload (H2D then D2H of --mib MiB in 4 MiB CBs) with the
-//      SystemC and with the RTL controller: wall seconds of each, their ratio, and the RTL run's
+//      SystemC and with the RTL data path: wall seconds of each, their ratio, and the RTL run's
 //      clocked cycles per wall second.
 // Run it pinned to one core: taskset -c 0 build/default/rtl_bridge/rtl_speed
 #include <verilated.h>
@@ -97,9 +97,9 @@ struct Run {
   double wall_s = 0;
   std::uint64_t rtl_cycles = 0;
 };
-Run model_run(model::Controller controller, std::uint64_t bytes) {
+Run model_run(model::DataPathKind data_path, std::uint64_t bytes) {
   model::SimConfig config = model::preset("spyre-gen5x16");
-  config.controller = controller;
+  config.data_path = data_path;
   model::SimDevice dev(config);
   rtl::test::HostBuffer host(bytes);
   const std::uint64_t iova = dev.map(host.data, host.bytes, DmaAccess::kBoth);
@@ -133,8 +133,8 @@ int main(int argc, char** argv) {
   const std::uint64_t mib = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 256;
   const double core = core_cycles_per_second(20'000'000);
   std::printf("data path alone: %.2f M RTL cycles per wall second\n", core / 1e6);
-  const Run sim = model_run(model::Controller::kSystemC, mib << 20);
-  const Run rtl = model_run(model::Controller::kRtl, mib << 20);
+  const Run sim = model_run(model::DataPathKind::kSystemC, mib << 20);
+  const Run rtl = model_run(model::DataPathKind::kRtl, mib << 20);
   std::printf("model, H2D + D2H of %llu MiB: systemc %.3f s, rtl %.3f s wall (rtl/systemc %.2f); "
               "rtl clocked %llu cycles, %.2f M cycles per wall second\n",
               static_cast<unsigned long long>(mib), sim.wall_s, rtl.wall_s, rtl.wall_s / sim.wall_s,

@@ -13,6 +13,10 @@
 #include "runner.hpp"
 #include "spyre_dma/backend/registry.hpp"
 
+namespace CLI {
+class App;
+}
+
 namespace spyre_dma_cli {
 
 struct BackendOptions {
@@ -25,23 +29,15 @@ struct BackendOptions {
   std::string fidelity;
   std::string trace;
   std::string wave{};  // (a default: the callers that list the fields above need not name it)
-  // Any other registry setting, by name (cuda: executor, memory, cuda-device).
+  // Any other registry setting, by name (cuda: executor, cuda-memory, cuda-device).
   std::map<std::string, std::string> extra{};
 };
 
-namespace CLI {
-class App;
-}
-
-namespace spyre_dma_cli {
 // Adds --backend and the backends' settings to a command, into `options`: --preset, --config,
 // --fidelity, --trace, --wave (the model backends) and --executor, --cuda-memory (a size, as
 // --sizes takes them), --cuda-device (cuda). `model_settings` false leaves out --fidelity and
 // --trace (a command that uses those names for something else).
 void add_backend_options(CLI::App& command, BackendOptions& options, bool model_settings = true);
-}  // namespace spyre_dma_cli
-
-namespace spyre_dma_cli {
 
 // The registry's settings for these options (the empty ones left out).
 spyre_dma::backend::Settings settings_of(const BackendOptions& options);

@@ -70,24 +70,13 @@ std::string parse_shard(const std::string& s, unsigned& index, unsigned& count) 
 }
 
 std::string repro_command(const RegressOptions& o, std::uint64_t seed) {
-  std::string c = fmt::format("spyre-dma regress --suite {} --backend {} --seeds {}..{}", o.suite, o.backend, seed, seed);
-  if (!o.preset.empty()) c += " --preset " + o.preset;
-  if (!o.config.empty()) c += " --config " + o.config;
-  if (!o.fidelity.empty()) c += " --fidelity " + o.fidelity;
+  std::string c = fmt::format("spyre-dma regress --suite {} --backend {} --seeds {}..{}", o.suite, o.backend.name, seed, seed);
+  for (const auto& [key, value] : settings_of(o.backend).values) c += " --" + key + " " + value;
   if (o.fault_rate >= 0) c += fmt::format(" --fault-rate {}", o.fault_rate);
   if (o.ops > 0) c += fmt::format(" --ops {}", o.ops);
   if (o.corrupt_seed == static_cast<std::int64_t>(seed)) c += fmt::format(" --corrupt-seed {}", seed);
   if (!o.directed_dir.empty()) c += " --directed-dir " + o.directed_dir;
   return c;
-}
-
-BackendOptions backend_options(const RegressOptions& o) {
-  BackendOptions b;
-  b.name = o.backend;
-  b.preset = o.preset;
-  b.config = o.config;
-  b.fidelity = o.fidelity;
-  return b;
 }
 
 std::string directed_dir(const RegressOptions& o) { return o.directed_dir.empty() ? SPYRE_DMA_DIRECTED_DIR : o.directed_dir; }
@@ -99,18 +88,18 @@ Report run_one(const RegressOptions& o, const Suite& base, std::uint64_t seed) {
   if (o.fault_rate >= 0) suite.profile.fault_rate = o.fault_rate;
   CaseResult c;
   c.suite = o.suite;
-  c.backend = o.backend;
+  c.backend = o.backend.name;
   c.seed = seed;
   c.name = fmt::format("seed {}", seed);
   c.repro = repro_command(o, seed);
   Report r;
   r.version = SPYRE_DMA_VERSION;
-  r.suite = o.suite, r.backend = o.backend;
+  r.suite = o.suite, r.backend = o.backend.name;
   try {
     std::vector<std::string> backends;
     const Program p = program_for(suite, seed, directed_dir(o), &backends);
     if (suite.directed) c.name = p.name;
-    if (!backends.empty() && std::find(backends.begin(), backends.end(), o.backend) == backends.end()) {
+    if (!backends.empty() && std::find(backends.begin(), backends.end(), o.backend.name) == backends.end()) {
       c.status = "skip";
       r.cases.push_back(c);
       return r;
@@ -129,7 +118,7 @@ Report run_one(const RegressOptions& o, const Suite& base, std::uint64_t seed) {
       }
       ro.corrupt_op = best;
     }
-    const BackendOptions bo = backend_options(o);
+    const BackendOptions bo = o.backend;
     const TestResult t = run_program(p, [&](const Program& prog) { return open_test_backend(bo, prog); }, ro);
     c.status = t.passed ? "pass" : "fail";
     c.findings = t.findings;
@@ -161,7 +150,7 @@ void set_worker_side(WorkerPoolTasks& tasks, const RegressOptions& o, const Suit
 CaseResult lost_case(const RegressOptions& o, const LostTask& lost) {
   const std::uint64_t seed = lost.task;
   CaseResult c;
-  c.suite = o.suite, c.backend = o.backend, c.seed = seed;
+  c.suite = o.suite, c.backend = o.backend.name, c.seed = seed;
   c.name = fmt::format("seed {}", seed);
   std::string why;
   switch (lost.reason) {
@@ -210,10 +199,7 @@ CLI::App* add_regress_command(CLI::App& app, RegressOptions& o) {
       "regress", "Run a regression suite (random or directed tests with scoreboard, invariant, interface and "
                  "protocol checking) on a backend over a range of seeds, in worker processes");
   cmd->add_option("--suite", o.suite, "smoke, nightly, faults or directed (--list describes them)");
-  cmd->add_option("--backend", o.backend, "Device backend")->capture_default_str();
-  cmd->add_option("--preset", o.preset, "sim: model preset");
-  cmd->add_option("--config", o.config, "sim: model configuration file (JSON)");
-  cmd->add_option("--fidelity", o.fidelity, "sim: tlp or burst");
+  add_backend_options(*cmd, o.backend);
   cmd->add_option("--seeds", o.seeds, "Seeds A..B (inclusive) or A; default: the suite's range");
   cmd->add_option("--shard", o.shard, "Run only slice i of N of the seeds (i/N, 0-based; seed k of the range goes "
                                       "to shard k mod N)");
@@ -278,11 +264,11 @@ int run_regress(const RegressOptions& o) {
     fmt::print(stderr, "spyre-dma: error: --suite '{}': unknown suite (have: {})\n", o.suite, names);
     return 2;
   }
-  if (std::string e = check_backend_options(backend_options(o)); !e.empty()) {
+  if (std::string e = check_backend_options(o.backend); !e.empty()) {
     fmt::print(stderr, "spyre-dma: error: {}\n", e);
     return 2;
   }
-  if ((suite->needs_faults || o.fault_rate > 0) && o.backend != "sim") {
+  if ((suite->needs_faults || o.fault_rate > 0) && o.backend.name != "sim") {
     fmt::print(stderr, "spyre-dma: error: --suite {}{}: fault injection needs --backend sim\n", o.suite,
                o.fault_rate > 0 ? " --fault-rate" : "");
     return 2;
@@ -315,7 +301,7 @@ int run_regress(const RegressOptions& o) {
     }
   }
   // The heavy fault nightly on refdev would be refused per test; refuse it once here instead.
-  if (o.backend != "sim" && suite->profile.fault_rate > 0 && o.fault_rate < 0) {
+  if (o.backend.name != "sim" && suite->profile.fault_rate > 0 && o.fault_rate < 0) {
     fmt::print(stderr, "spyre-dma: error: --suite {} injects faults: use --backend sim or --fault-rate 0\n", o.suite);
     return 2;
   }
@@ -377,7 +363,7 @@ int run_regress(const RegressOptions& o) {
   Report report;
   report.version = SPYRE_DMA_VERSION;
   report.suite = o.suite;
-  report.backend = o.backend;
+  report.backend = o.backend.name;
   report.seeds = fmt::format("{}..{}", range.first, range.last);
   report.shard = o.shard;
   const auto t0 = Clock::now();

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "backend.hpp"
+
 namespace CLI {
 class App;
 }
@@ -15,8 +17,7 @@ namespace spyre_dma_cli {
 
 struct RegressOptions {
   std::string suite;
-  std::string backend = "refdev";
-  std::string preset, config, fidelity;  // sim backend
+  BackendOptions backend;  // --backend and its settings
   std::string seeds;                     // "A..B" or "A"; empty: the suite's default range
   std::string shard;                     // "i/N"; empty: all seeds
   unsigned jobs = 1;

@@ -159,7 +159,7 @@ int run_validate(const ValidateOptions& o) {
   }
 
   // 1. The sweep, recorded. (The cuda backend's DeviceFault / OutOfMemory name the cudart call.)
-  const std::shared_ptr<spyre_dma::Device> device = open_backend(backend).device;
+  std::shared_ptr<spyre_dma::Device> device = open_backend(backend).device;
   st::Header header;
   header.source = "validate";
   header.device = device->describe().name;

@@ -27,6 +27,11 @@ class Misbehaviour {
   }
 
   void arm(const device_core::Misbehave& m) noexcept { trigger_.arm(m); }
+  // Armed: a kind and a CB to fire at.
+  bool enabled() const noexcept {
+    const device_core::Misbehave m = trigger_.armed();
+    return m.kind != device_core::MisbehaveKind::kNone && m.at_cb != 0;
+  }
   device_core::MisbehaveKind kind() const noexcept { return trigger_.armed().kind; }
   device_core::Misbehave config() const noexcept { return trigger_.armed(); }
   // The controller starts a CB: true when this is the one (once per run).

@@ -21,10 +21,8 @@
 #include <vector>
 
 #include "spyre_dma/hw/contract.hpp"
+#include "spyre_dma/backend/builtin.hpp"
 #include "spyre_dma/refdev/ref_device.hpp"
-#ifdef SPYRE_DMA_TEST_HAVE_SIM
-#include "spyre_dma/model/sim_device.hpp"
-#endif
 #include "spyre_dma/spyre_dma.hpp"
 
 namespace spyre_dma::test {
@@ -271,9 +269,8 @@ struct Rig {
   refdev::RefDevice& dev() { return spy->ref(); }
 };
 
-// The backend the engine tests run on: refdev, or the SystemC model when the build has it and
-// SPYRE_DMA_TEST_BACKEND=sim, or the model with the RTL controller when it is rtl (CTest
-// registers the suites once for each).
+// The backend the engine tests run on: refdev, or the one SPYRE_DMA_TEST_BACKEND names (sim, rtl:
+// CTest registers the suites once for each), opened through the backend registry.
 inline bool testing_on_rtl() {
   const char* b = std::getenv("SPYRE_DMA_TEST_BACKEND");
   return b != nullptr && std::string(b) == "rtl";
@@ -283,20 +280,26 @@ inline bool testing_on_sim() {
   return b != nullptr && (std::string(b) == "sim" || testing_on_rtl());
 }
 
+// A fresh device of the run's backend (refdev unless SPYRE_DMA_TEST_BACKEND names another), with
+// `m` armed through its misbehaviour control before the engine hands it any CB.
+inline std::shared_ptr<Device> misbehaving_device(const device_core::Misbehave& m) {
+  const char* name = std::getenv("SPYRE_DMA_TEST_BACKEND");
+  backend::Instance i = backend::builtin().open(name ? name : "refdev", {});
+  if (!i.misbehave) throw std::logic_error(std::string("backend ") + (name ? name : "refdev") + " cannot misbehave");
+  i.misbehave->arm_misbehave(m);
+  return i.device;
+}
+
 inline std::shared_ptr<SpyDevice> make_device(const refdev::RefDeviceConfig& config) {
   if (!testing_on_sim()) return std::make_shared<SpyDevice>(config);
-#ifdef SPYRE_DMA_TEST_HAVE_SIM
-  model::SimConfig sim;  // the Spyre preset, shaped like the refdev the test asked for
-  sim.device.depth = config.depth;
-  sim.device.max_cb_bytes = config.max_cb_bytes;
-  sim.device.memory_bytes = config.device_memory_bytes;
-  sim.device.usable_bytes = config.usable_bytes;
-  sim.device.capabilities = config.capabilities;
-  if (testing_on_rtl()) sim.controller = model::Controller::kRtl;
-  return std::make_shared<SpyDevice>(std::make_shared<model::SimDevice>(sim));
-#else
-  throw std::logic_error("SPYRE_DMA_TEST_BACKEND=sim, but this build has no SystemC model");
-#endif
+  backend::Settings settings;  // the model's default preset, shaped like the refdev the test asked for
+  settings.patch = {{"device",
+                     {{"depth", {{"compute", config.depth[0]}, {"dmai", config.depth[1]}, {"dmao", config.depth[2]}}},
+                      {"max_cb_bytes", config.max_cb_bytes},
+                      {"memory_bytes", config.device_memory_bytes},
+                      {"usable_bytes", config.usable_bytes},
+                      {"capabilities", config.capabilities}}}};
+  return std::make_shared<SpyDevice>(backend::builtin().open(std::getenv("SPYRE_DMA_TEST_BACKEND"), settings).device);
 }
 
 inline Rig make_rig(EngineOptions options = {}, refdev::RefDeviceConfig config = {}) {

@@ -21,11 +21,9 @@
 #include <string>
 #include <vector>
 
+#include "engine_fixture.hpp"
 #include "spyre_dma/device_core/misbehave.hpp"
 #include "spyre_dma/refdev/ref_device.hpp"
-#ifdef SPYRE_DMA_TEST_HAVE_SIM
-#include "spyre_dma/model/sim_device.hpp"
-#endif
 #include "spyre_dma/spyre_dma.hpp"
 
 namespace spyre_dma::test {
@@ -146,16 +144,7 @@ Outcome run(const Misbehave& m, Probe probe) {
     ref->set_misbehave(m);
     backend = ref;
   } else {
-#ifdef SPYRE_DMA_TEST_HAVE_SIM
-    model::SimConfig sim;
-    sim.faults.misbehave.kind = std::string(device_core::to_string(m.kind));
-    sim.faults.misbehave.at_cb = m.at_cb;
-    sim.faults.misbehave.rogue_iova = m.rogue_iova;
-    sim.faults.misbehave.rogue_device_offset = m.rogue_device_offset;
-    backend = std::make_shared<model::SimDevice>(sim);
-#else
-    throw std::logic_error("SPYRE_DMA_TEST_BACKEND=sim, but this build has no SystemC model");
-#endif
+    backend = misbehaving_device(m);
   }
   auto rec = std::make_shared<MappingRecorder>(backend);
   Outcome out;

@@ -17,11 +17,9 @@
 #include <thread>
 #include <vector>
 
+#include "engine_fixture.hpp"
 #include "spyre_dma/device_core/misbehave.hpp"
 #include "spyre_dma/refdev/ref_device.hpp"
-#ifdef SPYRE_DMA_TEST_HAVE_SIM
-#include "spyre_dma/model/sim_device.hpp"
-#endif
 #include "spyre_dma/spyre_dma.hpp"
 
 namespace spyre_dma::test {
@@ -36,30 +34,6 @@ constexpr std::size_t kBytes = 64 * 1024;  // one CB per op
 constexpr std::size_t kCanary = 4096;
 constexpr std::uint8_t kCanaryByte = 0xC5;
 constexpr std::uint8_t kUntouched = 0x5A;
-
-bool on_sim() {
-  const char* b = std::getenv("SPYRE_DMA_TEST_BACKEND");
-  return b != nullptr && std::string(b) == "sim";
-}
-
-// A device of the run's backend with `m` armed before the engine hands it any CB.
-std::shared_ptr<Device> misbehaving_device(const Misbehave& m) {
-  if (!on_sim()) {
-    auto dev = std::make_shared<refdev::RefDevice>();
-    dev->set_misbehave(m);
-    return dev;
-  }
-#ifdef SPYRE_DMA_TEST_HAVE_SIM
-  model::SimConfig sim;
-  sim.faults.misbehave.kind = std::string(device_core::to_string(m.kind));
-  sim.faults.misbehave.at_cb = m.at_cb;
-  sim.faults.misbehave.rogue_iova = m.rogue_iova;
-  sim.faults.misbehave.rogue_device_offset = m.rogue_device_offset;
-  return std::make_shared<model::SimDevice>(sim);
-#else
-  throw std::logic_error("SPYRE_DMA_TEST_BACKEND=sim, but this build has no SystemC model");
-#endif
-}
 
 EngineOptions short_timeout() {
   EngineOptions o;

@@ -12,7 +12,7 @@ namespace {
 TestBackend refdev(const Program&) {
   TestBackend b;
   auto d = std::make_shared<refdev::RefDevice>();
-  b.memory = &d->memory();
+  b.memory = d.get();
   b.device = d;
   return b;
 }
@@ -75,7 +75,7 @@ TEST(Runner, ADeviceThatStopsAnsweringIsALostCompletion) {
     refdev::RefDeviceFaults f;
     f.hang = true;
     d->set_faults(f);
-    b.memory = &d->memory();
+    b.memory = d.get();
     b.device = d;
     return b;
   };

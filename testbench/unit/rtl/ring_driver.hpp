@@ -1,7 +1,7 @@
 // A minimal host driver for the differential tests: programs the DMAI and DMAO rings of a
 // SimDevice, submits hand-built CBs, and collects the RBs as the device wrote them. It talks to
 // the device only through BAR0, mapped host memory and interrupts, as the engine does, so the
-// SystemC and the RTL controller see exactly the same stimulus.
+// SystemC and the RTL data path see exactly the same stimulus.
 #pragma once
 
 #include <chrono>
@@ -14,8 +14,16 @@
 
 #include "spyre_dma/hw/contract.hpp"
 #include "spyre_dma/model/sim_device.hpp"
+#include "spyre_dma/rtl/backend.hpp"
 
 namespace spyre_dma::rtl::test {
+
+// The RTL data path joins the model's data paths once per program (the registry would do it for a
+// program that opens backends by name; these open SimDevice directly).
+inline const bool kRtlDataPathRegistered = [] {
+  spyre_dma::rtl::register_data_path();
+  return true;
+}();
 
 inline constexpr std::uint32_t kRingSlots = 256;
 

@@ -1,7 +1,7 @@
-// The contract's ring rules on both controllers of the model: a CB or RB ring whose base is not on
+// The contract's ring rules on both data paths of the model: a CB or RB ring whose base is not on
 // a 4 KiB boundary is a queue fault raised before the ring is touched (no fetch that could cross a
 // page, nothing consumed, no RB), and the queue runs again once the base is fixed and ERROR_STATUS
-// is cleared. Found by the bar0 fuzzer: the controllers used to fetch from such a base, and the
+// is cleared. Found by the bar0 fuzzer: the data paths used to fetch from such a base, and the
 // link's checker stopped the simulation on the 4 KiB-crossing read.
 #include <gtest/gtest.h>
 
@@ -14,11 +14,11 @@ namespace {
 namespace reg = hw::reg;
 using hw::Pipeline;
 
-class RingRules : public ::testing::TestWithParam<model::Controller> {
+class RingRules : public ::testing::TestWithParam<model::DataPathKind> {
  protected:
   model::SimConfig config() const {
     model::SimConfig c = model::preset("spyre-gen5x16");
-    c.controller = GetParam();
+    c.data_path = GetParam();
     return c;
   }
 };
@@ -71,9 +71,9 @@ TEST_P(RingRules, RbRingOffItsPageIsAQueueFaultBeforeAnyFetch) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Controllers, RingRules,
-                         ::testing::Values(model::Controller::kSystemC, model::Controller::kRtl),
-                         [](const ::testing::TestParamInfo<model::Controller>& param_info) {
-                           return param_info.param == model::Controller::kRtl ? std::string("rtl")
+                         ::testing::Values(model::DataPathKind::kSystemC, model::DataPathKind::kRtl),
+                         [](const ::testing::TestParamInfo<model::DataPathKind>& param_info) {
+                           return param_info.param == model::DataPathKind::kRtl ? std::string("rtl")
                                                                         : std::string("systemc");
                          });
 

@@ -1,8 +1,8 @@
-// The RTL controller against the SystemC controller: the same seeded CB workload on both gives
+// The RTL data path against the SystemC data path: the same seeded CB workload on both gives
 // the same RBs (tags, statuses, errors, order per pipeline) and the same host and device memory
 // images; ops of 64 KiB and more, each on an idle device, take the same simulated time within 5%.
 //
-// Why timing is compared op by op: with CBs back to back, the SystemC controller starts a CB
+// Why timing is compared op by op: with CBs back to back, the SystemC data path starts a CB
 // (its RB start time) while the previous one's completions still stream in, the RTL only after
 // the previous RB, so per-CB start/end times of a busy pipeline measure different spans; the
 // time from an op's doorbell to its last RB means the same on both.
@@ -103,9 +103,9 @@ Workload make_workload(std::uint64_t seed, std::uint64_t h2d_iova, std::uint64_t
   return w;
 }
 
-Outcome run(model::Controller controller, std::uint64_t seed) {
+Outcome run(model::DataPathKind data_path, std::uint64_t seed) {
   model::SimConfig config = model::preset("spyre-gen5x16");
-  config.controller = controller;
+  config.data_path = data_path;
   model::SimDevice dev(config);
   HostBuffer h2d(kHostBytes), d2h(kHostBytes);
   std::mt19937_64 fill(seed * 7 + 1);
@@ -155,8 +155,8 @@ void expect_same_rbs(const std::vector<hw::ResponseBlock>& sim, const std::vecto
 class Differential : public ::testing::TestWithParam<std::uint64_t> {};
 
 TEST_P(Differential, SameRbsAndMemoryImages) {
-  const Outcome sim = run(model::Controller::kSystemC, GetParam());
-  const Outcome rtl = run(model::Controller::kRtl, GetParam());
+  const Outcome sim = run(model::DataPathKind::kSystemC, GetParam());
+  const Outcome rtl = run(model::DataPathKind::kRtl, GetParam());
   expect_same_rbs(sim.dmai, rtl.dmai, "DMAI");
   expect_same_rbs(sim.dmao, rtl.dmao, "DMAO");
   EXPECT_TRUE(sim.host_d2h == rtl.host_d2h) << "host memory images differ";
@@ -177,9 +177,9 @@ INSTANTIATE_TEST_SUITE_P(Seeds, Differential, ::testing::Values(1u, 2u, 3u));
 
 // Simulated time of each op (one or more 4 MiB CBs) from its doorbell to its last RB, on an idle
 // device, H2D and D2H, for the given sizes.
-std::vector<double> op_times(model::Controller controller, const std::vector<std::uint64_t>& sizes) {
+std::vector<double> op_times(model::DataPathKind data_path, const std::vector<std::uint64_t>& sizes) {
   model::SimConfig config = model::preset("spyre-gen5x16");
-  config.controller = controller;
+  config.data_path = data_path;
   model::SimDevice dev(config);
   const std::uint64_t largest = *std::max_element(sizes.begin(), sizes.end());
   HostBuffer host(largest);
@@ -210,8 +210,8 @@ std::vector<double> op_times(model::Controller controller, const std::vector<std
 
 TEST(Timing, OpsFrom64KiBAgreeWithinFivePercent) {
   const std::vector<std::uint64_t> sizes{64 * KiB, 256 * KiB, 1 * MiB, 4 * MiB, 16 * MiB};
-  const std::vector<double> sim = op_times(model::Controller::kSystemC, sizes);
-  const std::vector<double> rtl = op_times(model::Controller::kRtl, sizes);
+  const std::vector<double> sim = op_times(model::DataPathKind::kSystemC, sizes);
+  const std::vector<double> rtl = op_times(model::DataPathKind::kRtl, sizes);
   ASSERT_EQ(sim.size(), rtl.size());
   for (std::size_t i = 0; i < sim.size(); ++i) {
     const char* dir = i < sizes.size() ? "H2D" : "D2H";

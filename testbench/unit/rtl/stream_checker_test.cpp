@@ -1,5 +1,5 @@
 // The RTL stream checker: each rule fires on a sequence that breaks it (directly, and inside a
-// running RTL controller whose completion transactor is broken on purpose), and stays quiet on
+// running RTL data path whose completion transactor is broken on purpose), and stays quiet on
 // legal back-pressure.
 #include <gtest/gtest.h>
 #include <gmock/gmock.h>
@@ -68,7 +68,7 @@ TEST(StreamChecker, TagLifeFires) {
   EXPECT_EQ(c.outstanding_tags(), 1u);
 }
 
-// One 256 KiB H2D through the RTL controller with the device-memory write port stalling every
+// One 256 KiB H2D through the RTL data path with the device-memory write port stalling every
 // other cycle (legal back-pressure), optionally with the completion transactor changing a stalled
 // beat (illegal).
 hw::ResponseBlock one_h2d(model::SimDevice& dev) {
@@ -96,7 +96,7 @@ struct HooksGuard {
 
 model::SimConfig rtl_config() {
   model::SimConfig c = model::preset("spyre-gen5x16");
-  c.controller = model::Controller::kRtl;
+  c.data_path = model::DataPathKind::kRtl;
   return c;
 }
 
@@ -133,9 +133,9 @@ TEST(RtlConfig, UnsupportedSettingsAreRejectedByName) {
 }
 
 TEST(RtlConfig, ControllerKeyLoadsAndDescribesTheBackend) {
-  const model::SimConfig c = model::config_from_json(nlohmann::json{{"controller", "rtl"}}, "test.json");
-  EXPECT_EQ(c.controller, model::Controller::kRtl);
-  EXPECT_THROW(model::config_from_json(nlohmann::json{{"controller", "verilog"}}, "test.json"), model::ConfigError);
+  const model::SimConfig c = model::config_from_json(nlohmann::json{{"data_path", "rtl"}}, "test.json");
+  EXPECT_EQ(c.data_path, model::DataPathKind::kRtl);
+  EXPECT_THROW(model::config_from_json(nlohmann::json{{"data_path", "verilog"}}, "test.json"), model::ConfigError);
   model::SimDevice dev(c);
   EXPECT_EQ(dev.describe().backend, "rtl");
 }

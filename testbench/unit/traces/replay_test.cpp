@@ -91,8 +91,10 @@ const st::OpTiming& timing(const st::ReplayResult& r, std::uint64_t id) {
 
 TEST(Replay, RefdevReproducesDataAndKeepsDeps) {
   auto dev = std::make_shared<spyre_dma::refdev::RefDevice>();
-  spyre_dma::device_core::SparseMemory* mem = &dev->memory();
-  const st::ReplayResult r = st::replay(data_trace(), dev, mem, {});
+  spyre_dma::backend::Instance backend;
+  backend.memory = dev.get();
+  backend.device = dev;
+  const st::ReplayResult r = st::replay(data_trace(), backend, {});
   EXPECT_TRUE(r.data_ok) << r.data_error;
   ASSERT_EQ(r.ops.size(), 7u);
   EXPECT_GT(r.total_ns, 0);
