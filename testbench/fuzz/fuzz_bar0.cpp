@@ -158,7 +158,7 @@ class Bench {
     ProtocolChecker& checker = top_->link.checker();
     const Ps sent = now();
     run_to(checker.posted_arrival_bound(LinkDirection::kUp, sent), limit);
-    const std::uint64_t value = top_->read_register(off, width);
+    const std::uint64_t value = top_->controller.read_register(off, width);
     checker.completion_order(LinkDirection::kUp, sent, now(), "BAR0 read completion");
     check_identity(off, width, value);
     return value;

@@ -115,7 +115,7 @@ class Controller final : private device_core::RegisterHooks {
   bool complete_head(unsigned p);
   bool retire_head(unsigned p, Inflight& f);
   bool write_rb(unsigned p, const hw::ResponseBlock& rb, bool irq, bool garbage_status = false);
-  void write_stray_rb(unsigned q, hw::ResponseBlock rb);
+  void write_stray_rb(unsigned q, hw::ResponseBlock rb, bool irq);
   void park(unsigned p);
   void queue_fault(unsigned p);
 

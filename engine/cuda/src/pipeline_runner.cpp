@@ -59,16 +59,13 @@ bool Controller::fetch_one(unsigned p) {
     device_core::retarget(d.cb, misbehave_.armed());  // only the checks stand in its way
   }
   f.plan = plan_cb(d, pipe(p), config_.max_cb_bytes, region_, iommu_);
-  if (f.plan.rejected) {
-    const std::uint64_t now = executor_->now_ns();
+  if (f.plan.rejected) {  // answered in its turn, after its barrier like any CB
     const device_core::CbOutcome& o = *f.plan.rejected;
     f.rb.status = o.status;
     f.rb.error = o.error;
     f.rb.field = o.field;
     f.rb.detail = o.detail;
-    f.rb.start_ns = now;
-    f.rb.end_ns = now;
-    f.submitted = f.done = true;
+    f.done = true;
   }
   runners_[p].inflight.push_back(std::move(f));
   return true;
@@ -90,6 +87,10 @@ bool Controller::start(unsigned p, Inflight& f) {
   if (f.barrier && !barrier_clear(p, f)) return false;
   f.submitted = true;
   f.deadline = Clock::now() + config_.completion_timeout;
+  if (f.done) {  // rejected at admission: nothing to run
+    f.rb.start_ns = f.rb.end_ns = executor_->now_ns();
+    return true;
+  }
   if (f.plan.compute) {
     f.compute_start_ns = executor_->now_ns();
     return true;
@@ -170,7 +171,7 @@ bool Controller::retire_head(unsigned p, Inflight& f) {
   if (e.stray_to) {
     hw::ResponseBlock stray = e.rb;
     stray.locator = *e.stray_to;
-    write_stray_rb(static_cast<unsigned>(*e.stray_to), stray);
+    write_stray_rb(static_cast<unsigned>(*e.stray_to), stray, f.irq);
   }
   if (e.rb_pi_beyond_ring) {
     std::lock_guard<std::mutex> lock(run.rb_mutex);
@@ -218,7 +219,7 @@ bool Controller::write_rb(unsigned p, const hw::ResponseBlock& rb, bool irq, boo
   return true;
 }
 
-void Controller::write_stray_rb(unsigned q, hw::ResponseBlock rb) {
+void Controller::write_stray_rb(unsigned q, hw::ResponseBlock rb, bool irq) {
   std::lock_guard<std::mutex> lock(runners_[q].rb_mutex);
   const std::uint64_t size = regs_.get(Reg::kRbRingSize, pipe(q));
   const std::uint64_t base = regs_.get(Reg::kRbRingBase, pipe(q));
@@ -232,7 +233,7 @@ void Controller::write_stray_rb(unsigned q, hw::ResponseBlock rb) {
   device_core::publish_rb(slot.host(), device_core::rb_at_index(rb, at, size));
   slot.release();
   regs_.cell(Reg::kRbPi, pipe(q)).store(at + 1, std::memory_order_release);
-  raise_interrupt(q);
+  if ((regs_.get(Reg::kIrqEnable, pipe(q)) & 1u) != 0 || irq) raise_interrupt(q);
 }
 
 void Controller::park(unsigned p) {

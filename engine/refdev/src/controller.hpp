@@ -128,7 +128,7 @@ class Controller final : private device_core::RegisterHooks {
   // Answers the CB as the misbehave kind says instead of retire() (see misbehave.hpp).
   void misbehave_retire(hw::Pipeline p, std::uint64_t epoch, const hw::ResponseBlock& rb, bool irq_bit);
   // wrong_queue: a copy of `rb` into pipeline q's RB ring, if it has room (else dropped).
-  void write_stray_rb(hw::Pipeline q, hw::ResponseBlock rb);
+  void write_stray_rb(hw::Pipeline q, hw::ResponseBlock rb, bool irq_bit);
 
   // Life cycle, waiting, interrupts (controller.cpp).
   void wake(hw::Pipeline p);

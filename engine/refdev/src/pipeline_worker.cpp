@@ -162,7 +162,7 @@ void Controller::misbehave_retire(hw::Pipeline p, std::uint64_t epoch, const hw:
     w.last_tag = rb.tag;
     hw::ResponseBlock stray = e.rb;
     stray.locator = *e.stray_to;
-    write_stray_rb(*e.stray_to, stray);
+    write_stray_rb(*e.stray_to, stray, irq_bit);
   }
   if (e.rb_pi_beyond_ring) {
     std::lock_guard<std::mutex> lock(w.rb_mutex);
@@ -177,7 +177,7 @@ void Controller::misbehave_retire(hw::Pipeline p, std::uint64_t epoch, const hw:
   if (e.stop_answering) stopped_.store(true);
 }
 
-void Controller::write_stray_rb(hw::Pipeline q, hw::ResponseBlock rb) {
+void Controller::write_stray_rb(hw::Pipeline q, hw::ResponseBlock rb, bool irq_bit) {
   std::lock_guard<std::mutex> lock(worker(q).rb_mutex);
   const std::uint64_t size = regs_.get(Reg::kRbRingSize, q);
   const std::uint64_t base = regs_.get(Reg::kRbRingBase, q);
@@ -190,7 +190,7 @@ void Controller::write_stray_rb(hw::Pipeline q, hw::ResponseBlock rb) {
   device_core::publish_rb(slot.host(), device_core::rb_at_index(rb, at, size));
   slot.release();
   reg(Reg::kRbPi, q).store(at + 1, std::memory_order_release);
-  raise_interrupt(q);
+  if ((regs_.get(Reg::kIrqEnable, q) & 1u) != 0 || irq_bit) raise_interrupt(q);
 }
 
 void Controller::retire(hw::Pipeline p, std::uint64_t epoch, hw::ResponseBlock rb, bool irq_bit,

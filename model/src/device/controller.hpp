@@ -119,6 +119,7 @@ class Controller : public sc_core::sc_module, private device_core::RegisterHooks
     hw::ResponseBlock rb;
     Ps start = 0;
     CbExecution run;
+    bool interrupt = false;  // the CB's INTERRUPT bit: signal after its RB whatever IRQ_ENABLE says
     bool misbehave = false;
     bool faulted = false;
   };
@@ -156,12 +157,15 @@ class Controller : public sc_core::sc_module, private device_core::RegisterHooks
   Ps wait_barrier(Pipe& p, std::uint32_t index, Ps start);
   Ps retire_time(const Pipe& q, std::uint32_t bound) const;
 
-  // RBs (rb_writer.cpp). `garbage_status`: STATUS goes out as device_core::kGarbageRbStatus.
-  bool write_rb(Pipe& p, const hw::ResponseBlock& rb, Ps at, Ps& arrival, bool garbage_status = false);
+  // RBs (rb_writer.cpp): the RB, then the pipeline's MSI-X message when IRQ_ENABLE or the CB's
+  // `interrupt` bit asks for one. `garbage_status`: STATUS goes out as kGarbageRbStatus.
+  bool write_rb(Pipe& p, const hw::ResponseBlock& rb, Ps at, Ps& arrival, bool interrupt,
+                bool garbage_status = false);
   // Waits for room in p's RB ring; false when `stopped()` meanwhile.
   bool wait_rb_room(Pipe& p, Ps at, const std::function<bool()>& stopped);
   // The CB's RB as the misbehave kind says (or none); false when the pipeline stops here.
-  bool misbehave_rb(Pipe& p, const hw::ResponseBlock& rb, Ps at, Ps& arrival, const std::function<bool()>& stopped);
+  bool misbehave_rb(Pipe& p, const hw::ResponseBlock& rb, Ps at, Ps& arrival, bool interrupt,
+                    const std::function<bool()>& stopped);
   bool broken(const Pipe& p) const noexcept { return p.broken_epoch == epoch_ + 1; }
   bool stopped_answering() const noexcept { return stopped_epoch_ == epoch_ + 1; }
   // The device resets itself at `at` (an injected fault): every pipeline abandons what it fetched.

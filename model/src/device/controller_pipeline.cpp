@@ -117,6 +117,7 @@ void Controller::pipeline_thread(unsigned index_of_pipe) {
       // The tag as the CB carries it, even when the CB is malformed (the engine matches it).
       r.rb.tag = ctrl.tag;
       r.rb.locator = p.id;
+      r.interrupt = ctrl.interrupt;
       if (!retire(p, r, stopped)) break;
       // Bounded run-ahead keeps the bookings of all pipelines close together in time.
       if (p.local_ps > to_ps(sc_time_stamp()) + quantum_ps_) sync_to(p.local_ps - quantum_ps_ / 2);
@@ -159,7 +160,10 @@ bool Controller::retire(Pipe& p, Retirement& r, const std::function<bool()>& sto
   if (hooks_.rb_before_data) rb_at = std::max(r.start, p.last_retire_ps);  // a deliberate bug
   Ps arrival = rb_at;
   const bool plain = !r.misbehave || misbehave_.kind() == device_core::MisbehaveKind::kRogueDma;
-  if (plain ? !write_rb(p, r.rb, rb_at, arrival) : !misbehave_rb(p, r.rb, rb_at, arrival, stopped)) return false;
+  if (plain ? !write_rb(p, r.rb, rb_at, arrival, r.interrupt)
+            : !misbehave_rb(p, r.rb, rb_at, arrival, r.interrupt, stopped)) {
+    return false;
+  }
   p.last_tag = r.rb.tag;
   // DMAO: the RB lands after the data it reports; DMAI: it leaves after the data is stored.
   if (run.data_ps) {

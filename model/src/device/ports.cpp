@@ -58,12 +58,18 @@ HostPort::Read HostLink::read(std::uint64_t iova, std::uint8_t* dst, std::uint64
 
 HostPort::Write HostLink::write(std::uint64_t iova, const std::uint8_t* src, std::uint64_t len, Ps at, bool burst,
                                 bool ordered, const TlpFaults* faults) {
+  return post(iova, src, len, at, burst, ordered, faults, std::nullopt);
+}
+
+HostPort::Write HostLink::post(std::uint64_t iova, const std::uint8_t* src, std::uint64_t len, Ps at, bool burst,
+                               bool ordered, const TlpFaults* faults, std::optional<std::uint32_t> msi_vector) {
   tlm::tlm_generic_payload gp;
   TlpExtension ext;
   ext.type = pcie::TlpType::kMWr;
   ext.burst = burst;
   ext.ordered_visible = ordered;
-  ext.msi = iova == kMsiAddress;
+  ext.msi = msi_vector.has_value();
+  ext.msi_vector = msi_vector.value_or(0);
   ext.epoch = rc_.epoch();
   if (faults) {
     ext.force_replay = faults->force_replay;
@@ -83,7 +89,8 @@ HostPort::Write HostLink::write(std::uint64_t iova, const std::uint8_t* src, std
 }
 
 void HostLink::msi(std::uint32_t vector, Ps at) {
-  (void)write(kMsiAddress, reinterpret_cast<const std::uint8_t*>(&vector), sizeof vector, at, false, true, nullptr);
+  (void)post(kMsiAddress, reinterpret_cast<const std::uint8_t*>(&vector), sizeof vector, at, false, true, nullptr,
+             vector);
 }
 
 std::uint64_t HostLink::completion_bytes(std::uint64_t addr, std::uint64_t left) const {

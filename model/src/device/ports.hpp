@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 
 #include <systemc>
 #include <tlm>
@@ -35,6 +36,9 @@ class HostLink final : public HostPort {
   void msi(std::uint32_t vector, Ps at);
 
  private:
+  Write post(std::uint64_t iova, const std::uint8_t* src, std::uint64_t len, Ps at, bool burst, bool ordered,
+             const TlpFaults* faults, std::optional<std::uint32_t> msi_vector);
+
   const SimConfig& config_;
   RootComplex& rc_;
   ProtocolChecker& checker_;

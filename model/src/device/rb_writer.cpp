@@ -27,7 +27,8 @@ bool Controller::wait_rb_room(Pipe& p, Ps at, const std::function<bool()>& stopp
   return !stopped();
 }
 
-bool Controller::write_rb(Pipe& p, const hw::ResponseBlock& rb, Ps at, Ps& arrival, bool garbage_status) {
+bool Controller::write_rb(Pipe& p, const hw::ResponseBlock& rb, Ps at, Ps& arrival, bool interrupt,
+                          bool garbage_status) {
   const std::uint64_t size = regs_.get(Reg::kRbRingSize, p.id);
   const std::uint64_t base = regs_.get(Reg::kRbRingBase, p.id);
   // The RB ring may have been moved since its CB was fetched: check it again before writing.
@@ -47,7 +48,7 @@ bool Controller::write_rb(Pipe& p, const hw::ResponseBlock& rb, Ps at, Ps& arriv
     return false;
   }
   set_index(Reg::kRbPi, p, at_index + 1);
-  if (regs_.get(Reg::kIrqEnable, p.id) & 1u) {
+  if ((regs_.get(Reg::kIrqEnable, p.id) & 1u) || interrupt) {
     host_.msi(static_cast<std::uint32_t>(regs_.get(Reg::kIrqVector, p.id)), at);
     ++counters_.write_tlps;
     ++counters_.interrupts;
@@ -55,13 +56,13 @@ bool Controller::write_rb(Pipe& p, const hw::ResponseBlock& rb, Ps at, Ps& arriv
   return true;
 }
 
-bool Controller::misbehave_rb(Pipe& p, const hw::ResponseBlock& rb, Ps at, Ps& arrival,
+bool Controller::misbehave_rb(Pipe& p, const hw::ResponseBlock& rb, Ps at, Ps& arrival, bool interrupt,
                               const std::function<bool()>& stopped) {
   const device_core::MisbehaveEffect e = device_core::misbehave_effect(misbehave_.kind(), rb, p.last_tag);
   for (unsigned i = 0; i < e.rbs; ++i) {
     // A duplicate waits for room like any RB.
     if (i > 0 && !wait_rb_room(p, arrival, stopped)) return true;
-    if (!write_rb(p, e.rb, i == 0 ? at : arrival, arrival, e.garbage_status)) return false;
+    if (!write_rb(p, e.rb, i == 0 ? at : arrival, arrival, interrupt, e.garbage_status)) return false;
   }
   if (e.stray_to) {
     Pipe& q = pipes_[static_cast<unsigned>(*e.stray_to)];
@@ -71,7 +72,7 @@ bool Controller::misbehave_rb(Pipe& p, const hw::ResponseBlock& rb, Ps at, Ps& a
       hw::ResponseBlock stray = e.rb;
       stray.locator = q.id;
       Ps stray_arrival = arrival;
-      (void)write_rb(q, stray, arrival, stray_arrival);
+      (void)write_rb(q, stray, arrival, stray_arrival, interrupt);
     }  // else nowhere to put it: the copy is lost, as a real stray write could be
   }
   if (e.rb_pi_beyond_ring) {
@@ -110,7 +111,8 @@ void Controller::abort_batch(Pipe& p, const std::uint8_t* batch, std::uint32_t f
   for (std::uint32_t i = from; i < n && epoch == epoch_; ++i) {
     if (!wait_rb_room(p, at, reset_meanwhile)) return;  // the host reset the device: no RB any more
     Retirement r;
-    r.rb.tag = device_core::control_bits(batch + std::size_t(i) * hw::kCbBytes).tag;
+    const device_core::CbControl ctrl = device_core::control_bits(batch + std::size_t(i) * hw::kCbBytes);
+    r.rb.tag = ctrl.tag;
     r.rb.status = hw::RbStatus::kAbend;
     r.rb.locator = p.id;
     r.rb.error = hw::ErrorKind::kReset;
@@ -119,7 +121,7 @@ void Controller::abort_batch(Pipe& p, const std::uint8_t* batch, std::uint32_t f
     r.run.outcome = device_core::CbOutcome{hw::RbStatus::kAbend, hw::ErrorKind::kReset, hw::CbField::kNone, 0, 0};
     const Ps rb_at = std::max(at, p.last_retire_ps);
     Ps arrival = rb_at;
-    if (!write_rb(p, r.rb, rb_at, arrival)) break;
+    if (!write_rb(p, r.rb, rb_at, arrival, ctrl.interrupt)) break;
     fatal_visible_ps_ = std::max(fatal_visible_ps_, arrival);
     faults_.cb_affected();
     count_retired(p, r, arrival, /*observed=*/false);

@@ -8,7 +8,7 @@
 
 namespace {
 
-using namespace refdev_test;
+using namespace device_test;
 using spyre_dma::refdev::RefDevice;
 using spyre_dma::refdev::RefDeviceConfig;
 using spyre_dma::refdev::RefDeviceFaults;

@@ -9,7 +9,7 @@
 
 namespace {
 
-using namespace refdev_test;
+using namespace device_test;
 using spyre_dma::refdev::RefDevice;
 using spyre_dma::refdev::RefDeviceConfig;
 namespace reg = hw::reg;

@@ -1,8 +1,11 @@
-// A minimal register-level driver for the refdev tests: what an engine does, without the engine.
+// A minimal register-level driver for device tests (refdev, the conformance suite): what an engine
+// does, without the engine, through the Device interface alone.
 //
 // HostBuffer: 4 KiB aligned host memory mapped through Device::map. RingDriver: allocates and
 // maps one CB ring and one RB ring per pipeline, programs BAR0, enables the queues and the device,
-// writes CBs with hw::encode, rings doorbells and polls RBs by their phase bit with a timeout.
+// writes CBs with hw::encode, rings doorbells and polls RBs by their phase bit with a timeout. On a
+// host-driven device (a simulator) it waits in wait_for_interrupt, where such a device advances;
+// the interrupts those waits return are kept for take_interrupts().
 #pragma once
 
 #include <array>
@@ -21,7 +24,7 @@
 #include "spyre_dma/device.hpp"
 #include "spyre_dma/hw/contract.hpp"
 
-namespace refdev_test {
+namespace device_test {
 
 namespace hw = spyre_dma::hw;
 using spyre_dma::DmaAccess;
@@ -74,7 +77,8 @@ struct RingOptions {
 
 class RingDriver {
  public:
-  explicit RingDriver(spyre_dma::Device& dev, RingOptions opt = {}) : dev_(dev), opt_(opt) {
+  explicit RingDriver(spyre_dma::Device& dev, RingOptions opt = {})
+      : dev_(dev), opt_(opt), host_driven_(dev.describe().progress == spyre_dma::Progress::kHostDriven) {
     for (unsigned p = 0; p < hw::kNumPipelines; ++p) {
       cb_ring_[p] = std::make_unique<HostBuffer>(dev, opt.cb_size[p] * hw::kCbBytes, DmaAccess::kDeviceReads);
       rb_ring_[p] = std::make_unique<HostBuffer>(dev, opt.rb_size[p] * hw::kRbBytes, DmaAccess::kBoth);
@@ -93,6 +97,7 @@ class RingDriver {
       dev_.write32(hw::reg::pipe(pl, hw::reg::kCbRingSize), opt_.cb_size[p]);
       dev_.write64(hw::reg::pipe(pl, hw::reg::kRbRingBase_64), rb_ring_[p]->iova());
       dev_.write32(hw::reg::pipe(pl, hw::reg::kRbRingSize), opt_.rb_size[p]);
+      dev_.write32(hw::reg::pipe(pl, hw::reg::kIrqVector), p);  // as an engine does: vector = pipeline
       dev_.write32(hw::reg::pipe(pl, hw::reg::kIrqEnable), opt_.irq_enable ? 1 : 0);
       dev_.write32(hw::reg::pipe(pl, hw::reg::kQueueControl), opt_.enable ? hw::kQueueEnable : 0u);
     }
@@ -129,11 +134,7 @@ class RingDriver {
   // Waits for the next RB of p, decodes it and returns the slot to the device (RB_CI).
   std::optional<hw::RbDecodeResult> wait_rb(Pipeline p, std::chrono::milliseconds timeout = 5000ms,
                                             bool consume = true) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (!rb_ready(p)) {
-      if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
-      std::this_thread::sleep_for(20us);
-    }
+    if (!eventually([&] { return rb_ready(p); }, timeout)) return std::nullopt;
     hw::RbDecodeResult r = hw::decode_rb(slot_of(p));
     if (consume) {
       ++rb_ci_[idx(p)];
@@ -150,12 +151,42 @@ class RingDriver {
     return r->rb;
   }
 
+  // Polls `pred` until it holds or `timeout` passes, letting the device make progress meanwhile.
+  template <class Pred>
+  bool eventually(Pred pred, std::chrono::milliseconds timeout = 5000ms) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!pred()) {
+      if (std::chrono::steady_clock::now() >= deadline) return false;
+      progress();
+    }
+    return true;
+  }
+  // Lets the device do all it can now: a host-driven device runs until it has nothing left to do;
+  // a self-timed one gets `grace` of wall-clock time.
+  void settle(std::chrono::milliseconds grace = 50ms) {
+    if (!host_driven_) return std::this_thread::sleep_for(grace);
+    while (std::uint32_t m = dev_.wait_for_interrupt(1ms)) irqs_ |= m;
+  }
+  // The pipelines (bits) that raised an interrupt since the last call, waiting up to `wait`.
+  std::uint32_t take_interrupts(std::chrono::nanoseconds wait = std::chrono::nanoseconds::zero()) {
+    const std::uint32_t m = irqs_ | dev_.wait_for_interrupt(wait);
+    irqs_ = 0;
+    return m;
+  }
+
   std::uint32_t pi(Pipeline p) const { return pi_[idx(p)]; }
   std::uint32_t rb_ci(Pipeline p) const { return rb_ci_[idx(p)]; }
   HostBuffer& cb_ring(Pipeline p) { return *cb_ring_[idx(p)]; }
   HostBuffer& rb_ring(Pipeline p) { return *rb_ring_[idx(p)]; }
 
  private:
+  void progress() {
+    if (host_driven_) {
+      irqs_ |= dev_.wait_for_interrupt(1ms);
+    } else {
+      std::this_thread::sleep_for(20us);
+    }
+  }
   const std::uint8_t* slot_of(Pipeline p) const {
     const unsigned i = idx(p);
     return rb_ring_[i]->data() + (rb_ci_[i] & (opt_.rb_size[i] - 1)) * hw::kRbBytes;
@@ -167,6 +198,8 @@ class RingDriver {
   std::array<std::unique_ptr<HostBuffer>, hw::kNumPipelines> rb_ring_;
   std::array<std::uint32_t, hw::kNumPipelines> pi_{};
   std::array<std::uint32_t, hw::kNumPipelines> rb_ci_{};
+  const bool host_driven_;
+  std::uint32_t irqs_ = 0;
 };
 
 // Aborts the test binary when a scope takes longer than `limit`: a hang must fail, not stall CI.
@@ -289,4 +322,4 @@ inline void pattern_bytes(std::uint8_t* p, std::size_t n, std::uint32_t seed) {
   }
 }
 
-}  // namespace refdev_test
+}  // namespace device_test
