@@ -1,5 +1,3 @@
-// Compiled only where the tool links SpyreDma::traces (its headers are then on the path).
-#if __has_include("spyre_dma/traces/trace_io.hpp")
 // `spyre-dma trace import | compare | calibrate`: the analysis verbs of the `trace` command.
 //   import     a Kineto (PyTorch profiler) or bandwidthTest capture -> a trace file
 //   compare    replay a captured trace on the model, compare simulated with captured durations
@@ -50,4 +48,3 @@ int run_trace_compare(const TraceAnalysisOptions& options);
 int run_trace_calibrate(const TraceAnalysisOptions& options);
 
 }  // namespace spyre_dma_cli
-#endif

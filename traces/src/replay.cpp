@@ -353,9 +353,9 @@ class Replayer {
 
   const Trace& trace_;
   spyre_dma::backend::MemoryBackdoor* backdoor_;
+  spyre_dma::backend::SimulatedClock* clock_;
   const ReplayOptions& options_;
   bool host_driven_ = false;
-  spyre_dma::backend::SimulatedClock* clock_;
   std::optional<double> sim_t0_;
   std::unique_ptr<spyre_dma::Engine> engine_;
   std::unique_ptr<HostPool> pool_;

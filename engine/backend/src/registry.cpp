@@ -65,7 +65,9 @@ const Backend& Registry::checked(const std::string& name, const Settings& settin
     throw BackendError("backend '" + name + "' is not available here: " + why);
   }
   const std::vector<SettingInfo> own = b->settings();
-  for (const auto& [key, value] : settings.values) {
+  for (const auto& setting : settings.values) {
+    const std::string& key = setting.first;  // (a structured binding cannot be captured in C++17)
+    const std::string& value = setting.second;
     if (std::any_of(own.begin(), own.end(), [&](const SettingInfo& s) { return s.name == key; })) continue;
     std::vector<std::string> takers;
     for (const auto& [info, backends] : all_settings()) {

@@ -79,13 +79,6 @@ std::uint32_t Controller::wait_for_interrupt(std::chrono::nanoseconds timeout) {
 
 // --- Register hooks -------------------------------------------------------------------------------
 
-void Controller::control(std::uint32_t value) {
-  std::lock_guard<std::mutex> lock(control_mu_);
-  if (value & hw::kControlReset) return reset(value);
-  regs_.store_host(Reg::kControl, hw::Pipeline::kCompute, value);
-  wake_all();
-}
-
 void Controller::doorbell(hw::Pipeline p, std::uint32_t new_pi) {
   doorbells_.ring(p, new_pi, static_cast<std::uint32_t>(regs_.cell(Reg::kRbPi, p).load(std::memory_order_acquire)),
                   regs_.cell(Reg::kCbPi, p));
@@ -93,6 +86,7 @@ void Controller::doorbell(hw::Pipeline p, std::uint32_t new_pi) {
 }
 
 void Controller::stored(Reg r, hw::Pipeline p) {
+  if (r == Reg::kControl) return wake_all();
   if (r == Reg::kIrqEnable || r == Reg::kIrqVector) return;
   wake(static_cast<unsigned>(p));
 }
@@ -100,7 +94,8 @@ void Controller::stored(Reg r, hw::Pipeline p) {
 // Synchronous: every runner parks (its lane drained, its unretired CBs dropped), then the
 // registers clear. A lane that does not drain within the completion timeout leaves the device
 // FATAL: a copy may still be writing host memory.
-void Controller::reset(std::uint32_t control_after) {
+void Controller::reset() {
+  std::lock_guard<std::mutex> lock(reset_mu_);
   resetting_.store(true);
   wake_all();
   const auto deadline = std::chrono::steady_clock::now() + config_.completion_timeout + std::chrono::seconds(1);
@@ -126,7 +121,6 @@ void Controller::reset(std::uint32_t control_after) {
     regs_.set(Reg::kFatalCause, static_cast<std::uint64_t>(hw::ErrorKind::kCompletionTimeout));
     fatal_.store(true);
   }
-  regs_.store_host(Reg::kControl, hw::Pipeline::kCompute, control_after);
   resetting_.store(false);
   wake_all();
 }

@@ -92,7 +92,7 @@ class Controller final : private device_core::RegisterHooks {
   // RegisterHooks (controller.cpp).
   std::uint64_t clock_ns() override { return executor_->now_ns(); }
   Condition condition() override { return Condition{resetting_.load(), fatal_.load()}; }
-  void control(std::uint32_t value) override;
+  void reset() override;  // synchronous: every runner parks first
   void doorbell(hw::Pipeline p, std::uint32_t new_pi) override;
   void stored(Reg r, hw::Pipeline p) override;
   bool frozen() override { return stopped_.load(); }
@@ -101,7 +101,6 @@ class Controller final : private device_core::RegisterHooks {
     return static_cast<std::uint32_t>(regs_.cell(r, pipe(p)).load(order));
   }
   static hw::Pipeline pipe(unsigned p) noexcept { return static_cast<hw::Pipeline>(p); }
-  void reset(std::uint32_t control_after);
   void wake(unsigned p);
   void wake_all();
   void raise_interrupt(unsigned p);
@@ -132,7 +131,7 @@ class Controller final : private device_core::RegisterHooks {
   std::atomic<bool> resetting_{false};
   std::atomic<bool> fatal_{false};
   std::atomic<bool> stopped_{false};  // misbehave stop_answering, until reset
-  std::mutex control_mu_;
+  std::mutex reset_mu_;  // one reset at a time
 
   std::atomic<std::uint32_t> irq_pending_{0};
   std::mutex irq_mu_;

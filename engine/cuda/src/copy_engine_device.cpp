@@ -29,12 +29,10 @@ DeviceDescription CopyEngineDevice::describe() const {
   return DeviceDescription{c.name, name.str(), Progress::kSelfTimed};
 }
 
-std::uint32_t CopyEngineDevice::read32(std::uint64_t offset) {
-  return static_cast<std::uint32_t>(state_->read(offset, 4));
+std::uint64_t CopyEngineDevice::bar0_read(std::uint64_t offset, unsigned width) { return state_->read(offset, width); }
+void CopyEngineDevice::bar0_write(std::uint64_t offset, std::uint64_t value, unsigned width) {
+  state_->write(offset, value, width);
 }
-void CopyEngineDevice::write32(std::uint64_t offset, std::uint32_t value) { state_->write(offset, value, 4); }
-std::uint64_t CopyEngineDevice::read64(std::uint64_t offset) { return state_->read(offset, 8); }
-void CopyEngineDevice::write64(std::uint64_t offset, std::uint64_t value) { state_->write(offset, value, 8); }
 
 std::uint64_t CopyEngineDevice::map(void* host, std::size_t bytes, DmaAccess access) {
   const std::uint64_t iova = state_->iommu().map(host, bytes, access);  // checks the arguments

@@ -111,8 +111,8 @@ void Controller::raise_fatal(hw::ErrorKind cause, std::uint64_t detail) {
   wake_all();
 }
 
-// Called with control_mutex_ held.
-void Controller::reset(std::uint32_t control_after) {
+void Controller::reset() {
+  std::lock_guard<std::mutex> lock(reset_mutex_);
   resetting_.store(true);
   epoch_.fetch_add(1);  // every blocking point of a busy worker gives up
   for (;;) {
@@ -134,7 +134,6 @@ void Controller::reset(std::uint32_t control_after) {
   irq_pending_.store(0);
   fatal_.store(false);
   resets_.fetch_add(1, std::memory_order_relaxed);
-  regs_.store_host(Reg::kControl, hw::Pipeline::kCompute, control_after);
   resetting_.store(false);
   wake_all();
 }

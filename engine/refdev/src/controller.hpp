@@ -107,7 +107,7 @@ class Controller final : private device_core::RegisterHooks {
   // RegisterHooks (register_hooks.cpp).
   std::uint64_t clock_ns() override { return now_ns(); }
   Condition condition() override { return Condition{resetting_.load(), fatal_.load()}; }
-  void control(std::uint32_t value) override;
+  void reset() override;  // synchronous (controller.cpp)
   void doorbell(hw::Pipeline p, std::uint32_t new_pi) override;
   void stored(Reg r, hw::Pipeline p) override;
   bool frozen() override { return stopped_.load(); }
@@ -144,7 +144,6 @@ class Controller final : private device_core::RegisterHooks {
   bool sleep_interruptible(std::uint64_t epoch, std::chrono::nanoseconds duration);
   void raise_interrupt(hw::Pipeline p);
   void raise_fatal(hw::ErrorKind cause, std::uint64_t detail);
-  void reset(std::uint32_t control_after);
 
   const RefDeviceConfig config_;
   const std::chrono::steady_clock::time_point t0_;
@@ -158,7 +157,7 @@ class Controller final : private device_core::RegisterHooks {
   std::atomic<bool> fatal_{false};
   std::atomic<std::uint64_t> epoch_{0};
   std::atomic<bool> shutdown_{false};
-  std::mutex control_mutex_;  // one CONTROL write (reset) at a time
+  std::mutex reset_mutex_;  // one reset at a time
 
   // Test controls.
   std::atomic<bool> paused_{false};

@@ -40,10 +40,10 @@ DeviceDescription RefDevice::describe() const {
   return DeviceDescription{"refdev", name.str(), Progress::kSelfTimed};
 }
 
-std::uint32_t RefDevice::read32(std::uint64_t offset) { return static_cast<std::uint32_t>(core_->read(offset, 4)); }
-void RefDevice::write32(std::uint64_t offset, std::uint32_t value) { core_->write(offset, value, 4); }
-std::uint64_t RefDevice::read64(std::uint64_t offset) { return core_->read(offset, 8); }
-void RefDevice::write64(std::uint64_t offset, std::uint64_t value) { core_->write(offset, value, 8); }
+std::uint64_t RefDevice::bar0_read(std::uint64_t offset, unsigned width) { return core_->read(offset, width); }
+void RefDevice::bar0_write(std::uint64_t offset, std::uint64_t value, unsigned width) {
+  core_->write(offset, value, width);
+}
 
 std::uint64_t RefDevice::map(void* host, std::size_t bytes, DmaAccess access) {
   return core_->iommu().map(host, bytes, access);

@@ -4,13 +4,6 @@
 
 namespace spyre_dma::refdev::detail {
 
-void Controller::control(std::uint32_t value) {
-  std::lock_guard<std::mutex> lock(control_mutex_);
-  if (value & hw::kControlReset) return reset(value);
-  regs_.store_host(Reg::kControl, hw::Pipeline::kCompute, value);
-  wake_all();
-}
-
 // The hot path: numbered and published under the doorbell order's lock, then the worker is woken
 // only if it sleeps and may fetch (one that may not is woken by whatever lifts that).
 void Controller::doorbell(hw::Pipeline p, std::uint32_t new_pi) {
@@ -20,6 +13,7 @@ void Controller::doorbell(hw::Pipeline p, std::uint32_t new_pi) {
 
 void Controller::stored(Reg r, hw::Pipeline p) {
   switch (r) {
+    case Reg::kControl: return wake_all();
     case Reg::kRbCi: return notify_progress();  // a worker waiting for RB space
     case Reg::kIrqEnable:
     case Reg::kIrqVector: return;

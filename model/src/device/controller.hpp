@@ -128,11 +128,10 @@ class Controller : public sc_core::sc_module, private device_core::RegisterHooks
   std::uint64_t clock_ns() override;
   Condition condition() override;
   std::uint64_t visible(Reg r, hw::Pipeline p, std::uint64_t stored) override;
-  void control(std::uint32_t value) override;
+  void reset() override;
   void doorbell(hw::Pipeline p, std::uint32_t new_pi) override;
   void stored(Reg r, hw::Pipeline p) override;
   bool frozen() override { return stopped_answering(); }
-  void reset();
 
   // Registers as the pipelines read them.
   std::uint32_t index(Reg r, const Pipe& p) const noexcept {

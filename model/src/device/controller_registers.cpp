@@ -27,19 +27,19 @@ std::uint64_t Controller::visible(Reg r, hw::Pipeline p, std::uint64_t stored) {
   }
 }
 
-void Controller::control(std::uint32_t value) {
-  if (value & hw::kControlReset) reset();
-  regs_.store_host(Reg::kControl, hw::Pipeline::kCompute, value);
-  for (Pipe& p : pipes_) p.kick.notify(SC_ZERO_TIME);
-}
-
 void Controller::doorbell(hw::Pipeline p, std::uint32_t new_pi) {
   Pipe& pipe = pipes_[static_cast<unsigned>(p)];
   doorbells_.ring(p, new_pi, pipe.retired, regs_.cell(Reg::kCbPi, p));
   pipe.kick.notify(SC_ZERO_TIME);
 }
 
-void Controller::stored(Reg, hw::Pipeline p) { pipes_[static_cast<unsigned>(p)].kick.notify(SC_ZERO_TIME); }
+void Controller::stored(Reg r, hw::Pipeline p) {
+  if (r == Reg::kControl) {
+    for (Pipe& q : pipes_) q.kick.notify(SC_ZERO_TIME);
+    return;
+  }
+  pipes_[static_cast<unsigned>(p)].kick.notify(SC_ZERO_TIME);
+}
 
 void Controller::reset() {
   ++epoch_;

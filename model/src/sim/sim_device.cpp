@@ -238,12 +238,10 @@ DeviceDescription SimDevice::describe() const {
                            Progress::kHostDriven};
 }
 
-std::uint32_t SimDevice::read32(std::uint64_t offset) {
-  return static_cast<std::uint32_t>(impl_->read_register(offset, 4));
+std::uint64_t SimDevice::bar0_read(std::uint64_t offset, unsigned width) { return impl_->read_register(offset, width); }
+void SimDevice::bar0_write(std::uint64_t offset, std::uint64_t value, unsigned width) {
+  impl_->post_write(offset, value, width);
 }
-std::uint64_t SimDevice::read64(std::uint64_t offset) { return impl_->read_register(offset, 8); }
-void SimDevice::write32(std::uint64_t offset, std::uint32_t value) { impl_->post_write(offset, value, 4); }
-void SimDevice::write64(std::uint64_t offset, std::uint64_t value) { impl_->post_write(offset, value, 8); }
 
 std::uint64_t SimDevice::map(void* host, std::size_t bytes, DmaAccess access) {
   return impl_->iommu().map(host, bytes, access);

@@ -9,9 +9,7 @@
 #include "spyre_dma/refdev/ref_device.hpp"
 #include "spyre_dma/traces/replay.hpp"
 
-#if defined(SPYRE_DMA_HAVE_MODEL)
 #include "spyre_dma/model/sim_device.hpp"
-#endif
 
 namespace st = spyre_dma::traces;
 using namespace std::chrono_literals;
@@ -104,7 +102,6 @@ TEST(Replay, RefdevReproducesDataAndKeepsDeps) {
   EXPECT_GE(timing(r, 6).start_ns, timing(r, 2).start_ns + timing(r, 2).duration_ns);
 }
 
-#if defined(SPYRE_DMA_HAVE_MODEL)
 
 TEST(Replay, SimReproducesDataAndIsDeterministic) {
   spyre_dma::model::SimConfig config;
@@ -217,4 +214,3 @@ TEST(Replay, StagingPieceMovesStagingIntoDeviceTime) {
   EXPECT_LT(whole.ops[0].duration_ns, 0.5 * staged_after_start);
 }
 
-#endif

@@ -20,12 +20,13 @@
 
 #include "spyre_dma/backend/capabilities.hpp"
 #include "spyre_dma/device.hpp"
+#include "spyre_dma/device_core/bar0_device.hpp"
 #include "spyre_dma/model/sim_config.hpp"
 #include "spyre_dma/device_core/sparse_memory.hpp"
 
 namespace spyre_dma::model {
 
-class SimDevice final : public Device,
+class SimDevice final : public device_core::Bar0Device,
                         public backend::MemoryBackdoor,
                         public backend::StatisticsSource,
                         public backend::SimulatedClock,
@@ -36,10 +37,6 @@ class SimDevice final : public Device,
   ~SimDevice() override;
 
   DeviceDescription describe() const override;  // backend "sim", Progress::kHostDriven
-  std::uint32_t read32(std::uint64_t offset) override;
-  void write32(std::uint64_t offset, std::uint32_t value) override;
-  std::uint64_t read64(std::uint64_t offset) override;
-  void write64(std::uint64_t offset, std::uint64_t value) override;
   std::uint64_t map(void* host, std::size_t bytes, DmaAccess access) override;
   void unmap(std::uint64_t iova) override;
   std::uint32_t wait_for_interrupt(std::chrono::nanoseconds timeout) override;
@@ -63,6 +60,10 @@ class SimDevice final : public Device,
   class Impl;
 
  private:
+  // A read first lets earlier writes land; a write is posted (it lands after the host's cost).
+  std::uint64_t bar0_read(std::uint64_t offset, unsigned width) override;
+  void bar0_write(std::uint64_t offset, std::uint64_t value, unsigned width) override;
+
   std::unique_ptr<Impl> impl_;
 };
 

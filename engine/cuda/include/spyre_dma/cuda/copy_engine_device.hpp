@@ -33,6 +33,7 @@
 #include "spyre_dma/backend/capabilities.hpp"
 #include "spyre_dma/cuda/copy_executor.hpp"
 #include "spyre_dma/device.hpp"
+#include "spyre_dma/device_core/bar0_device.hpp"
 #include "spyre_dma/device_core/misbehave.hpp"
 
 namespace spyre_dma::cuda {
@@ -51,7 +52,9 @@ struct CopyEngineDeviceConfig {
   std::string name = "cuda";
 };
 
-class CopyEngineDevice final : public Device, public backend::MemoryBackdoor, public backend::MisbehaveControl {
+class CopyEngineDevice final : public device_core::Bar0Device,
+                               public backend::MemoryBackdoor,
+                               public backend::MisbehaveControl {
  public:
   // Throws std::invalid_argument for a null executor, a depth that is not a power of two, a zero
   // window or max_cb_bytes, or a non-positive timeout.
@@ -59,10 +62,6 @@ class CopyEngineDevice final : public Device, public backend::MemoryBackdoor, pu
   ~CopyEngineDevice() override;  // stops the runners; waits (bounded) for the lanes to drain
 
   DeviceDescription describe() const override;  // backend config.name, Progress::kSelfTimed
-  std::uint32_t read32(std::uint64_t offset) override;
-  void write32(std::uint64_t offset, std::uint32_t value) override;
-  std::uint64_t read64(std::uint64_t offset) override;
-  void write64(std::uint64_t offset, std::uint64_t value) override;
   std::uint64_t map(void* host, std::size_t bytes, DmaAccess access) override;
   void unmap(std::uint64_t iova) override;
   std::uint32_t wait_for_interrupt(std::chrono::nanoseconds timeout) override;
@@ -79,6 +78,8 @@ class CopyEngineDevice final : public Device, public backend::MemoryBackdoor, pu
   void backdoor_write(std::uint64_t phys, const void* src, std::size_t bytes) override;
 
  private:
+  std::uint64_t bar0_read(std::uint64_t offset, unsigned width) override;
+  void bar0_write(std::uint64_t offset, std::uint64_t value, unsigned width) override;
   std::uint64_t located(std::uint64_t phys, std::size_t bytes) const;
 
   std::unique_ptr<detail::Controller> state_;

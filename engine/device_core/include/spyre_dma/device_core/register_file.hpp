@@ -9,7 +9,7 @@
 //     with the other half). A 64-bit access to a 64-bit register covers it whole; a 64-bit access
 //     anywhere else is two 32-bit accesses, to the offset and the next one.
 //   * A host write stores value & write_mask; write-1-to-clear registers (ERROR_STATUS) clear on any
-//     nonzero value. Sizes and bases are stored as written: a ring the device cannot use is a queue
+//     nonzero value. CONTROL.RESET is an action: the device resets first, then CONTROL is stored. Sizes and bases are stored as written: a ring the device cannot use is a queue
 //     fault when it tries to (rings.hpp), so what a host wrote always reads back.
 //   * STATUS is composed from CONTROL.ENABLE and the device's condition (compose_status); the
 //     identity registers read the DeviceIdentity; TIMESTAMP_NS reads the device clock.
@@ -61,9 +61,9 @@ class RegisterHooks {
     (void)reg, (void)p;
     return stored;
   }
-  // A CONTROL write (already masked nothing: RESET is an action). The backend resets or enables
-  // and stores CONTROL with RegisterFile::store_host.
-  virtual void control(std::uint32_t value) = 0;
+  // CONTROL.RESET was written: reset the device (section 15) and return once it is done. The
+  // routine then stores CONTROL (its ENABLE bit as written with RESET) and calls stored().
+  virtual void reset() = 0;
   // A doorbell: the backend numbers it (DoorbellOrder) and stores CB_PI as it publishes it.
   virtual void doorbell(hw::Pipeline p, std::uint32_t new_pi) = 0;
   // After any other host write was stored: wake whoever waits on that register.
@@ -112,12 +112,8 @@ class RegisterFile {
   const Word& cell(Reg r, hw::Pipeline p = hw::Pipeline::kCompute) const noexcept {
     return const_cast<RegisterFile*>(this)->cell(r, p);
   }
-  // Stores what a host write of `v` stores (v & write_mask): for CONTROL and CB_PI, which the
-  // backend stores itself.
-  void store_host(Reg r, hw::Pipeline p, std::uint64_t v) noexcept { set(r, p, v & spec(r).write_mask); }
-
   // Reset: every per-pipeline register returns to its reset value, and so do FATAL_CAUSE and
-  // FATAL_DETAIL (CONTROL is the backend's: it keeps the ENABLE bit written with RESET).
+  // FATAL_DETAIL (CONTROL is stored by the routine after the reset: the ENABLE bit written with it).
   void reset_pipelines() noexcept {
     for (auto& block : pipes_) {
       for (std::size_t i = 0; i < kNumPipeRegs; ++i) block[i].store(kRegisterMap[kFirstPipeReg + i].reset_value);
@@ -207,8 +203,8 @@ template <class Word>
 void RegisterFile<Word>::write_register(Reg r, hw::Pipeline p, std::uint64_t v, RegisterHooks& hooks) {
   const RegisterSpec& s = spec(r);
   if (s.access == Access::kReadOnly) return hooks.bad_access();
-  if (r == Reg::kControl) return hooks.control(static_cast<std::uint32_t>(v));
-  if (hooks.frozen()) return;
+  if (r == Reg::kControl && (v & hw::kControlReset) != 0) hooks.reset();
+  if (r != Reg::kControl && hooks.frozen()) return;
   if (r == Reg::kCbPi) return hooks.doorbell(p, static_cast<std::uint32_t>(v));
   if (s.access == Access::kWrite1Clear) {
     if (v == 0) return;

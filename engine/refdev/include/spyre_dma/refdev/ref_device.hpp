@@ -38,6 +38,7 @@
 
 #include "spyre_dma/backend/capabilities.hpp"
 #include "spyre_dma/device.hpp"
+#include "spyre_dma/device_core/bar0_device.hpp"
 #include "spyre_dma/hw/contract.hpp"
 #include "spyre_dma/device_core/iommu.hpp"
 #include "spyre_dma/device_core/register_file.hpp"
@@ -92,7 +93,9 @@ struct RefDeviceCounters {
   std::uint64_t total_errors() const noexcept { return error_rbs[0] + error_rbs[1] + error_rbs[2]; }
 };
 
-class RefDevice final : public Device, public backend::MemoryBackdoor, public backend::MisbehaveControl {
+class RefDevice final : public device_core::Bar0Device,
+                        public backend::MemoryBackdoor,
+                        public backend::MisbehaveControl {
  public:
   // Throws std::invalid_argument for an identity device_core::validate refuses (a depth that is not
   // a power of two, zero memory, usable bytes above the memory size, max_cb_bytes of zero).
@@ -100,10 +103,6 @@ class RefDevice final : public Device, public backend::MemoryBackdoor, public ba
   ~RefDevice() override;  // stops and joins the workers promptly, whatever they wait for
 
   DeviceDescription describe() const override;  // backend "refdev", Progress::kSelfTimed
-  std::uint32_t read32(std::uint64_t offset) override;
-  void write32(std::uint64_t offset, std::uint32_t value) override;
-  std::uint64_t read64(std::uint64_t offset) override;
-  void write64(std::uint64_t offset, std::uint64_t value) override;
   std::uint64_t map(void* host, std::size_t bytes, DmaAccess access) override;
   void unmap(std::uint64_t iova) override;
   std::uint32_t wait_for_interrupt(std::chrono::nanoseconds timeout) override;
@@ -138,6 +137,9 @@ class RefDevice final : public Device, public backend::MemoryBackdoor, public ba
   void backdoor_write(std::uint64_t phys, const void* src, std::size_t bytes) override;
 
  private:
+  std::uint64_t bar0_read(std::uint64_t offset, unsigned width) override;
+  void bar0_write(std::uint64_t offset, std::uint64_t value, unsigned width) override;
+
   std::unique_ptr<detail::Controller> core_;
 };
 
