@@ -91,8 +91,6 @@ class Controller : public sc_core::sc_module, private device_core::RegisterHooks
   // The front end's counts with the data path's.
   ControllerCounters counters() const;
   const FaultInjector& faults() const noexcept { return faults_; }
-  // FaultConfig::misbehave: how often it happened (0 or 1).
-  std::uint64_t misbehaviours() const noexcept { return misbehave_.fired(); }
   // Arms a misbehaviour now (a test control; FaultConfig::misbehave arms one at the start).
   void arm_misbehave(const device_core::Misbehave& m) noexcept { misbehave_.arm(m); }
   const DataPath& data_path() const noexcept { return *data_path_; }
