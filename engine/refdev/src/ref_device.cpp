@@ -45,10 +45,7 @@ void RefDevice::bar0_write(std::uint64_t offset, std::uint64_t value, unsigned w
   core_->write(offset, value, width);
 }
 
-std::uint64_t RefDevice::map(void* host, std::size_t bytes, DmaAccess access) {
-  return core_->iommu().map(host, bytes, access);
-}
-void RefDevice::unmap(std::uint64_t iova) { core_->iommu().unmap(iova); }
+device_core::Iommu& RefDevice::device_iommu() { return core_->iommu(); }
 
 std::uint32_t RefDevice::wait_for_interrupt(std::chrono::nanoseconds timeout) {
   return core_->wait_for_interrupt(timeout);

@@ -69,7 +69,9 @@ CbExecution SystemcDataPath::execute(hw::Pipeline pipeline, const hw::ControlBlo
   return device_side(cb, t);
 }
 
-std::optional<std::uint64_t> SystemcDataPath::check_host_dma(const hw::ControlBlock& cb, CbExecution& run) {
+std::optional<SystemcDataPath::HostCopy> SystemcDataPath::check_host_copy(const hw::ControlBlock& cb, Ps t,
+                                                                           CbExecution& run) {
+  run.done_ps = run.issue_end_ps = t;
   // The device checks its access with the IOMMU (ATS) before moving data, so a fault leaves
   // memory untouched; the root complex checks every TLP again.
   device_core::CheckedCb checked = device_core::check_work(cb, layout_, &iommu_);
@@ -84,7 +86,10 @@ std::optional<std::uint64_t> SystemcDataPath::check_host_dma(const hw::ControlBl
     run.faulted = true;
     return std::nullopt;
   }
-  return checked.work.device;
+  const bool to_device = checked.work.kind == device_core::CbWork::Kind::kHostToDevice;
+  HostCopy c{checked.work.device, checked.work.iova, checked.work.bytes, &scratch_[to_device ? 0 : 1]};
+  c.scratch->resize(c.bytes);
+  return c;
 }
 
 Ps SystemcDataPath::through_dma_engine(Ps t, std::uint64_t bytes, Ps done) {
@@ -143,13 +148,11 @@ void SystemcDataPath::burst_read_faults(std::uint64_t iova, std::uint64_t bytes,
 
 CbExecution SystemcDataPath::h2d(const hw::ControlBlock& cb, Ps t) {
   CbExecution run;
-  run.done_ps = run.issue_end_ps = t;
-  const std::optional<std::uint64_t> phys = check_host_dma(cb, run);
-  if (!phys) return run;
-  const std::uint64_t bytes = cb.dmi.byte_count();
-  const std::uint64_t iova = cb.dmi.host_iova_flits * hw::kFlitBytes;
-  std::vector<std::uint8_t>& scratch = scratch_[0];
-  scratch.resize(bytes);
+  const std::optional<HostCopy> copy = check_host_copy(cb, t, run);
+  if (!copy) return run;
+  const std::uint64_t bytes = copy->bytes, iova = copy->iova;
+  const std::uint64_t phys = copy->phys;
+  std::vector<std::uint8_t>& scratch = *copy->scratch;
   bool ok = true;
   Ps issue = t, done = t;
   if (config_.fidelity == Fidelity::kBurst) {
@@ -168,10 +171,10 @@ CbExecution SystemcDataPath::h2d(const hw::ControlBlock& cb, Ps t) {
     const Ps last_write = rate_for_gbps(config_.device.dram_gbps)
                               .ceil_ps(std::min<std::uint64_t>(bytes, config_.link.mrrs)) +
                           pcie::ns_to_ps(config_.device.dram_latency_ns);
-    done = std::max(r.done_ps + last_write, memory_.write(*phys, scratch.data(), bytes, first));
+    done = std::max(r.done_ps + last_write, memory_.write(phys, scratch.data(), bytes, first));
     done = std::max(done, run.done_ps);  // a lost completion's timer
   } else {
-    h2d_requests(iova, *phys, bytes, t, run, issue, done, ok);
+    h2d_requests(iova, phys, bytes, t, run, issue, done, ok);
   }
   run.issue_end_ps = issue;
   run.done_ps = through_dma_engine(t, bytes, done);
@@ -249,17 +252,15 @@ void SystemcDataPath::h2d_requests(std::uint64_t iova, std::uint64_t phys, std::
 
 CbExecution SystemcDataPath::d2h(const hw::ControlBlock& cb, Ps t) {
   CbExecution run;
-  run.done_ps = run.issue_end_ps = t;
-  const std::optional<std::uint64_t> phys = check_host_dma(cb, run);
-  if (!phys) return run;
-  const std::uint64_t bytes = cb.dmo.byte_count();
-  const std::uint64_t iova = cb.dmo.host_iova_flits * hw::kFlitBytes;
-  std::vector<std::uint8_t>& scratch = scratch_[1];
-  scratch.resize(bytes);
+  const std::optional<HostCopy> copy = check_host_copy(cb, t, run);
+  if (!copy) return run;
+  const std::uint64_t bytes = copy->bytes, iova = copy->iova;
+  const std::uint64_t phys = copy->phys;
+  std::vector<std::uint8_t>& scratch = *copy->scratch;
   bool ok = true;
   Ps sent = t, landed = 0;
   if (config_.fidelity == Fidelity::kBurst) {
-    const Ps ready = memory_.read(*phys, scratch.data(), bytes, t);
+    const Ps ready = memory_.read(phys, scratch.data(), bytes, t);
     const Ps first = t + pcie::ns_to_ps(config_.device.dram_latency_ns);
     TlpFaults f;
     std::vector<pcie::Segment> poisoned;
@@ -293,7 +294,7 @@ CbExecution SystemcDataPath::d2h(const hw::ControlBlock& cb, Ps t) {
   } else {
     // Device memory is read once for the CB; each MWr leaves once its part has streamed out of
     // DRAM (latency plus its end offset at the DRAM rate, as the DRAM bus schedules it).
-    const Ps read_start = memory_.read(*phys, scratch.data(), bytes, t) -
+    const Ps read_start = memory_.read(phys, scratch.data(), bytes, t) -
                           rate_for_gbps(config_.device.dram_gbps).ceil_ps(bytes) -
                           pcie::ns_to_ps(config_.device.dram_latency_ns);
     d2h_writes(iova, bytes, read_start, run, sent, landed, ok);

@@ -29,9 +29,16 @@ class SystemcDataPath final : public DataPath {
   CbExecution h2d(const hw::ControlBlock& cb, Ps start);
   CbExecution d2h(const hw::ControlBlock& cb, Ps start);
   CbExecution device_side(const hw::ControlBlock& cb, Ps start);
+  // A copy between host and device memory, checked.
+  struct HostCopy {
+    std::uint64_t phys = 0;   // device memory
+    std::uint64_t iova = 0;   // host memory
+    std::uint64_t bytes = 0;
+    std::vector<std::uint8_t>* scratch = nullptr;  // its data in flight, sized
+  };
   // XLAT, device memory bounds and the IOMMU (ATS) before anything moves, then an injected IOMMU
-  // fault: the physical device address, or nullopt with the failure in `run`.
-  std::optional<std::uint64_t> check_host_dma(const hw::ControlBlock& cb, CbExecution& run);
+  // fault: the copy, or nullopt with the failure in `run` (whose times start at `t`).
+  std::optional<HostCopy> check_host_copy(const hw::ControlBlock& cb, Ps t, CbExecution& run);
   // The device's own data-path limit (dma_engine_gbps), when configured.
   Ps through_dma_engine(Ps t, std::uint64_t bytes, Ps done);
   // Injected faults of an H2D's read requests in burst fidelity (one call stands for all).

@@ -243,10 +243,7 @@ void SimDevice::bar0_write(std::uint64_t offset, std::uint64_t value, unsigned w
   impl_->post_write(offset, value, width);
 }
 
-std::uint64_t SimDevice::map(void* host, std::size_t bytes, DmaAccess access) {
-  return impl_->iommu().map(host, bytes, access);
-}
-void SimDevice::unmap(std::uint64_t iova) { impl_->iommu().unmap(iova); }
+device_core::Iommu& SimDevice::device_iommu() { return impl_->iommu(); }
 void SimDevice::host_copied(std::uint64_t bytes) {
   if (config().host_cost.staging_gbps > 0) impl_->host_copied(bytes);
 }

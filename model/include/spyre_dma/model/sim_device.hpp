@@ -26,7 +26,7 @@
 
 namespace spyre_dma::model {
 
-class SimDevice final : public device_core::Bar0Device,
+class SimDevice final : public device_core::IommuDevice,
                         public backend::MemoryBackdoor,
                         public backend::StatisticsSource,
                         public backend::SimulatedClock,
@@ -37,8 +37,6 @@ class SimDevice final : public device_core::Bar0Device,
   ~SimDevice() override;
 
   DeviceDescription describe() const override;  // backend "sim", Progress::kHostDriven
-  std::uint64_t map(void* host, std::size_t bytes, DmaAccess access) override;
-  void unmap(std::uint64_t iova) override;
   std::uint32_t wait_for_interrupt(std::chrono::nanoseconds timeout) override;
   // Charges bytes / HostCostConfig::staging_gbps of simulated time before the next register write.
   void host_copied(std::uint64_t bytes) override;
@@ -63,6 +61,7 @@ class SimDevice final : public device_core::Bar0Device,
   // A read first lets earlier writes land; a write is posted (it lands after the host's cost).
   std::uint64_t bar0_read(std::uint64_t offset, unsigned width) override;
   void bar0_write(std::uint64_t offset, std::uint64_t value, unsigned width) override;
+  device_core::Iommu& device_iommu() override;
 
   std::unique_ptr<Impl> impl_;
 };

@@ -1,10 +1,12 @@
-// A Device whose BAR0 is one access routine taking the width (RegisterFile::read / write, or a
-// simulator's queue of posted writes): the seam's four width-specific calls, written once.
+// Devices over the core: Bar0Device, whose BAR0 is one access routine taking the width
+// (RegisterFile::read / write, or a simulator's queue of posted writes), writes the seam's four
+// width-specific calls once; IommuDevice adds map() and unmap() through the device's IOMMU.
 #pragma once
 
 #include <cstdint>
 
 #include "spyre_dma/device.hpp"
+#include "spyre_dma/device_core/iommu.hpp"
 
 namespace spyre_dma::device_core {
 
@@ -20,6 +22,18 @@ class Bar0Device : public Device {
   // std::out_of_range).
   virtual std::uint64_t bar0_read(std::uint64_t offset, unsigned width) = 0;
   virtual void bar0_write(std::uint64_t offset, std::uint64_t value, unsigned width) = 0;
+};
+
+// A Bar0Device that reaches host memory through nothing but its Iommu.
+class IommuDevice : public Bar0Device {
+ public:
+  std::uint64_t map(void* host, std::size_t bytes, DmaAccess access) final {
+    return device_iommu().map(host, bytes, access);
+  }
+  void unmap(std::uint64_t iova) final { device_iommu().unmap(iova); }
+
+ protected:
+  virtual Iommu& device_iommu() = 0;
 };
 
 }  // namespace spyre_dma::device_core

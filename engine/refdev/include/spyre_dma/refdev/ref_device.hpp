@@ -93,7 +93,7 @@ struct RefDeviceCounters {
   std::uint64_t total_errors() const noexcept { return error_rbs[0] + error_rbs[1] + error_rbs[2]; }
 };
 
-class RefDevice final : public device_core::Bar0Device,
+class RefDevice final : public device_core::IommuDevice,
                         public backend::MemoryBackdoor,
                         public backend::MisbehaveControl {
  public:
@@ -103,8 +103,6 @@ class RefDevice final : public device_core::Bar0Device,
   ~RefDevice() override;  // stops and joins the workers promptly, whatever they wait for
 
   DeviceDescription describe() const override;  // backend "refdev", Progress::kSelfTimed
-  std::uint64_t map(void* host, std::size_t bytes, DmaAccess access) override;
-  void unmap(std::uint64_t iova) override;
   std::uint32_t wait_for_interrupt(std::chrono::nanoseconds timeout) override;
 
   const RefDeviceConfig& config() const noexcept;
@@ -139,6 +137,7 @@ class RefDevice final : public device_core::Bar0Device,
  private:
   std::uint64_t bar0_read(std::uint64_t offset, unsigned width) override;
   void bar0_write(std::uint64_t offset, std::uint64_t value, unsigned width) override;
+  device_core::Iommu& device_iommu() override;
 
   std::unique_ptr<detail::Controller> core_;
 };
