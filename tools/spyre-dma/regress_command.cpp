@@ -269,8 +269,10 @@ int run_regress(const RegressOptions& o) {
     return 2;
   }
   if ((suite->needs_faults || o.fault_rate > 0) && o.backend.name != "sim") {
-    fmt::print(stderr, "spyre-dma: error: --suite {}{}: fault injection needs --backend sim\n", o.suite,
-               o.fault_rate > 0 ? " --fault-rate" : "");
+    fmt::print(stderr,
+               "spyre-dma: error: --suite {}{}: its TLP-level fault injection needs --backend sim (refdev and cuda "
+               "inject no faults; the RTL data path injects CB-level faults only)\n",
+               o.suite, o.fault_rate > 0 ? " --fault-rate" : "");
     return 2;
   }
   SeedRange range{suite->first_seed, suite->last_seed};

@@ -29,8 +29,7 @@ CLI::App* add_validate_command(CLI::App& app, ValidateOptions& o) {
   CLI::App* v = app.add_subcommand(
       "validate", "Sweep a backend, replay the captured trace on the model, calibrate on one size range and "
                   "check another; write report, trace and plot into --out");
-  v->add_option("--backend", o.backend, "Backend to validate (refdev, sim, cuda)");
-  v->add_option("--preset", o.preset, "sim backend: the preset it runs");
+  add_backend_options(*v, o.backend, /*model_settings=*/false);  // --fidelity here is the replays'
   v->add_option("--model-preset", o.model_preset,
                 "Model preset to compare with (default: --preset; cuda: h200-gen5x16; refdev: spyre-gen5x16)");
   v->add_option("--sizes", o.sizes, "Transfer sizes (4KiB..1GiB doubles; or a list)");
@@ -52,8 +51,6 @@ CLI::App* add_validate_command(CLI::App& app, ValidateOptions& o) {
   v->add_option("--timeout", o.timeout_s, "Seconds a transfer may take")->check(CLI::PositiveNumber);
   v->add_option("--replay-copies", o.replay_copies, "Copies of each direction, memory and size the model replays (0: all)")
       ->check(CLI::NonNegativeNumber);
-  v->add_option("--cuda-memory", o.cuda_memory, "cuda backend: device memory to cudaMalloc");
-  v->add_option("--cuda-device", o.cuda_device, "cuda backend: CUDA device ordinal")->check(CLI::NonNegativeNumber);
   return v;
 }
 
@@ -74,8 +71,8 @@ std::string link_name(const spyre_dma::model::SimConfig& c) {
 
 std::string default_model_preset(const ValidateOptions& o) {
   if (!o.model_preset.empty()) return o.model_preset;
-  if (!o.preset.empty()) return o.preset;
-  if (o.backend == "cuda") return "h200-gen5x16";
+  if (!o.backend.preset.empty()) return o.backend.preset;
+  if (o.backend.name == "cuda") return "h200-gen5x16";
   return spyre_dma::model::preset_names().front();
 }
 
@@ -120,19 +117,8 @@ nlohmann::json point_json(const PointResult& p) {
 
 int run_validate(const ValidateOptions& o) {
   const auto wall0 = std::chrono::steady_clock::now();
-  BackendOptions backend;
-  backend.name = o.backend;
-  backend.preset = o.preset;
-  backend.fidelity = o.backend == "sim" ? "burst" : "";  // the SystemC model sweeps fastest in burst fidelity
-  if (o.backend == "cuda") {
-    try {
-      backend.extra["cuda-memory"] = std::to_string(parse_size(o.cuda_memory));
-    } catch (const std::exception& e) {
-      fmt::print(stderr, "spyre-dma validate: --cuda-memory: {}\n", e.what());
-      return 2;
-    }
-    backend.extra["cuda-device"] = std::to_string(o.cuda_device);
-  }
+  BackendOptions backend = o.backend;
+  if (backend.name == "sim") backend.fidelity = "burst";  // the SystemC model sweeps fastest in burst fidelity
   if (std::string e = check_backend_options(backend); !e.empty()) {
     fmt::print(stderr, "spyre-dma validate: {}\n", e);
     return 2;
@@ -166,15 +152,15 @@ int run_validate(const ValidateOptions& o) {
   // A simulated device's configuration names its link; a real card's is the model's it is compared with.
   if (const nlohmann::json config = backend_config(backend); config.contains("link")) {
     header.link = fmt::format("PCIe Gen{} x{}", config["link"]["generation"].get<int>(), config["link"]["lanes"].get<int>());
-  } else if (o.backend == "cuda") {
+  } else if (o.backend.name == "cuda") {
     header.link = link_name(model);
   }
-  header.extra["backend"] = o.backend;
+  header.extra["backend"] = o.backend.name;
   auto recorder = std::make_shared<st::TraceRecorder>(header);
   spyre_dma::EngineOptions eo;
   eo.observer = recorder;
   auto engine = spyre_dma::Engine::open(device, eo);
-  fmt::print("spyre-dma validate: {} ({}), {} sizes {}..{}, {} runs per point, streams {}, model {}\n", o.backend,
+  fmt::print("spyre-dma validate: {} ({}), {} sizes {}..{}, {} runs per point, streams {}, model {}\n", o.backend.name,
              device->describe().name, sizes.size(), format_size(sizes.front()), format_size(sizes.back()), o.repeat,
              fmt::join(o.streams, ","), model.preset);
   std::vector<PointResult> points;
@@ -244,7 +230,7 @@ int run_validate(const ValidateOptions& o) {
 
   // 4. Report and plot.
   nlohmann::json report;
-  report["backend"] = o.backend;
+  report["backend"] = o.backend.name;
   report["device"] = header.device;
   report["model_preset"] = model.preset;
   report["link"] = link_name(model);
@@ -266,7 +252,7 @@ int run_validate(const ValidateOptions& o) {
   report["wall_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   write_text(out / "report.json", report.dump(1) + "\n");
 
-  std::string md = fmt::format("# spyre-dma validate: {}\n\n", o.backend);
+  std::string md = fmt::format("# spyre-dma validate: {}\n\n", o.backend.name);
   md += fmt::format("- Device: {}\n- Model: preset `{}` ({}), {} fidelity\n", header.device, model.preset,
                     link_name(model), o.fidelity);
   md += fmt::format("- Sweep: {} sizes {}..{}, {} runs per point (median), streams {}, memory {}\n", sizes.size(),

@@ -14,11 +14,12 @@
 #include <string>
 #include <vector>
 
+#include "backend.hpp"
+
 namespace spyre_dma_cli {
 
 struct ValidateOptions {
-  std::string backend = "sim";
-  std::string preset;        // sim backend: the preset it runs (the "device")
+  BackendOptions backend = sim_backend();  // --backend and its settings (sim: --preset, the "device")
   std::string model_preset;  // the model to compare with; default: --preset, else by backend
   std::string sizes = "4KiB..1GiB";
   int repeat = 3;
@@ -36,8 +37,13 @@ struct ValidateOptions {
   // rest of a point's runs add nothing the first ones do not show; the replay of large sizes is
   // what takes the time). 0: all.
   int replay_copies = 2;
-  std::string cuda_memory = "4GiB";
-  int cuda_device = 0;
+
+ private:
+  static BackendOptions sim_backend() {
+    BackendOptions b;
+    b.name = "sim";
+    return b;
+  }
 };
 
 CLI::App* add_validate_command(CLI::App& app, ValidateOptions& options);

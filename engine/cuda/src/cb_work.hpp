@@ -23,7 +23,7 @@ class SegmentedRegion final : public device_core::DeviceMemoryLayout {
   std::uint64_t per_segment_;
 };
 
-// What the runner does with one fetched CB: an Error RB, a compute wait, or a copy.
+// What the worker does with one fetched CB: an Error RB, a compute wait, or a copy.
 struct CbPlan {
   std::optional<device_core::CbOutcome> rejected;
   bool compute = false;  // a COMPUTE CB: wait compute_ns, no copy

@@ -37,14 +37,14 @@ Controller::Controller(std::unique_ptr<CopyExecutor> executor, CopyEngineDeviceC
       doorbells_(config_.depth),
       regs_(identity(config_, *executor_)) {
   for (unsigned p = 0; p < hw::kNumPipelines; ++p) {
-    runners_[p].thread = std::thread([this, p] { runner_main(p); });
+    workers_[p].thread = std::thread([this, p] { worker_main(p); });
   }
 }
 
 Controller::~Controller() {
   shutdown_.store(true);
   wake_all();
-  for (auto& r : runners_) {
+  for (auto& r : workers_) {
     if (r.thread.joinable()) r.thread.join();
   }
   {
@@ -54,7 +54,7 @@ Controller::~Controller() {
 }
 
 void Controller::wake(unsigned p) {
-  Runner& r = runners_[p];
+  PipelineWorker& r = workers_[p];
   std::lock_guard<std::mutex> lock(r.mu);
   r.cv.notify_one();
 }
@@ -91,7 +91,7 @@ void Controller::stored(Reg r, hw::Pipeline p) {
   wake(static_cast<unsigned>(p));
 }
 
-// Synchronous: every runner parks (its lane drained, its unretired CBs dropped), then the
+// Synchronous: every worker parks (its lane drained, its unretired CBs dropped), then the
 // registers clear. A lane that does not drain within the completion timeout leaves the device
 // FATAL: a copy may still be writing host memory.
 void Controller::reset() {
@@ -100,18 +100,18 @@ void Controller::reset() {
   wake_all();
   const auto deadline = std::chrono::steady_clock::now() + config_.completion_timeout + std::chrono::seconds(1);
   for (unsigned p = 0; p < hw::kNumPipelines; ++p) {
-    while (!runners_[p].parked.load() && std::chrono::steady_clock::now() < deadline) {
+    while (!workers_[p].parked.load() && std::chrono::steady_clock::now() < deadline) {
       wake(p);
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
   }
   bool all_parked = true;
-  for (auto& r : runners_) all_parked = all_parked && r.parked.load();
+  for (auto& r : workers_) all_parked = all_parked && r.parked.load();
   regs_.reset();
   doorbells_.clear();
-  for (auto& r : runners_) {
+  for (auto& r : workers_) {
     r.broken.store(false);
-    r.last_tag = 0;  // parked: no runner touches it now
+    r.last_tag = 0;  // parked: no worker touches it now
   }
   stopped_.store(false);
   irq_pending_.store(0);

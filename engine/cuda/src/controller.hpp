@@ -1,10 +1,10 @@
 // The controller behind CopyEngineDevice (copy_engine_device.hpp has the behaviour): the device
 // core's register file, ring rules, barrier rule, CB admission and misbehaviour modes
-// (spyre_dma/device_core/), carried out by one runner thread per pipeline on a copy executor.
+// (spyre_dma/device_core/), carried out by one worker thread per pipeline on a copy executor.
 //
-// Split by role: controller.cpp (registers, life cycle, reset, interrupts), pipeline_runner.cpp
+// Split by role: controller.cpp (registers, life cycle, reset, interrupts), pipeline_worker.cpp
 // (fetch, plan, submit, retire), cb_work.cpp (admission over the executor's memory layout). Each
-// runner sleeps on its own condition variable with a timed wait as a backstop, so a lost wake-up
+// worker sleeps on its own condition variable with a timed wait as a backstop, so a lost wake-up
 // costs at most 1 ms.
 #pragma once
 
@@ -37,9 +37,10 @@ struct Inflight {
   bool irq = false;
   bool barrier = false;
   bool misbehave = false;  // the armed misbehaviour fires at this CB (counted when it starts)
-  bool submitted = false;  // in the executor (or, for compute, started)
+  bool submitted = false;  // started: in the executor, waiting its compute time, or rejected
   bool done = false;       // rb complete
-  CbPlan plan;
+  hw::CbDecodeResult decoded;
+  CbPlan plan;             // admission and the copy, decided when the CB starts
   std::optional<device_core::MisbehaveEffect> effect;  // its RB(s), decided when it retires
   unsigned rbs_written = 0;
   Ticket ticket = 0;
@@ -47,13 +48,13 @@ struct Inflight {
   std::uint64_t compute_start_ns = 0;
 };
 
-struct alignas(64) Runner {
+struct alignas(64) PipelineWorker {
   std::thread thread;
   std::mutex mu;
   std::condition_variable cv;
-  std::deque<Inflight> inflight;  // index order; only the runner touches it
+  std::deque<Inflight> inflight;  // index order; only the worker touches it
   std::atomic<bool> parked{false};
-  std::mutex rb_mutex;              // this pipeline's RB ring: its runner and a stray RB (wrong_queue)
+  std::mutex rb_mutex;              // this pipeline's RB ring: its worker and a stray RB (wrong_queue)
   std::uint32_t last_tag = 0;       // of the previous CB answered (misbehave stale_tag)
   std::atomic<bool> broken{false};  // misbehave broke this pipeline's indices: it stops until reset
 };
@@ -92,7 +93,7 @@ class Controller final : private device_core::RegisterHooks {
   // RegisterHooks (controller.cpp).
   std::uint64_t clock_ns() override { return executor_->now_ns(); }
   Condition condition() override { return Condition{resetting_.load(), fatal_.load()}; }
-  void reset() override;  // synchronous: every runner parks first
+  void reset() override;  // synchronous: every worker parks first
   void doorbell(hw::Pipeline p, std::uint32_t new_pi) override;
   void stored(Reg r, hw::Pipeline p) override;
   bool frozen() override { return stopped_.load(); }
@@ -105,8 +106,8 @@ class Controller final : private device_core::RegisterHooks {
   void wake_all();
   void raise_interrupt(unsigned p);
 
-  // pipeline_runner.cpp
-  void runner_main(unsigned p);
+  // pipeline_worker.cpp
+  void worker_main(unsigned p);
   bool can_fetch(unsigned p) const noexcept;
   bool fetch_one(unsigned p);
   bool barrier_clear(unsigned p, const Inflight& f);
@@ -137,7 +138,7 @@ class Controller final : private device_core::RegisterHooks {
   std::mutex irq_mu_;
   std::condition_variable irq_cv_;
 
-  std::array<Runner, hw::kNumPipelines> runners_;  // last: threads start after the rest
+  std::array<PipelineWorker, hw::kNumPipelines> workers_;  // last: threads start after the rest
 };
 
 }  // namespace spyre_dma::cuda::detail

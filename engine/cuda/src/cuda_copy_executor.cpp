@@ -194,7 +194,7 @@ class CudaCopyExecutor final : public CopyExecutor {
   };
   struct Lane {
     cudaStream_t stream = nullptr;
-    std::deque<Pending> pending;  // touched by this lane's runner only
+    std::deque<Pending> pending;  // touched by this lane's worker only
     Ticket next = 1;
   };
 

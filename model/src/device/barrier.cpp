@@ -10,7 +10,7 @@ namespace spyre_dma::model {
 
 using namespace sc_core;
 
-Ps Controller::retire_time(const Pipe& q, std::uint32_t bound) const {
+Ps Controller::retire_time(const PipelineState& q, std::uint32_t bound) const {
   // The CB at index bound - 1 retired at retire_ps[...]; retirement is in index order.
   if (q.retire_ps.empty()) return q.last_retire_ps;
   const std::uint32_t first = q.retired - static_cast<std::uint32_t>(q.retire_ps.size());
@@ -20,13 +20,13 @@ Ps Controller::retire_time(const Pipe& q, std::uint32_t bound) const {
   return q.retire_ps[static_cast<std::size_t>(k)];
 }
 
-Ps Controller::wait_barrier(Pipe& p, std::uint32_t at_index, Ps start) {
+Ps Controller::wait_barrier(PipelineState& p, std::uint32_t at_index, Ps start) {
   const device_core::DoorbellOrder::Targets targets = doorbells_.barrier_targets(p.id, at_index);
   const std::uint64_t epoch = epoch_;
   const std::uint64_t aborts = abort_seq_;
   Ps ready = std::max(start, p.last_retire_ps);  // earlier CBs of this pipeline, all doorbells
   bool waited = false;
-  for (Pipe& q : pipes_) {
+  for (PipelineState& q : pipes_) {
     const std::optional<std::uint32_t>& bound = targets[static_cast<unsigned>(q.id)];
     if (&q == &p || !bound) continue;
     while (!device_core::index_reached(q.retired, *bound)) {

@@ -91,6 +91,9 @@ class Controller : public sc_core::sc_module, private device_core::RegisterHooks
   // The front end's counts with the data path's.
   ControllerCounters counters() const;
   const FaultInjector& faults() const noexcept { return faults_; }
+  // The pipelines (bits 1 << hw::Pipeline) whose IRQ_VECTOR is `vector`: who an MSI-X message of
+  // that vector speaks for.
+  std::uint32_t pipelines_of_vector(std::uint32_t vector) const noexcept;
   // Arms a misbehaviour now (a test control; FaultConfig::misbehave arms one at the start).
   void arm_misbehave(const device_core::Misbehave& m) noexcept { misbehave_.arm(m); }
   const DataPath& data_path() const noexcept { return *data_path_; }
@@ -98,7 +101,7 @@ class Controller : public sc_core::sc_module, private device_core::RegisterHooks
   void observe(StatsRegistry& stats, TraceWriter* trace);
 
  private:
-  struct Pipe {
+  struct PipelineState {
     hw::Pipeline id = hw::Pipeline::kDmai;
     std::uint32_t retired = 0;       // CBs retired (free-running, like the indices)
     std::deque<Ps> retire_ps;        // retire time of CB (retired - retire_ps.size() + i)
@@ -132,45 +135,45 @@ class Controller : public sc_core::sc_module, private device_core::RegisterHooks
   bool frozen() override { return stopped_answering(); }
 
   // Registers as the pipelines read them.
-  std::uint32_t index(Reg r, const Pipe& p) const noexcept {
+  std::uint32_t index(Reg r, const PipelineState& p) const noexcept {
     return static_cast<std::uint32_t>(regs_.get(r, p.id));
   }
-  void set_index(Reg r, const Pipe& p, std::uint32_t v) noexcept { regs_.set(r, p.id, v); }
-  std::uint32_t depth(const Pipe& p) const noexcept { return config_.device.depth[static_cast<unsigned>(p.id)]; }
-  void queue_fault(const Pipe& p) noexcept { regs_.set(Reg::kErrorStatus, p.id, device_core::kQueueFaultStatus); }
+  void set_index(Reg r, const PipelineState& p, std::uint32_t v) noexcept { regs_.set(r, p.id, v); }
+  std::uint32_t depth(const PipelineState& p) const noexcept { return config_.device.depth[static_cast<unsigned>(p.id)]; }
+  void queue_fault(const PipelineState& p) noexcept { regs_.set(Reg::kErrorStatus, p.id, device_core::kQueueFaultStatus); }
 
   // The pipelines (controller_pipeline.cpp).
   void pipeline_thread(unsigned index);
-  bool fetchable(const Pipe& p) const;
+  bool fetchable(const PipelineState& p) const;
   void sync_to(Ps local);
-  CbExecution execute(Pipe& p, const std::uint8_t* raw, Ps start);
+  CbExecution execute(PipelineState& p, const std::uint8_t* raw, Ps start);
   // Writes the CB's RB(s) and books its retirement; false when the pipeline stops here.
-  bool retire(Pipe& p, Retirement& r, const std::function<bool()>& stopped);
+  bool retire(PipelineState& p, Retirement& r, const std::function<bool()>& stopped);
   // Books a retirement; `observed`: into the latency histogram, occupancy, trace, bytes and busy
   // time too (an Abend RB of a self-reset is counted, not observed).
-  void count_retired(Pipe& p, const Retirement& r, Ps arrival, bool observed = true);
+  void count_retired(PipelineState& p, const Retirement& r, Ps arrival, bool observed = true);
 
   // Barriers (barrier.cpp).
-  Ps wait_barrier(Pipe& p, std::uint32_t index, Ps start);
-  Ps retire_time(const Pipe& q, std::uint32_t bound) const;
+  Ps wait_barrier(PipelineState& p, std::uint32_t index, Ps start);
+  Ps retire_time(const PipelineState& q, std::uint32_t bound) const;
 
   // RBs (rb_writer.cpp): the RB, then the pipeline's MSI-X message when IRQ_ENABLE or the CB's
   // `interrupt` bit asks for one. `garbage_status`: STATUS goes out as kGarbageRbStatus.
-  bool write_rb(Pipe& p, const hw::ResponseBlock& rb, Ps at, Ps& arrival, bool interrupt,
+  bool write_rb(PipelineState& p, const hw::ResponseBlock& rb, Ps at, Ps& arrival, bool interrupt,
                 bool garbage_status = false);
   // Waits for room in p's RB ring; false when `stopped()` meanwhile.
-  bool wait_rb_room(Pipe& p, Ps at, const std::function<bool()>& stopped);
+  bool wait_rb_room(PipelineState& p, Ps at, const std::function<bool()>& stopped);
   // The CB's RB as the misbehave kind says (or none); false when the pipeline stops here.
-  bool misbehave_rb(Pipe& p, const hw::ResponseBlock& rb, Ps at, Ps& arrival, bool interrupt,
+  bool misbehave_rb(PipelineState& p, const hw::ResponseBlock& rb, Ps at, Ps& arrival, bool interrupt,
                     const std::function<bool()>& stopped);
-  bool broken(const Pipe& p) const noexcept { return p.broken_epoch == epoch_ + 1; }
+  bool broken(const PipelineState& p) const noexcept { return p.broken_epoch == epoch_ + 1; }
   bool stopped_answering() const noexcept { return stopped_epoch_ == epoch_ + 1; }
   // The device resets itself at `at` (an injected fault): every pipeline abandons what it fetched.
   void self_reset(Ps at, std::uint32_t tag);
   // Abend RBs (kind reset) for the CBs [from, n) of a pipeline's batch, in ring order.
-  void abort_batch(Pipe& p, const std::uint8_t* batch, std::uint32_t from, std::uint32_t n, std::uint64_t epoch);
+  void abort_batch(PipelineState& p, const std::uint8_t* batch, std::uint32_t from, std::uint32_t n, std::uint64_t epoch);
   // RB_PI as the host may see it now: RBs that have landed (a read does not pass posted writes).
-  std::uint32_t rb_pi_visible(const Pipe& p) const;
+  std::uint32_t rb_pi_visible(const PipelineState& p) const;
 
   const SimConfig& config_;
   device_core::Iommu& iommu_;
@@ -192,7 +195,7 @@ class Controller : public sc_core::sc_module, private device_core::RegisterHooks
   Ps fatal_visible_ps_ = 0;
   std::uint32_t aborting_ = 0;   // pipelines (bits) still to write their Abend RBs
   std::uint64_t abort_seq_ = 0;  // self-resets so far: a change stops every pipeline's batch
-  std::array<Pipe, hw::kNumPipelines> pipes_;
+  std::array<PipelineState, hw::kNumPipelines> pipes_;
   sc_core::sc_event retired_;  // any pipeline retired a CB (barrier waiters)
   std::uint64_t epoch_ = 0;
   Ps cb_overhead_ps_;

@@ -18,7 +18,7 @@ namespace {
 constexpr std::uint64_t kCorruptRsvd = 0xBADC'0FFE'E0DD'F00Dull;
 }  // namespace
 
-bool Controller::fetchable(const Pipe& p) const {
+bool Controller::fetchable(const PipelineState& p) const {
   return (regs_.get(Reg::kControl) & hw::kControlEnable) && (regs_.get(Reg::kQueueControl, p.id) & hw::kQueueEnable) &&
          !fatal_ && !broken(p) && !stopped_answering() && regs_.get(Reg::kErrorStatus, p.id) == 0 &&
          index(Reg::kCbPi, p) != index(Reg::kCbCi, p);
@@ -30,7 +30,7 @@ void Controller::sync_to(Ps local) {
 }
 
 void Controller::pipeline_thread(unsigned index_of_pipe) {
-  Pipe& p = pipes_[index_of_pipe];
+  PipelineState& p = pipes_[index_of_pipe];
   PipelineCounters& c = counters_.pipe[index_of_pipe];
   const std::uint32_t batch_max = std::max<std::uint32_t>(
       1, std::min<std::uint32_t>(config_.device.cb_prefetch, config_.link.mrrs / hw::kCbBytes));
@@ -129,7 +129,7 @@ void Controller::pipeline_thread(unsigned index_of_pipe) {
 
 // Executing one CB: the front end's admission (decode, pipeline, byte count), COMPUTE here, DMA
 // in the data path. Every check comes before any memory is touched.
-CbExecution Controller::execute(Pipe& p, const std::uint8_t* raw, Ps start) {
+CbExecution Controller::execute(PipelineState& p, const std::uint8_t* raw, Ps start) {
   const Ps t = start + cb_overhead_ps_;
   CbExecution run;
   run.issue_end_ps = run.done_ps = t;
@@ -145,7 +145,7 @@ CbExecution Controller::execute(Pipe& p, const std::uint8_t* raw, Ps start) {
   return data_path_->execute(p.id, d.cb, raw, t);
 }
 
-bool Controller::retire(Pipe& p, Retirement& r, const std::function<bool()>& stopped) {
+bool Controller::retire(PipelineState& p, Retirement& r, const std::function<bool()>& stopped) {
   // Retire in order: the RB follows the CB's data (posted writes stay ordered on the link).
   if (!wait_rb_room(p, std::max(p.local_ps, r.run.done_ps), stopped)) return false;
   const CbExecution& run = r.run;
@@ -175,7 +175,7 @@ bool Controller::retire(Pipe& p, Retirement& r, const std::function<bool()>& sto
   return true;
 }
 
-void Controller::count_retired(Pipe& p, const Retirement& r, Ps arrival, bool observed) {
+void Controller::count_retired(PipelineState& p, const Retirement& r, Ps arrival, bool observed) {
   const unsigned i = static_cast<unsigned>(p.id);
   PipelineCounters& c = counters_.pipe[i];
   const CbExecution& run = r.run;

@@ -28,17 +28,25 @@ std::uint64_t Controller::visible(Reg r, hw::Pipeline p, std::uint64_t stored) {
 }
 
 void Controller::doorbell(hw::Pipeline p, std::uint32_t new_pi) {
-  Pipe& pipe = pipes_[static_cast<unsigned>(p)];
+  PipelineState& pipe = pipes_[static_cast<unsigned>(p)];
   doorbells_.ring(p, new_pi, pipe.retired, regs_.cell(Reg::kCbPi, p));
   pipe.kick.notify(SC_ZERO_TIME);
 }
 
 void Controller::stored(Reg r, hw::Pipeline p) {
   if (r == Reg::kControl) {
-    for (Pipe& q : pipes_) q.kick.notify(SC_ZERO_TIME);
+    for (PipelineState& q : pipes_) q.kick.notify(SC_ZERO_TIME);
     return;
   }
   pipes_[static_cast<unsigned>(p)].kick.notify(SC_ZERO_TIME);
+}
+
+std::uint32_t Controller::pipelines_of_vector(std::uint32_t vector) const noexcept {
+  std::uint32_t mask = 0;
+  for (const PipelineState& p : pipes_) {
+    if (regs_.get(Reg::kIrqVector, p.id) == vector) mask |= 1u << static_cast<unsigned>(p.id);
+  }
+  return mask;
 }
 
 void Controller::reset() {
@@ -49,7 +57,7 @@ void Controller::reset() {
   rc_.bump_epoch();
   regs_.reset();
   doorbells_.clear();
-  for (Pipe& p : pipes_) {
+  for (PipelineState& p : pipes_) {
     p.retired = 0;
     p.retire_ps.clear();
     p.kick.notify(SC_ZERO_TIME);

@@ -10,14 +10,14 @@ namespace spyre_dma::model {
 
 using namespace sc_core;
 
-std::uint32_t Controller::rb_pi_visible(const Pipe& p) const {
+std::uint32_t Controller::rb_pi_visible(const PipelineState& p) const {
   const Ps now = to_ps(sc_time_stamp());
   std::uint32_t pending = 0;
   for (auto it = p.retire_ps.rbegin(); it != p.retire_ps.rend() && *it > now; ++it) ++pending;
   return index(Reg::kRbPi, p) - pending;  // free-running, like the index itself
 }
 
-bool Controller::wait_rb_room(Pipe& p, Ps at, const std::function<bool()>& stopped) {
+bool Controller::wait_rb_room(PipelineState& p, Ps at, const std::function<bool()>& stopped) {
   while (!device_core::rb_room(index(Reg::kRbPi, p), index(Reg::kRbCi, p), regs_.get(Reg::kRbRingSize, p.id)) &&
          !stopped()) {
     ++counters_.pipe[static_cast<unsigned>(p.id)].rb_ring_stalls;
@@ -27,7 +27,7 @@ bool Controller::wait_rb_room(Pipe& p, Ps at, const std::function<bool()>& stopp
   return !stopped();
 }
 
-bool Controller::write_rb(Pipe& p, const hw::ResponseBlock& rb, Ps at, Ps& arrival, bool interrupt,
+bool Controller::write_rb(PipelineState& p, const hw::ResponseBlock& rb, Ps at, Ps& arrival, bool interrupt,
                           bool garbage_status) {
   const std::uint64_t size = regs_.get(Reg::kRbRingSize, p.id);
   const std::uint64_t base = regs_.get(Reg::kRbRingBase, p.id);
@@ -56,7 +56,7 @@ bool Controller::write_rb(Pipe& p, const hw::ResponseBlock& rb, Ps at, Ps& arriv
   return true;
 }
 
-bool Controller::misbehave_rb(Pipe& p, const hw::ResponseBlock& rb, Ps at, Ps& arrival, bool interrupt,
+bool Controller::misbehave_rb(PipelineState& p, const hw::ResponseBlock& rb, Ps at, Ps& arrival, bool interrupt,
                               const std::function<bool()>& stopped) {
   const device_core::MisbehaveEffect e = device_core::misbehave_effect(misbehave_.kind(), rb, p.last_tag);
   for (unsigned i = 0; i < e.rbs; ++i) {
@@ -65,7 +65,7 @@ bool Controller::misbehave_rb(Pipe& p, const hw::ResponseBlock& rb, Ps at, Ps& a
     if (!write_rb(p, e.rb, i == 0 ? at : arrival, arrival, interrupt, e.garbage_status)) return false;
   }
   if (e.stray_to) {
-    Pipe& q = pipes_[static_cast<unsigned>(*e.stray_to)];
+    PipelineState& q = pipes_[static_cast<unsigned>(*e.stray_to)];
     const std::uint64_t size = regs_.get(Reg::kRbRingSize, q.id);
     if (!device_core::rb_ring_fault(regs_.get(Reg::kRbRingBase, q.id), size, depth(q)) &&
         device_core::rb_room(index(Reg::kRbPi, q), index(Reg::kRbCi, q), size)) {
@@ -85,7 +85,7 @@ bool Controller::misbehave_rb(Pipe& p, const hw::ResponseBlock& rb, Ps at, Ps& a
   }
   if (e.stop_answering) {
     stopped_epoch_ = epoch_ + 1;
-    for (Pipe& q : pipes_) q.kick.notify(SC_ZERO_TIME);
+    for (PipelineState& q : pipes_) q.kick.notify(SC_ZERO_TIME);
   }
   return e.rbs > 0;
 }
@@ -104,7 +104,7 @@ void Controller::self_reset(Ps at, std::uint32_t tag) {
   retired_.notify(SC_ZERO_TIME);
 }
 
-void Controller::abort_batch(Pipe& p, const std::uint8_t* batch, std::uint32_t from, std::uint32_t n,
+void Controller::abort_batch(PipelineState& p, const std::uint8_t* batch, std::uint32_t from, std::uint32_t n,
                              std::uint64_t epoch) {
   const Ps at = std::max(fatal_at_ps_, p.last_retire_ps);
   const std::function<bool()> reset_meanwhile = [&] { return epoch != epoch_; };

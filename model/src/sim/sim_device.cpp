@@ -161,8 +161,10 @@ class SimDevice::Impl {
   void loop() {
     fresh_kernel();
     try {
+      // An MSI-X message speaks for the pipelines its vector was given to (Device::wait_for_interrupt
+      // returns pipelines, not vectors).
       top_ = std::make_unique<SimTop>("spyre", config_, iommu_, [this](std::uint32_t vector) {
-        irq_mask_ |= 1u << (vector & 31u);
+        irq_mask_ |= top_->controller.pipelines_of_vector(vector);
         sc_pause();
       }, trace_path_);
     } catch (...) {

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -50,6 +51,9 @@ inline std::vector<BackendUnderTest> backends_under_test() {
 }
 
 inline std::string backend_label(const ::testing::TestParamInfo<BackendUnderTest>& info) { return info.param.label; }
+
+// How GoogleTest prints the parameters (in CTest's test names): the label, not the object's bytes.
+inline void PrintTo(const BackendUnderTest& b, std::ostream* os) { *os << b.label; }
 
 // A fresh device of the backend, reset and identified, for each test.
 class DeviceFixture : public ::testing::Test {

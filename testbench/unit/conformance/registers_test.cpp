@@ -2,6 +2,11 @@
 // its access rule, on every backend, then the access routine's rules for the offsets around them.
 #include "conformance.hpp"
 
+namespace spyre_dma::device_core {
+// How GoogleTest prints a register parameter (in CTest's test names): its name.
+void PrintTo(Reg r, std::ostream* os) { *os << spec(r).name; }
+}  // namespace spyre_dma::device_core
+
 namespace conformance {
 namespace {
 

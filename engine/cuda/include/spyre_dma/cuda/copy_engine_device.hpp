@@ -10,19 +10,19 @@
 //     through SegmentedRegion (each of the 8 segments gets an eighth of the region).
 //   * map()/unmap(): the core's IOMMU gives IOVAs; the executor is told of each mapping (the CUDA
 //     executor pins it).
-//   * One runner thread per pipeline fetches CBs in index order and submits each admitted copy to
+//   * One worker thread per pipeline fetches CBs in index order and submits each admitted copy to
 //     the executor on that pipeline's lane (a CUDA stream). Up to `window` CBs per pipeline are in
 //     the executor at once; they retire in index order, each with one RB (start/end from the
 //     executor's timestamps). A barrier CB is submitted only once the barrier rule allows it (the
-//     runner waits on the host; start_ns is the copy engine's).
+//     worker waits on the host; start_ns is the copy engine's).
 //   * A copy that does not complete within `completion_timeout` retires with an Error RB
 //     kCompletionTimeout; the pipeline then stops (ERROR_STATUS = kCompletionTimeout) until reset,
 //     since its lane still holds the copy.
 //   * COMPUTE CBs (timed placeholders) wait their duration on the host clock.
-//   * CONTROL.RESET: runners stop taking CBs, wait (bounded by `completion_timeout`) for the
+//   * CONTROL.RESET: workers stop taking CBs, wait (bounded by `completion_timeout`) for the
 //     executor's lanes to drain, drop CBs not retired (no RB), the registers return to their reset
 //     values. A lane that does not drain leaves STATUS.FATAL (kCompletionTimeout).
-//   * Misbehaviour (set_misbehave) counts the CBs as the runners take them on, at fetch.
+//   * Misbehaviour (set_misbehave) counts the CBs as the workers start them (after a barrier's wait).
 #pragma once
 
 #include <chrono>
@@ -59,7 +59,7 @@ class CopyEngineDevice final : public device_core::Bar0Device,
   // Throws std::invalid_argument for a null executor, a depth that is not a power of two, a zero
   // window or max_cb_bytes, or a non-positive timeout.
   CopyEngineDevice(std::unique_ptr<CopyExecutor> executor, CopyEngineDeviceConfig config = {});
-  ~CopyEngineDevice() override;  // stops the runners; waits (bounded) for the lanes to drain
+  ~CopyEngineDevice() override;  // stops the workers; waits (bounded) for the lanes to drain
 
   DeviceDescription describe() const override;  // backend config.name, Progress::kSelfTimed
   std::uint64_t map(void* host, std::size_t bytes, DmaAccess access) override;
@@ -69,7 +69,7 @@ class CopyEngineDevice final : public device_core::Bar0Device,
   CopyExecutor& executor() noexcept;
   const CopyEngineDeviceConfig& config() const noexcept;
   // Test control: arms one contract violation (spyre_dma/device_core/misbehave.hpp), counted from
-  // this call over the CBs the device takes on; kind kNone disarms.
+  // this call over the CBs the device starts; kind kNone disarms.
   void set_misbehave(const device_core::Misbehave& m);
   void arm_misbehave(const device_core::Misbehave& m) override { set_misbehave(m); }  // backend::MisbehaveControl
   device_core::Misbehave misbehave() const;

@@ -3,11 +3,12 @@
 // exactly once and recovers after a reset. Every device implements the same kinds with the same
 // meaning through this header: the trigger (which CB), what becomes of that CB's RB and indices
 // (MisbehaveEffect) and the retargeting of rogue_dma; each backend carries the effect out with its
-// own storage and threads (refdev's set_misbehave, the model's FaultConfig misbehave block).
+// own storage and threads, and arms it through backend::MisbehaveControl (the model also from its
+// FaultConfig misbehave block).
 //
 // One misbehaviour fires once, at the at_cb-th CB the device starts (1-based, counted over all
-// pipelines in the order they start, after a barrier's wait); the CB's work itself is done as usual (except for rogue_dma) and the
-// kind decides what happens to its RB and the ring indices:
+// pipelines in the order they start, after a barrier's wait); the CB's work itself is done as
+// usual (except for rogue_dma) and the kind decides what happens to its RB and the ring indices:
 //   unknown_tag        its RB carries a tag no CB was given (the CB's tag + 16384, wrapped into
 //                      1..32768)
 //   duplicate_rb       its RB is written twice, at two consecutive ring slots (the second waits

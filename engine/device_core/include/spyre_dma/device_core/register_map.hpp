@@ -1,6 +1,6 @@
 // The BAR0 register map of the contract as one table: every register's offset, width, access rule,
-// write mask and value after reset, once for every backend (docs/programming-model.md, section 10,
-// is generated from the same facts and a test holds the two together).
+// write mask and value after reset, once for every backend. docs/programming-model.md (section 10)
+// shows the same registers; a unit test (testbench/unit/device_core) holds the two together.
 //
 // Offsets and bit names stay in spyre_dma/hw/contract.hpp (hw::reg), which the engine uses; this
 // table adds what a device needs to apply the access rules: which registers a host may write and

@@ -1,4 +1,4 @@
-// One pipeline's runner: fetch CBs, plan and submit them to the executor's lane, retire them in
+// One pipeline's worker: fetch CBs, plan and submit them to the executor's lane, retire them in
 // index order with one RB each (see copy_engine_device.hpp for the rules). The rules come from the
 // device core: fetch_fault and rb_ring_fault (rings), DoorbellOrder (barrier), admission
 // (cb_work.cpp), MisbehaveTrigger and misbehave_effect (misbehaviour).
@@ -16,13 +16,13 @@ using Clock = std::chrono::steady_clock;
 
 bool Controller::can_fetch(unsigned p) const noexcept {
   return (regs_.get(Reg::kControl) & hw::kControlEnable) != 0 && !resetting_.load() && !fatal_.load() &&
-         !stopped_.load() && !runners_[p].broken.load() &&
+         !stopped_.load() && !workers_[p].broken.load() &&
          (regs_.get(Reg::kQueueControl, pipe(p)) & hw::kQueueEnable) != 0 && regs_.get(Reg::kErrorStatus, pipe(p)) == 0;
 }
 
 void Controller::queue_fault(unsigned p) { regs_.set(Reg::kErrorStatus, pipe(p), device_core::kQueueFaultStatus); }
 
-// Copies the CB at CB_CI out of the ring and queues it (planned) behind the runner's others.
+// Copies the CB at CB_CI out of the ring and queues it, decoded, behind the worker's others.
 bool Controller::fetch_one(unsigned p) {
   device_core::RingState ring = device_core::ring_state(regs_, pipe(p));
   ring.cb_ci = index(Reg::kCbCi, p, std::memory_order_relaxed);
@@ -45,7 +45,6 @@ bool Controller::fetch_one(unsigned p) {
   }
   regs_.cell(Reg::kCbCi, pipe(p)).store(ring.cb_ci + 1, std::memory_order_release);  // the slot may be reused at once
 
-  hw::CbDecodeResult d = hw::decode_cb(raw.data());
   const device_core::CbControl ctrl = device_core::control_bits(raw.data());
   Inflight f;
   f.index = ring.cb_ci;
@@ -53,26 +52,13 @@ bool Controller::fetch_one(unsigned p) {
   f.rb.tag = ctrl.tag;
   f.irq = ctrl.interrupt;
   f.barrier = ctrl.barrier;
-  // The CB is taken on here (the copy engine starts it in order once submitted).
-  f.misbehave = misbehave_.cb_started();
-  if (f.misbehave && misbehave_.armed().kind == device_core::MisbehaveKind::kRogueDma && !d.error) {
-    device_core::retarget(d.cb, misbehave_.armed());  // only the checks stand in its way
-  }
-  f.plan = plan_cb(d, pipe(p), config_.max_cb_bytes, region_, iommu_);
-  if (f.plan.rejected) {  // answered in its turn, after its barrier like any CB
-    const device_core::CbOutcome& o = *f.plan.rejected;
-    f.rb.status = o.status;
-    f.rb.error = o.error;
-    f.rb.field = o.field;
-    f.rb.detail = o.detail;
-    f.done = true;
-  }
-  runners_[p].inflight.push_back(std::move(f));
+  f.decoded = hw::decode_cb(raw.data());
+  workers_[p].inflight.push_back(std::move(f));
   return true;
 }
 
 bool Controller::barrier_clear(unsigned p, const Inflight& f) {
-  if (&runners_[p].inflight.front() != &f) return false;  // earlier CBs of this pipeline first
+  if (&workers_[p].inflight.front() != &f) return false;  // earlier CBs of this pipeline first
   const device_core::DoorbellOrder::Targets targets = doorbells_.barrier_targets(pipe(p), f.index);
   for (unsigned q = 0; q < hw::kNumPipelines; ++q) {
     if (targets[q] && !device_core::index_reached(index(Reg::kRbPi, q, std::memory_order_acquire), *targets[q])) {
@@ -82,13 +68,25 @@ bool Controller::barrier_clear(unsigned p, const Inflight& f) {
   return true;
 }
 
-// Hands a fetched CB to the executor (or starts its compute wait).
+// Starts a fetched CB once its barrier allows: admission, then the executor (or its compute wait).
+// A misbehaviour counts the CB here, as the other devices count a CB they start.
 bool Controller::start(unsigned p, Inflight& f) {
   if (f.barrier && !barrier_clear(p, f)) return false;
   f.submitted = true;
   f.deadline = Clock::now() + config_.completion_timeout;
-  if (f.done) {  // rejected at admission: nothing to run
+  f.misbehave = misbehave_.cb_started();
+  if (f.misbehave && misbehave_.armed().kind == device_core::MisbehaveKind::kRogueDma && !f.decoded.error) {
+    device_core::retarget(f.decoded.cb, misbehave_.armed());  // only the checks stand in its way
+  }
+  f.plan = plan_cb(f.decoded, pipe(p), config_.max_cb_bytes, region_, iommu_);
+  if (f.plan.rejected) {  // answered in its turn with what admission found; nothing runs
+    const device_core::CbOutcome& o = *f.plan.rejected;
+    f.rb.status = o.status;
+    f.rb.error = o.error;
+    f.rb.field = o.field;
+    f.rb.detail = o.detail;
     f.rb.start_ns = f.rb.end_ns = executor_->now_ns();
+    f.done = true;
     return true;
   }
   if (f.plan.compute) {
@@ -110,7 +108,7 @@ bool Controller::start(unsigned p, Inflight& f) {
 
 // Polls the oldest CB; writes its RB when it is done. True when it retired.
 bool Controller::complete_head(unsigned p) {
-  auto& q = runners_[p].inflight;
+  auto& q = workers_[p].inflight;
   if (q.empty()) return false;
   Inflight& f = q.front();
   if (!f.submitted) return false;
@@ -156,32 +154,32 @@ bool Controller::complete_head(unsigned p) {
 // The RB(s) of a finished CB, as usual or as the misbehaviour that fires at it says. False while
 // an RB waits for room (retried when RB_CI moves).
 bool Controller::retire_head(unsigned p, Inflight& f) {
-  Runner& run = runners_[p];
+  PipelineWorker& w = workers_[p];
   const device_core::MisbehaveKind kind = f.misbehave ? misbehave_.armed().kind : device_core::MisbehaveKind::kNone;
   const bool plain = kind == device_core::MisbehaveKind::kNone || kind == device_core::MisbehaveKind::kRogueDma;
   if (!f.effect) {
-    f.effect = plain ? device_core::MisbehaveEffect{} : device_core::misbehave_effect(kind, f.rb, run.last_tag);
+    f.effect = plain ? device_core::MisbehaveEffect{} : device_core::misbehave_effect(kind, f.rb, w.last_tag);
     if (plain) f.effect->rb = f.rb;
   }
   const device_core::MisbehaveEffect& e = *f.effect;
   for (; f.rbs_written < e.rbs; ++f.rbs_written) {
     if (!write_rb(p, e.rb, f.irq, e.garbage_status)) return false;
   }
-  if (plain || e.stray_to) run.last_tag = f.rb.tag;
+  if (plain || e.stray_to) w.last_tag = f.rb.tag;
   if (e.stray_to) {
     hw::ResponseBlock stray = e.rb;
     stray.locator = *e.stray_to;
     write_stray_rb(static_cast<unsigned>(*e.stray_to), stray, f.irq);
   }
   if (e.rb_pi_beyond_ring) {
-    std::lock_guard<std::mutex> lock(run.rb_mutex);
-    run.broken.store(true);
+    std::lock_guard<std::mutex> lock(w.rb_mutex);
+    w.broken.store(true);
     regs_.cell(Reg::kRbPi, pipe(p))
         .store(device_core::rb_pi_beyond_ring(index(Reg::kRbPi, p), regs_.get(Reg::kRbRingSize, pipe(p))),
                std::memory_order_release);
   }
   if (e.cb_ci_backwards) {
-    run.broken.store(true);
+    w.broken.store(true);
     regs_.cell(Reg::kCbCi, pipe(p)).store(device_core::cb_ci_backwards(index(Reg::kRbPi, p)), std::memory_order_release);
   }
   if (e.stop_answering) stopped_.store(true);
@@ -189,7 +187,7 @@ bool Controller::retire_head(unsigned p, Inflight& f) {
 }
 
 bool Controller::write_rb(unsigned p, const hw::ResponseBlock& rb, bool irq, bool garbage_status) {
-  std::lock_guard<std::mutex> lock(runners_[p].rb_mutex);
+  std::lock_guard<std::mutex> lock(workers_[p].rb_mutex);
   if (stopped_.load()) return false;
   const std::uint64_t size = regs_.get(Reg::kRbRingSize, pipe(p));
   const std::uint64_t base = regs_.get(Reg::kRbRingBase, pipe(p));
@@ -220,7 +218,7 @@ bool Controller::write_rb(unsigned p, const hw::ResponseBlock& rb, bool irq, boo
 }
 
 void Controller::write_stray_rb(unsigned q, hw::ResponseBlock rb, bool irq) {
-  std::lock_guard<std::mutex> lock(runners_[q].rb_mutex);
+  std::lock_guard<std::mutex> lock(workers_[q].rb_mutex);
   const std::uint64_t size = regs_.get(Reg::kRbRingSize, pipe(q));
   const std::uint64_t base = regs_.get(Reg::kRbRingBase, pipe(q));
   const std::uint32_t at = index(Reg::kRbPi, q, std::memory_order_relaxed);
@@ -237,19 +235,19 @@ void Controller::write_stray_rb(unsigned q, hw::ResponseBlock rb, bool irq) {
 }
 
 void Controller::park(unsigned p) {
-  Runner& run = runners_[p];
+  PipelineWorker& w = workers_[p];
   (void)executor_->drain(p, config_.completion_timeout);
   // Windows close here; whatever the executor still holds after a failed drain is reported as
   // FATAL by reset().
-  run.inflight.clear();
-  run.parked.store(true);
-  std::unique_lock<std::mutex> lock(run.mu);
-  while (resetting_.load() && !shutdown_.load()) run.cv.wait_for(lock, std::chrono::milliseconds(1));
-  run.parked.store(false);
+  w.inflight.clear();
+  w.parked.store(true);
+  std::unique_lock<std::mutex> lock(w.mu);
+  while (resetting_.load() && !shutdown_.load()) w.cv.wait_for(lock, std::chrono::milliseconds(1));
+  w.parked.store(false);
 }
 
-void Controller::runner_main(unsigned p) {
-  Runner& run = runners_[p];
+void Controller::worker_main(unsigned p) {
+  PipelineWorker& w = workers_[p];
   while (!shutdown_.load()) {
     if (resetting_.load()) {
       park(p);
@@ -258,8 +256,8 @@ void Controller::runner_main(unsigned p) {
     bool progress = false;
     // Fetch while there is room in the window, and hand CBs to the executor in index order (a
     // CB waiting for its barrier holds back those behind it).
-    while (run.inflight.size() < config_.window && can_fetch(p) && fetch_one(p)) progress = true;
-    for (Inflight& f : run.inflight) {
+    while (w.inflight.size() < config_.window && can_fetch(p) && fetch_one(p)) progress = true;
+    for (Inflight& f : w.inflight) {
       if (f.submitted) continue;
       if (!start(p, f)) break;
       progress = true;
@@ -268,14 +266,14 @@ void Controller::runner_main(unsigned p) {
     if (progress) continue;
     // Nothing moved: copies in flight are polled every 20 us, an idle pipeline sleeps until a
     // register write wakes it (1 ms backstop).
-    std::unique_lock<std::mutex> lock(run.mu);
+    std::unique_lock<std::mutex> lock(w.mu);
     if (shutdown_.load() || resetting_.load()) continue;
-    const bool busy = !run.inflight.empty();
+    const bool busy = !w.inflight.empty();
     if (!busy && index(Reg::kCbPi, p) != index(Reg::kCbCi, p) && can_fetch(p)) continue;
-    run.cv.wait_for(lock, busy ? std::chrono::microseconds(20) : std::chrono::milliseconds(1));
+    w.cv.wait_for(lock, busy ? std::chrono::microseconds(20) : std::chrono::milliseconds(1));
   }
   (void)executor_->drain(p, config_.completion_timeout);
-  run.inflight.clear();
+  w.inflight.clear();
 }
 
 }  // namespace spyre_dma::cuda::detail
