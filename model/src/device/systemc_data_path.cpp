@@ -64,9 +64,11 @@ void SystemcDataPath::fetch_done(hw::Pipeline, const FetchTag& tag, Ps at) {
 }
 
 CbExecution SystemcDataPath::execute(hw::Pipeline pipeline, const hw::ControlBlock& cb, const std::uint8_t*, Ps t) {
-  if (pipeline == hw::Pipeline::kDmao) return d2h(cb, t);
-  if (cb.dmi.type == hw::DmaType::kImmediate) return h2d(cb, t);
-  return device_side(cb, t);
+  if (pipeline == hw::Pipeline::kDmai && cb.dmi.type != hw::DmaType::kImmediate) return device_side(cb, t);
+  CbExecution run;
+  const std::optional<HostCopy> copy = check_host_copy(cb, t, run);
+  if (!copy) return run;
+  return pipeline == hw::Pipeline::kDmao ? d2h(*copy, t, run) : h2d(*copy, t, run);
 }
 
 std::optional<SystemcDataPath::HostCopy> SystemcDataPath::check_host_copy(const hw::ControlBlock& cb, Ps t,
@@ -146,13 +148,9 @@ void SystemcDataPath::burst_read_faults(std::uint64_t iova, std::uint64_t bytes,
   }
 }
 
-CbExecution SystemcDataPath::h2d(const hw::ControlBlock& cb, Ps t) {
-  CbExecution run;
-  const std::optional<HostCopy> copy = check_host_copy(cb, t, run);
-  if (!copy) return run;
-  const std::uint64_t bytes = copy->bytes, iova = copy->iova;
-  const std::uint64_t phys = copy->phys;
-  std::vector<std::uint8_t>& scratch = *copy->scratch;
+CbExecution SystemcDataPath::h2d(const HostCopy& copy, Ps t, CbExecution run) {
+  const std::uint64_t bytes = copy.bytes, iova = copy.iova, phys = copy.phys;
+  std::vector<std::uint8_t>& scratch = *copy.scratch;
   bool ok = true;
   Ps issue = t, done = t;
   if (config_.fidelity == Fidelity::kBurst) {
@@ -250,13 +248,9 @@ void SystemcDataPath::h2d_requests(std::uint64_t iova, std::uint64_t phys, std::
   }
 }
 
-CbExecution SystemcDataPath::d2h(const hw::ControlBlock& cb, Ps t) {
-  CbExecution run;
-  const std::optional<HostCopy> copy = check_host_copy(cb, t, run);
-  if (!copy) return run;
-  const std::uint64_t bytes = copy->bytes, iova = copy->iova;
-  const std::uint64_t phys = copy->phys;
-  std::vector<std::uint8_t>& scratch = *copy->scratch;
+CbExecution SystemcDataPath::d2h(const HostCopy& copy, Ps t, CbExecution run) {
+  const std::uint64_t bytes = copy.bytes, iova = copy.iova, phys = copy.phys;
+  std::vector<std::uint8_t>& scratch = *copy.scratch;
   bool ok = true;
   Ps sent = t, landed = 0;
   if (config_.fidelity == Fidelity::kBurst) {

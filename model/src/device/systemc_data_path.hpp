@@ -26,8 +26,6 @@ class SystemcDataPath final : public DataPath {
   DataPathCounters counters() const override { return counters_; }
 
  private:
-  CbExecution h2d(const hw::ControlBlock& cb, Ps start);
-  CbExecution d2h(const hw::ControlBlock& cb, Ps start);
   CbExecution device_side(const hw::ControlBlock& cb, Ps start);
   // A copy between host and device memory, checked.
   struct HostCopy {
@@ -39,6 +37,9 @@ class SystemcDataPath final : public DataPath {
   // XLAT, device memory bounds and the IOMMU (ATS) before anything moves, then an injected IOMMU
   // fault: the copy, or nullopt with the failure in `run` (whose times start at `t`).
   std::optional<HostCopy> check_host_copy(const hw::ControlBlock& cb, Ps t, CbExecution& run);
+  // The checked copy, its run started by check_host_copy.
+  CbExecution h2d(const HostCopy& copy, Ps start, CbExecution run);
+  CbExecution d2h(const HostCopy& copy, Ps start, CbExecution run);
   // The device's own data-path limit (dma_engine_gbps), when configured.
   Ps through_dma_engine(Ps t, std::uint64_t bytes, Ps done);
   // Injected faults of an H2D's read requests in burst fidelity (one call stands for all).
