@@ -346,15 +346,34 @@ Status EngineCore::wait_all(std::chrono::nanoseconds timeout) {
       timeout);
 }
 
+void EngineCore::poll(Lock& lock) {
+  if (!caller_driven_ || closed_) return;
+  if (progress(lock)) return;
+  // Nothing in the rings yet: give the device its one step. A host-driven device advances its
+  // time inside wait_for_interrupt (to its next interrupt, or until it has nothing left to do);
+  // a self-timed one in caller-driven mode only reports what is pending.
+  lock.unlock();
+  (void)device_->wait_for_interrupt(std::chrono::nanoseconds::zero());
+  lock.lock();
+  progress(lock);
+}
+
+bool EngineCore::op_done(const OpState& op) {
+  if (op.done.load(std::memory_order_acquire)) return true;
+  Lock lock(mu_);
+  poll(lock);
+  return op.done.load(std::memory_order_acquire);
+}
+
 bool EngineCore::stream_idle(const StreamState& stream) {
   Lock lock(mu_);
-  if (caller_driven_ && !stream.window.empty()) progress(lock);
+  if (!stream.window.empty()) poll(lock);
   return stream.window.empty();
 }
 
 bool EngineCore::event_done(const EventState& event) {
   Lock lock(mu_);
-  if (caller_driven_ && event.marker && !event.marker->done) progress(lock);
+  if (event.marker && !event.marker->done) poll(lock);
   return !event.marker || event.marker->done.load(std::memory_order_acquire);
 }
 

@@ -54,6 +54,9 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   Status wait_stream(StreamState& stream, std::chrono::nanoseconds timeout, bool clear_error);
   Status wait_event(const EventState& event, std::chrono::nanoseconds timeout);
   Status wait_all(std::chrono::nanoseconds timeout);
+  // The queries a runtime polls with. On a caller-driven engine (a host-driven device, or
+  // CompletionMode::kCallerDriven) each is one step of progress, so polling alone completes work.
+  bool op_done(const OpState& op);
   bool stream_idle(const StreamState& stream);
   bool event_done(const EventState& event);
   Status stream_error(const StreamState& stream);
@@ -127,6 +130,7 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
 
   // All of these run with the lock held.
   bool progress(Lock& lock);  // may drop and retake the lock; true if anything moved
+  void poll(Lock& lock);      // a polling thread's step: progress, else one device step, then progress
   bool drain_rbs(Work& work);
   bool expire_timeouts(Work& work);
   void pump(const std::shared_ptr<StreamState>& s, Work& work, bool from_submit);

@@ -210,24 +210,38 @@ const StreamOptions& Stream::options() const {
 
 std::uint64_t Op::id() const noexcept { return state_ ? state_->id : 0; }
 OpKind Op::kind() const noexcept { return state_ ? state_->kind : OpKind::kH2D; }
-bool Op::done() const noexcept { return state_ && state_->done.load(std::memory_order_acquire); }
+bool Op::done() const noexcept {
+  if (!state_) return false;
+  if (state_->done.load(std::memory_order_acquire)) return true;
+  auto core = state_->core.lock();
+  if (!core) return false;
+  try {
+    return core->op_done(*state_);  // one step of progress where nothing else makes it
+  } catch (...) {  // a device that fails its step leaves the op pending; wait() reports why
+    return state_->done.load(std::memory_order_acquire);
+  }
+}
 
 Status Op::status() const {
   if (!state_) return Status(ErrorCode::kInvalidArgument, "empty Op handle");
-  if (!done()) return Status(ErrorCode::kWaitTimeout, "op " + std::to_string(state_->id) + " still pending");
+  if (!state_->done.load(std::memory_order_acquire)) return Status(ErrorCode::kWaitTimeout, "op " + std::to_string(state_->id) + " still pending");
   return state_->final_status;
 }
 
 Status Op::wait(std::chrono::nanoseconds timeout) const {
   if (!state_) return Status(ErrorCode::kInvalidArgument, "empty Op handle");
-  if (done()) return state_->final_status;
+  if (state_->done.load(std::memory_order_acquire)) return state_->final_status;
   auto core = state_->core.lock();
   if (!core) return Status(ErrorCode::kClosed, "op " + std::to_string(state_->id) + ": engine closed");
   return core->wait_op(*state_, timeout);
 }
 
-std::uint64_t Op::device_start_ns() const noexcept { return done() ? state_->start_ns : 0; }
-std::uint64_t Op::device_end_ns() const noexcept { return done() ? state_->end_ns : 0; }
+std::uint64_t Op::device_start_ns() const noexcept {
+  return state_ && state_->done.load(std::memory_order_acquire) ? state_->start_ns : 0;
+}
+std::uint64_t Op::device_end_ns() const noexcept {
+  return state_ && state_->done.load(std::memory_order_acquire) ? state_->end_ns : 0;
+}
 
 // --- Event ------------------------------------------------------------------------------------
 

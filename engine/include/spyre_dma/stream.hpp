@@ -41,6 +41,9 @@ class Op {
   bool valid() const noexcept { return state_ != nullptr; }
   std::uint64_t id() const noexcept;  // unique per engine, increasing in submission order
   OpKind kind() const noexcept;
+  // Whether the op has completed. On an engine whose device advances only when the host lets it
+  // (a simulator; CompletionMode::kCallerDriven), each call is also one step of progress, so a
+  // runtime that only polls done(), Stream::query() or Event::query() sees its work finish.
   bool done() const noexcept;
   // The final status once done(); kWaitTimeout while still pending.
   Status status() const;
