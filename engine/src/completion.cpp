@@ -372,7 +372,10 @@ bool EngineCore::anything_live() const noexcept {
 }
 
 bool EngineCore::wait_for_quiet(Lock& lock, std::chrono::nanoseconds timeout) {
-  return done_cv_.wait_for(lock, timeout, [&] { return unlocked_work_ == 0; });
+  ++cv_waiters_;
+  const bool quiet = done_cv_.wait_for(lock, timeout, [&] { return unlocked_work_ == 0; });
+  --cv_waiters_;
+  return quiet;
 }
 
 }  // namespace spyre_dma::detail

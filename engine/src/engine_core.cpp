@@ -108,6 +108,7 @@ void EngineCore::shutdown() {
     stop_poller_ = true;
   }
   done_cv_.notify_all();
+  poller_cv_.notify_all();
   if (poller_.joinable()) poller_.join();
   {
     Lock lock(mu_);
@@ -116,6 +117,7 @@ void EngineCore::shutdown() {
     // queues and staging buffers it returns to must outlive it. (Bounded: a callback that never
     // returns must not keep the destructor forever.)
     (void)wait_for_quiet(lock, options_.cb_timeout + 1s);
+    wait_for_spinners(lock);  // the rings go next
   }
   try {
     device_->write32(hw::reg::kControl, hw::kControlReset);
@@ -282,23 +284,89 @@ std::shared_ptr<OpState> EngineCore::submit_wait(const std::shared_ptr<StreamSta
 }
 
 Status EngineCore::wait_until(const std::function<bool()>& pred, std::chrono::nanoseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
+  const auto start = Clock::now();
+  const auto deadline = start + timeout;
+  const auto spin_until = start + options_.poll_spin;
   Lock lock(mu_);
+  ++waiters_;
+  Status result;
   while (!pred()) {
+    if (progress(lock)) continue;
+    if (pred()) break;
     const auto now = Clock::now();
-    if (now >= deadline) return Status(ErrorCode::kWaitTimeout, "gave up after " + std::to_string(timeout.count()) + " ns");
+    if (now >= deadline) {
+      result = Status(ErrorCode::kWaitTimeout, "gave up after " + std::to_string(timeout.count()) + " ns");
+      break;
+    }
     if (caller_driven_) {
-      if (progress(lock)) continue;
-      if (pred()) break;
       const auto slice = std::min<std::chrono::nanoseconds>(deadline - now, 10ms);
       lock.unlock();
       (void)device_->wait_for_interrupt(slice);
       lock.lock();
     } else {
-      done_cv_.wait_until(lock, std::min(deadline, now + 100ms));
+      block(lock, deadline, spin_until);
     }
   }
-  return Status();
+  --waiters_;
+  // The last waiter hands the rings back to the poller when work is still live; with nothing in
+  // flight the parked poller resumes on its own slice (a round trip then costs no wake-up).
+  const bool wake_poller = waiters_ == 0 && poller_parked_ && anything_live();
+  // Threads on done_cv_ take the interrupt over from one that leaves.
+  const bool hand_over = cv_waiters_ > 0 && !irq_held_;
+  lock.unlock();
+  if (wake_poller) poller_cv_.notify_one();
+  if (hand_over) done_cv_.notify_all();
+  return result;
+}
+
+void EngineCore::block(Lock& lock, Clock::time_point deadline, Clock::time_point spin_until) {
+  // Bounds every sleep, so CB timeouts are checked and a waiter never depends on one wake-up.
+  constexpr auto kSlice = 1ms;
+  const auto now = Clock::now();
+  const bool elsewhere = unlocked_work_ > 0 || draining_;  // another thread completes what it holds
+  if (now < spin_until && !elsewhere) return spin_for_rb(lock, std::min(spin_until, deadline));
+  if (!irq_held_ && !elsewhere) {
+    irq_held_ = true;
+    lock.unlock();
+    (void)device_->wait_for_interrupt(std::min<std::chrono::nanoseconds>(deadline - now, kSlice));
+    lock.lock();
+    irq_held_ = false;
+    return;
+  }
+  ++cv_waiters_;
+  done_cv_.wait_until(lock, std::min(deadline, now + kSlice));
+  --cv_waiters_;
+}
+
+void EngineCore::spin_for_rb(Lock& lock, Clock::time_point until) {
+  std::array<HwQueue::RbWatch, hw::kNumPipelines> watch{};
+  std::size_t n = 0;
+  for (auto& q : queues_) {
+    if (q && q->occupied() > 0) watch[n++] = q->rb_watch();
+  }
+  ++spinning_;  // reset() and shutdown() leave the rings alone until it is back
+  lock.unlock();
+  for (unsigned round = 0;; ++round) {
+    bool landed = false;
+    for (std::size_t i = 0; i < n && !landed; ++i) landed = watch[i].landed();
+    if (landed || (round % 64 == 63 && Clock::now() >= until)) break;
+    HwQueue::cpu_relax();
+  }
+  lock.lock();
+  if (--spinning_ == 0) wake_waiters(lock);
+}
+
+void EngineCore::wait_for_spinners(Lock& lock) {
+  ++cv_waiters_;
+  done_cv_.wait(lock, [&] { return spinning_ == 0; });  // a spin lasts poll_spin at most
+  --cv_waiters_;
+}
+
+void EngineCore::wake_waiters(Lock& lock) {
+  if (cv_waiters_ == 0) return;
+  lock.unlock();
+  done_cv_.notify_all();
+  lock.lock();
 }
 
 Status EngineCore::wait_op(const OpState& op, std::chrono::nanoseconds timeout) {
@@ -386,6 +454,7 @@ Status EngineCore::reset(std::chrono::nanoseconds timeout) {
   Work work;
   Lock lock(mu_);
   if (closed_) return Status(ErrorCode::kClosed, "reset: engine closed");
+  wait_for_spinners(lock);  // they read the RB rings, which are reprogrammed below
   device_->write32(hw::reg::kControl, hw::kControlReset);
   const auto deadline = Clock::now() + timeout;
   while (device_->read32(hw::reg::kStatus) & hw::kStatusResetting) {
@@ -422,6 +491,15 @@ void EngineCore::poller_main() {
   Lock lock(mu_);
   auto idle_since = Clock::now();
   while (!stop_poller_) {
+    if (waiters_ > 0) {
+      // A waiting thread reaps (and runs what completes); the poller would only take its
+      // interrupts. Bounded, so the poller resumes when waiters leave with work still live.
+      poller_parked_ = true;
+      poller_cv_.wait_for(lock, 1ms, [&] { return stop_poller_ || waiters_ == 0; });
+      poller_parked_ = false;
+      idle_since = Clock::now();
+      continue;
+    }
     if (progress(lock)) {
       idle_since = Clock::now();
       continue;
@@ -432,11 +510,14 @@ void EngineCore::poller_main() {
       lock.lock();
       continue;
     }
-    // Sleep until the device raises an interrupt; the bound keeps CB timeouts checked.
+    // Sleep until the device raises an interrupt; the bound keeps CB timeouts checked. A thread
+    // that starts waiting meanwhile sleeps on done_cv_ and is woken by this one's progress.
     const bool live = anything_live();
+    irq_held_ = true;
     lock.unlock();
     (void)device_->wait_for_interrupt(live ? 1ms : 5ms);
     lock.lock();
+    irq_held_ = false;
     idle_since = Clock::now();
   }
 }

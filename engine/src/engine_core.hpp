@@ -162,7 +162,16 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   void set_blocked(const std::shared_ptr<StreamState>& s, bool blocked);
   void run_work(Lock& lock, Work& work);  // drops the lock while copying and calling back
   bool wait_for_quiet(Lock& lock, std::chrono::nanoseconds timeout);  // no work outside the lock
+  // Notifies done_cv_ when a thread waits on it, with the lock dropped for the notify (a woken
+  // thread must not run into a held lock); returns with it held again.
+  void wake_waiters(Lock& lock);
   Status wait_until(const std::function<bool()>& pred, std::chrono::nanoseconds timeout);
+  // A waiting thread's step when progress() found nothing: spin on the RB rings while the spin
+  // lasts, else sleep in the device's interrupt (one thread at a time), else on done_cv_.
+  void block(Lock& lock, Clock::time_point deadline, Clock::time_point spin_until);
+  // Spins, without the lock, until an RB lands in a ring that has CBs outstanding or `until`.
+  void spin_for_rb(Lock& lock, Clock::time_point until);
+  void wait_for_spinners(Lock& lock);
   void poller_main();
   bool anything_live() const noexcept;
   bool higher_priority_blocked(const StreamState& s) const;
@@ -176,6 +185,17 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
 
   std::mutex mu_;
   std::condition_variable done_cv_;  // an op completed, or progress happened
+  // The completion path of a self-timed device. A thread that waits reaps the RBs itself: it
+  // spins on the rings for poll_spin, then sleeps in Device::wait_for_interrupt, so a completion
+  // wakes it directly. One thread at a time sleeps there (irq_held_); the others sleep on
+  // done_cv_ and are woken by the reaper's progress. The poller stands aside (parks on
+  // poller_cv_) while any thread waits, so an interrupt goes to the thread that wants it.
+  int waiters_ = 0;
+  int cv_waiters_ = 0;
+  bool irq_held_ = false;
+  int spinning_ = 0;  // threads in spin_for_rb, reading the RB rings without the lock
+  bool poller_parked_ = false;
+  std::condition_variable poller_cv_;
   bool closed_ = false;
   bool stop_poller_ = false;
   bool draining_ = false;  // one thread at a time consumes RBs (copy-outs stay in order)

@@ -77,16 +77,36 @@ bool HwQueue::doorbell() {
   return true;
 }
 
-const std::uint8_t* HwQueue::peek_rb() const noexcept {
-  const std::uint8_t* slot = rb_ring_ + std::size_t(rb_ci_ & (slots_ - 1)) * hw::kRbBytes;
-  // The device writes word 0 (tag, status, phase) last, as one release store; load it whole, with
-  // acquire, so the rest of the RB (read after this) is ordered after it. (A load of only the
-  // phase byte would be a mixed-size atomic pair, which ThreadSanitizer cannot see synchronise.)
+namespace {
+// The phase bit of the RB in `slot`. The device writes word 0 (tag, status, phase) last, as one
+// release store; load it whole, with acquire, so the rest of the RB (read after this) is ordered
+// after it. (A load of only the phase byte would be a mixed-size atomic pair, which
+// ThreadSanitizer cannot see synchronise.)
+bool rb_phase(const std::uint8_t* slot) noexcept {
   std::uint64_t word0 = __atomic_load_n(reinterpret_cast<const std::uint64_t*>(slot), __ATOMIC_ACQUIRE);
   std::uint8_t le[8];
   std::memcpy(le, &word0, sizeof word0);  // host byte order back to the little-endian bytes
-  const bool phase = (le[4] & 1u) != 0;
-  return phase == hw::expected_phase(rb_ci_, slots_) ? slot : nullptr;
+  return (le[4] & 1u) != 0;
+}
+}  // namespace
+
+const std::uint8_t* HwQueue::peek_rb() const noexcept {
+  const std::uint8_t* slot = rb_ring_ + std::size_t(rb_ci_ & (slots_ - 1)) * hw::kRbBytes;
+  return rb_phase(slot) == hw::expected_phase(rb_ci_, slots_) ? slot : nullptr;
+}
+
+HwQueue::RbWatch HwQueue::rb_watch() const noexcept {
+  return {rb_ring_ + std::size_t(rb_ci_ & (slots_ - 1)) * hw::kRbBytes, hw::expected_phase(rb_ci_, slots_)};
+}
+
+bool HwQueue::RbWatch::landed() const noexcept { return rb_phase(slot) == phase; }
+
+void HwQueue::cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#else
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+#endif
 }
 
 void HwQueue::pop_rb(bool retired) noexcept {

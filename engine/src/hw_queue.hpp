@@ -39,6 +39,15 @@ class HwQueue {
   // The next RB if the device has written one (phase bit says so); the slot stays owned by the
   // engine until pop_rb().
   const std::uint8_t* peek_rb() const noexcept;
+  // Where the next RB will land and the phase it will carry: a thread may watch it without the
+  // engine lock (the slot stays mapped while the engine lives; a stale watch only costs a look).
+  struct RbWatch {
+    const std::uint8_t* slot = nullptr;
+    bool phase = false;
+    bool landed() const noexcept;
+  };
+  RbWatch rb_watch() const noexcept;
+  static void cpu_relax() noexcept;
   // Consumes the RB peeked at; `retired` says whether it retired a CB (a stray RB does not).
   void pop_rb(bool retired) noexcept;
   // Returns consumed RB slots to the device (the RB_CI write).

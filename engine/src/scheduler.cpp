@@ -336,11 +336,14 @@ void EngineCore::run_work(Lock& lock, Work& work) {
     for (auto& r : results) complete(r.op, std::move(r.status), work);
     settle(work);
     ring_doorbells();
-    if (unlocked_work_ == 0) done_cv_.notify_all();  // reset() may wait for quiet
+    if (unlocked_work_ == 0) {
+      work.completed_any = false;
+      wake_waiters(lock);  // shutdown() may wait for quiet
+    }
   }
   if (work.completed_any) {
     work.completed_any = false;
-    done_cv_.notify_all();
+    wake_waiters(lock);
   }
 }
 

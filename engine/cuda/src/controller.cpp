@@ -44,18 +44,17 @@ Controller::Controller(std::unique_ptr<CopyExecutor> executor, CopyEngineDeviceC
 Controller::~Controller() {
   shutdown_.store(true);
   wake_all();
+  interrupts_.close();
   for (auto& r : workers_) {
     if (r.thread.joinable()) r.thread.join();
-  }
-  {
-    std::lock_guard<std::mutex> lock(irq_mu_);
-    irq_cv_.notify_all();
   }
 }
 
 void Controller::wake(unsigned p) {
   PipelineWorker& r = workers_[p];
-  std::lock_guard<std::mutex> lock(r.mu);
+  // Through the mutex, so the wake-up cannot fall between the worker's last check and its sleep;
+  // the notify after it, so the worker does not wake into a held lock.
+  { std::lock_guard<std::mutex> pass(r.mu); }
   r.cv.notify_one();
 }
 
@@ -63,19 +62,9 @@ void Controller::wake_all() {
   for (unsigned p = 0; p < hw::kNumPipelines; ++p) wake(p);
 }
 
-void Controller::raise_interrupt(unsigned p) {
-  irq_pending_.fetch_or(1u << p);
-  std::lock_guard<std::mutex> lock(irq_mu_);
-  irq_cv_.notify_all();
-}
+void Controller::raise_interrupt(unsigned p) { interrupts_.raise(1u << p); }
 
-std::uint32_t Controller::wait_for_interrupt(std::chrono::nanoseconds timeout) {
-  if (std::uint32_t mask = irq_pending_.exchange(0)) return mask;
-  if (timeout <= std::chrono::nanoseconds::zero()) return 0;
-  std::unique_lock<std::mutex> lock(irq_mu_);
-  (void)irq_cv_.wait_for(lock, timeout, [this] { return irq_pending_.load() != 0 || shutdown_.load(); });
-  return irq_pending_.exchange(0);
-}
+std::uint32_t Controller::wait_for_interrupt(std::chrono::nanoseconds timeout) { return interrupts_.wait(timeout); }
 
 // --- Register hooks -------------------------------------------------------------------------------
 
@@ -114,7 +103,7 @@ void Controller::reset() {
     r.last_tag = 0;  // parked: no worker touches it now
   }
   stopped_.store(false);
-  irq_pending_.store(0);
+  interrupts_.clear();
   if (all_parked) {
     fatal_.store(false);
   } else {

@@ -22,6 +22,7 @@
 #include "cb_work.hpp"
 #include "spyre_dma/cuda/copy_engine_device.hpp"
 #include "spyre_dma/device_core/doorbell_order.hpp"
+#include "spyre_dma/device_core/interrupt_line.hpp"
 #include "spyre_dma/device_core/misbehave.hpp"
 #include "spyre_dma/device_core/register_file.hpp"
 
@@ -134,9 +135,7 @@ class Controller final : private device_core::RegisterHooks {
   std::atomic<bool> stopped_{false};  // misbehave stop_answering, until reset
   std::mutex reset_mu_;  // one reset at a time
 
-  std::atomic<std::uint32_t> irq_pending_{0};
-  std::mutex irq_mu_;
-  std::condition_variable irq_cv_;
+  device_core::InterruptLine interrupts_;
 
   std::array<PipelineWorker, hw::kNumPipelines> workers_;  // last: threads start after the rest
 };

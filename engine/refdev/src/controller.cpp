@@ -28,10 +28,7 @@ Controller::~Controller() {
     std::lock_guard<std::mutex> lock(progress_mutex_);
     progress_cv_.notify_all();
   }
-  {
-    std::lock_guard<std::mutex> lock(irq_mutex_);
-    irq_cv_.notify_all();
-  }
+  interrupts_.close();
   for (auto& w : workers_) {
     if (w.thread.joinable()) w.thread.join();
   }
@@ -40,7 +37,9 @@ Controller::~Controller() {
 void Controller::wake(hw::Pipeline p) {
   PipelineWorker& w = worker(p);
   if (w.sleeping.load()) {
-    std::lock_guard<std::mutex> lock(w.mutex);
+    // Through the mutex, so the wake-up cannot fall between the worker's last check and its
+    // sleep; the notify after it, so the worker does not wake into a held lock.
+    { std::lock_guard<std::mutex> pass(w.mutex); }
     w.cv.notify_one();
   }
 }
@@ -52,7 +51,7 @@ void Controller::wake_all() {
 
 void Controller::notify_progress() {
   if (progress_waiters_.load() > 0) {
-    std::lock_guard<std::mutex> lock(progress_mutex_);
+    { std::lock_guard<std::mutex> pass(progress_mutex_); }
     progress_cv_.notify_all();
   }
 }
@@ -75,32 +74,9 @@ bool Controller::sleep_interruptible(std::uint64_t epoch, std::chrono::nanosecon
 
 // --- Interrupts -------------------------------------------------------------------------------
 
-void Controller::raise_interrupt(hw::Pipeline p) {
-  irq_pending_.fetch_or(1u << static_cast<unsigned>(p));
-  interrupts_.fetch_add(1, std::memory_order_relaxed);
-  if (irq_waiters_.load() > 0) {
-    std::lock_guard<std::mutex> lock(irq_mutex_);
-    irq_cv_.notify_all();
-  }
-}
+void Controller::raise_interrupt(hw::Pipeline p) { interrupts_.raise(1u << static_cast<unsigned>(p)); }
 
-std::uint32_t Controller::wait_for_interrupt(std::chrono::nanoseconds timeout) {
-  if (std::uint32_t mask = irq_pending_.exchange(0)) return mask;
-  if (timeout <= std::chrono::nanoseconds::zero()) return 0;
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  irq_waiters_.fetch_add(1);
-  std::uint32_t mask = 0;
-  {
-    std::unique_lock<std::mutex> lock(irq_mutex_);
-    // Several waiters may wake for one raise; the ones that find nothing wait on.
-    while (mask == 0 && !shutdown_.load() &&
-           irq_cv_.wait_until(lock, deadline, [this] { return irq_pending_.load() != 0 || shutdown_.load(); })) {
-      mask = irq_pending_.exchange(0);
-    }
-  }
-  irq_waiters_.fetch_sub(1);
-  return mask != 0 ? mask : irq_pending_.exchange(0);
-}
+std::uint32_t Controller::wait_for_interrupt(std::chrono::nanoseconds timeout) { return interrupts_.wait(timeout); }
 
 // --- Reset and fatal errors -------------------------------------------------------------------
 
@@ -131,7 +107,7 @@ void Controller::reset() {
     w.last_tag = 0;  // no worker runs now
   }
   stopped_.store(false);
-  irq_pending_.store(0);
+  interrupts_.clear();
   fatal_.store(false);
   resets_.fetch_add(1, std::memory_order_relaxed);
   resetting_.store(false);
@@ -181,7 +157,7 @@ RefDeviceCounters Controller::counters() const {
   }
   c.injected_errors = injected_errors_.load(std::memory_order_relaxed);
   c.misbehaviours = misbehave_.fired();
-  c.interrupts = interrupts_.load(std::memory_order_relaxed);
+  c.interrupts = interrupts_.raised();
   c.resets = resets_.load(std::memory_order_relaxed);
   c.bad_register_accesses = bad_register_accesses_.load(std::memory_order_relaxed);
   return c;

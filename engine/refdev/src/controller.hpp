@@ -26,6 +26,7 @@
 
 #include "cb_executor.hpp"
 #include "spyre_dma/device_core/doorbell_order.hpp"
+#include "spyre_dma/device_core/interrupt_line.hpp"
 #include "spyre_dma/device_core/misbehave.hpp"
 #include "spyre_dma/device_core/register_file.hpp"
 #include "spyre_dma/refdev/ref_device.hpp"
@@ -168,11 +169,7 @@ class Controller final : private device_core::RegisterHooks {
   // stop_answering: nothing fetched, no RB, register writes (but CONTROL) ignored, until reset.
   std::atomic<bool> stopped_{false};
 
-  // Interrupts.
-  std::atomic<std::uint32_t> irq_pending_{0};
-  std::atomic<int> irq_waiters_{0};
-  std::mutex irq_mutex_;
-  std::condition_variable irq_cv_;
+  device_core::InterruptLine interrupts_;
 
   // Progress (retirements, RB_CI, reset, fault changes) for workers blocked inside a CB.
   std::atomic<int> progress_waiters_{0};
@@ -180,7 +177,6 @@ class Controller final : private device_core::RegisterHooks {
   std::condition_variable progress_cv_;
 
   std::atomic<std::uint64_t> injected_errors_{0};
-  std::atomic<std::uint64_t> interrupts_{0};
   std::atomic<std::uint64_t> resets_{0};
   std::atomic<std::uint64_t> bad_register_accesses_{0};
 

@@ -9,19 +9,8 @@
 #include "spyre_dma/device_core/rings.hpp"
 
 namespace spyre_dma::refdev::detail {
-namespace {
 
 using device_core::CbOutcome;
-
-inline void cpu_relax() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#else
-  std::this_thread::yield();
-#endif
-}
-
-}  // namespace
 
 bool Controller::can_fetch(hw::Pipeline p) const noexcept {
   return (regs_.get(Reg::kControl) & hw::kControlEnable) != 0 && !resetting_.load() && !fatal_.load() &&
@@ -38,7 +27,9 @@ void Controller::wait_for_work(hw::Pipeline p) {
   const auto spin_until = std::chrono::steady_clock::now() + config_.idle_spin;
   do {
     if (shutdown_.load() || has_work(p)) return;
-    for (int i = 0; i < 16; ++i) cpu_relax();
+    // Yield, not pause: this models silicon, which takes no host CPU; on a host with one core to
+    // spare a paused spin would keep the engine thread it waits for off that core.
+    std::this_thread::yield();
   } while (std::chrono::steady_clock::now() < spin_until);
   PipelineWorker& w = worker(p);
   std::unique_lock<std::mutex> lock(w.mutex);

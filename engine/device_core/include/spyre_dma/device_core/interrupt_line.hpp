@@ -1,0 +1,45 @@
+// InterruptLine: how a self-timed backend's MSI-X messages reach the host threads that wait for
+// them, shaped like the eventfd a VFIO driver binds to each vector.
+//
+// raise() ORs the pipelines' bits into a pending mask and wakes every thread blocked in wait();
+// each woken thread returns, and the mask goes to whichever collects it first (the others return
+// 0, having been woken all the same). A raise with nobody waiting costs two atomic operations and
+// no system call; the wake-up is never issued while holding the line's mutex, so a woken thread
+// does not run into a held lock.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+
+namespace spyre_dma::device_core {
+
+class InterruptLine {
+ public:
+  // An interrupt for the pipelines in `bits` (1 << hw::Pipeline).
+  void raise(std::uint32_t bits) noexcept;
+  // Blocks until an interrupt is raised, close() is called, or `timeout` passes. Returns the
+  // pending mask (cleared), 0 when another waiter collected it or nothing was raised. A timeout
+  // of zero only collects what is pending.
+  std::uint32_t wait(std::chrono::nanoseconds timeout);
+  // Wakes every waiter; later waits return at once (a device being destroyed).
+  void close() noexcept;
+  // Forgets what is pending (a device reset).
+  void clear() noexcept { pending_.store(0); }
+  std::uint64_t raised() const noexcept { return raised_.load(std::memory_order_relaxed); }
+
+ private:
+  void wake_all() noexcept;
+
+  std::atomic<std::uint32_t> pending_{0};
+  std::atomic<std::uint64_t> generation_{0};  // bumped by every raise: what a waiter waits to change
+  std::atomic<int> waiters_{0};
+  std::atomic<bool> closed_{false};
+  std::atomic<std::uint64_t> raised_{0};
+  std::mutex mutex_;
+  std::condition_variable cv_;
+};
+
+}  // namespace spyre_dma::device_core
