@@ -25,6 +25,7 @@ std::uint32_t pick_slots(std::uint32_t requested, std::uint32_t depth, hw::Pipel
 
 EngineCore::EngineCore(std::shared_ptr<Device> device, EngineOptions options)
     : device_(std::move(device)), options_(options), inflight_(hw::kMaxTag + 1) {
+  spin_budget_ = options_.poll_spin;
   if (!device_) throw InvalidArgument("Engine::open: null device");
 }
 
@@ -286,11 +287,15 @@ std::shared_ptr<OpState> EngineCore::submit_wait(const std::shared_ptr<StreamSta
 Status EngineCore::wait_until(const std::function<bool()>& pred, std::chrono::nanoseconds timeout) {
   const auto start = Clock::now();
   const auto deadline = start + timeout;
-  const auto spin_until = start + options_.poll_spin;
   Lock lock(mu_);
+  const auto spin_until = start + spin_budget();
   ++waiters_;
   Status result;
   while (!pred()) {
+    if (closed_) {  // shutdown() failed everything it could; what is left never completes
+      result = Status(ErrorCode::kClosed, "wait: engine closed");
+      break;
+    }
     if (progress(lock)) continue;
     if (pred()) break;
     const auto now = Clock::now();
@@ -324,7 +329,7 @@ void EngineCore::block(Lock& lock, Clock::time_point deadline, Clock::time_point
   constexpr auto kSlice = 1ms;
   const auto now = Clock::now();
   const bool elsewhere = unlocked_work_ > 0 || draining_;  // another thread completes what it holds
-  if (now < spin_until && !elsewhere) return spin_for_rb(lock, std::min(spin_until, deadline));
+  if (now < spin_until && !elsewhere && spin_for_rb(lock, std::min(spin_until, deadline))) return;
   if (!irq_held_ && !elsewhere) {
     irq_held_ = true;
     lock.unlock();
@@ -338,35 +343,67 @@ void EngineCore::block(Lock& lock, Clock::time_point deadline, Clock::time_point
   --cv_waiters_;
 }
 
-void EngineCore::spin_for_rb(Lock& lock, Clock::time_point until) {
+bool EngineCore::spin_for_rb(Lock& lock, Clock::time_point until) {
   std::array<HwQueue::RbWatch, hw::kNumPipelines> watch{};
   std::size_t n = 0;
   for (auto& q : queues_) {
     if (q && q->occupied() > 0) watch[n++] = q->rb_watch();
   }
+  if (n == 0) return false;  // no RB is due: the wait is for something else
   ++spinning_;  // reset() and shutdown() leave the rings alone until it is back
   lock.unlock();
-  for (unsigned round = 0;; ++round) {
-    bool landed = false;
+  bool landed = false;
+  for (unsigned round = 0; !landed; ++round) {
     for (std::size_t i = 0; i < n && !landed; ++i) landed = watch[i].landed();
-    if (landed || (round % 64 == 63 && Clock::now() >= until)) break;
+    if (!landed && round % 64 == 63 && Clock::now() >= until) break;
     HwQueue::cpu_relax();
   }
   lock.lock();
+  adapt_spin(landed);
   if (--spinning_ == 0) wake_waiters(lock);
+  return true;
+}
+
+std::chrono::nanoseconds EngineCore::spin_budget() {
+  // With the budget spent, every kSpinProbe-th wait spins in full once more: the device may have
+  // become fast again (a core freed up) and a landing spin restores the budget.
+  constexpr unsigned kSpinProbe = 64;
+  if (spin_budget_ == std::chrono::nanoseconds::zero() && ++spin_probe_ % kSpinProbe == 0) {
+    return options_.poll_spin;
+  }
+  return spin_budget_;
+}
+
+void EngineCore::adapt_spin(bool landed) {
+  // Below this a spin is shorter than the wake-up it tries to save.
+  constexpr std::chrono::nanoseconds kShortestSpin = 500ns;
+  if (landed) {
+    spin_budget_ = options_.poll_spin;
+  } else {
+    spin_budget_ /= 2;
+    if (spin_budget_ < kShortestSpin) spin_budget_ = std::chrono::nanoseconds::zero();
+  }
 }
 
 void EngineCore::wait_for_spinners(Lock& lock) {
   ++cv_waiters_;
-  done_cv_.wait(lock, [&] { return spinning_ == 0; });  // a spin lasts poll_spin at most
+  ++quiet_waiters_;
+  // A spin lasts poll_spin at most, a wake-up one notify.
+  done_cv_.wait(lock, [&] { return spinning_ == 0 && waking_ == 0; });
+  --quiet_waiters_;
   --cv_waiters_;
 }
 
 void EngineCore::wake_waiters(Lock& lock) {
   if (cv_waiters_ == 0) return;
+  // The lock is dropped mid-way through the caller's step: waking_ keeps reset() and shutdown()
+  // from reprogramming or freeing the rings and staging buffers the caller goes on to use.
+  ++waking_;
   lock.unlock();
   done_cv_.notify_all();
   lock.lock();
+  // Only reset() and shutdown() wait for waking_ to fall; they are told under the lock (rare).
+  if (--waking_ == 0 && quiet_waiters_ > 0) done_cv_.notify_all();
 }
 
 Status EngineCore::wait_op(const OpState& op, std::chrono::nanoseconds timeout) {
@@ -423,7 +460,7 @@ void EngineCore::poll(Lock& lock) {
   lock.unlock();
   (void)device_->wait_for_interrupt(std::chrono::nanoseconds::zero());
   lock.lock();
-  progress(lock);
+  if (!closed_) progress(lock);  // shutdown() may have freed the rings meanwhile
 }
 
 bool EngineCore::op_done(const OpState& op) {

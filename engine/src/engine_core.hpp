@@ -169,8 +169,12 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   // A waiting thread's step when progress() found nothing: spin on the RB rings while the spin
   // lasts, else sleep in the device's interrupt (one thread at a time), else on done_cv_.
   void block(Lock& lock, Clock::time_point deadline, Clock::time_point spin_until);
-  // Spins, without the lock, until an RB lands in a ring that has CBs outstanding or `until`.
-  void spin_for_rb(Lock& lock, Clock::time_point until);
+  // Spins, without the lock, until an RB lands in a ring that has CBs outstanding or `until`;
+  // false, at once and with the lock held, when no ring has CBs outstanding.
+  bool spin_for_rb(Lock& lock, Clock::time_point until);
+  // The adaptive spin: how long a wait spins before it sleeps, and how a spin's outcome moves it.
+  std::chrono::nanoseconds spin_budget();
+  void adapt_spin(bool landed);
   void wait_for_spinners(Lock& lock);
   void poller_main();
   bool anything_live() const noexcept;
@@ -194,6 +198,13 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   int cv_waiters_ = 0;
   bool irq_held_ = false;
   int spinning_ = 0;  // threads in spin_for_rb, reading the RB rings without the lock
+  int waking_ = 0;         // threads in wake_waiters, between two steps that use the rings
+  int quiet_waiters_ = 0;  // reset() or shutdown() waiting for unlocked_work_, spinning_, waking_
+  // A spin that ends without an RB means the device runs on no other core (one core, or all
+  // busy): spinning then only delays it. Each such spin halves the budget, down to none; a spin
+  // that lands restores poll_spin.
+  std::chrono::nanoseconds spin_budget_{};
+  unsigned spin_probe_ = 0;
   bool poller_parked_ = false;
   std::condition_variable poller_cv_;
   bool closed_ = false;
