@@ -216,11 +216,18 @@ bool EngineCore::expire_timeouts(Work& work) {
   const auto now = Clock::now();
   for (unsigned p = 0; p < hw::kNumPipelines; ++p) {
     auto& order = ring_order_[p];
-    // CBs of a pipeline were pushed in order with the same timeout: only the oldest can expire.
+    // A device answers a ring's CBs in order, so only the oldest CB of a pipeline can expire, and
+    // its time starts when it heads the ring (a CB queued behind slow ones is not late): the first
+    // check that sees it at the head stamps its deadline.
     while (!order.empty()) {
       const std::uint32_t tag = order.front();
       Inflight& f = inflight_[tag];
-      if (f.state != CbState::kLive || f.deadline > now) break;
+      if (f.state != CbState::kLive) break;
+      if (f.deadline == kUnstamped) {
+        f.deadline = now + options_.cb_timeout;
+        break;
+      }
+      if (f.deadline > now) break;
       // A device whose ring indices are impossible misbehaved rather than slowed down.
       if (check_indices(p, work)) return true;
       order.pop_front();

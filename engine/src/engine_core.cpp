@@ -8,6 +8,8 @@
 #include <limits>
 #include <string>
 
+#include "op_pool.hpp"
+
 namespace spyre_dma::detail {
 namespace {
 
@@ -215,6 +217,14 @@ void EngineCore::notify_submit(const StreamState& stream, const OpState& op,
   }
 }
 
+std::shared_ptr<OpState> EngineCore::make_op(OpKind kind) {
+  auto op = std::allocate_shared<OpState>(OpPoolAllocator<OpState>());
+  op->id = next_op_id();
+  op->kind = kind;
+  op->core = weak_from_this();
+  return op;
+}
+
 std::shared_ptr<OpState> EngineCore::submit(const std::shared_ptr<StreamState>& stream,
                                             std::shared_ptr<OpState> op) {
   if (options_.observer) notify_submit(*stream, *op, nullptr);
@@ -243,10 +253,7 @@ void EngineCore::end_batch() {
 
 std::shared_ptr<OpState> EngineCore::submit_record(const std::shared_ptr<StreamState>& stream,
                                                    const std::shared_ptr<EventState>& event) {
-  auto op = std::make_shared<OpState>();
-  op->id = next_op_id();
-  op->kind = OpKind::kEventRecord;
-  op->core = weak_from_this();
+  auto op = make_op(OpKind::kEventRecord);
   if (options_.observer) notify_submit(*stream, *op, event.get());
   Work work;
   Lock lock(mu_);
@@ -265,10 +272,7 @@ std::shared_ptr<OpState> EngineCore::submit_record(const std::shared_ptr<StreamS
 
 std::shared_ptr<OpState> EngineCore::submit_wait(const std::shared_ptr<StreamState>& stream,
                                                  const std::shared_ptr<EventState>& event) {
-  auto op = std::make_shared<OpState>();
-  op->id = next_op_id();
-  op->kind = OpKind::kEventWait;
-  op->core = weak_from_this();
+  auto op = make_op(OpKind::kEventWait);
   if (options_.observer) notify_submit(*stream, *op, event.get());
   Work work;
   Lock lock(mu_);

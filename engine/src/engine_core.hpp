@@ -70,6 +70,8 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   Device& device() noexcept { return *device_; }
   const std::shared_ptr<Device>& device_ptr() const noexcept { return device_; }
   std::uint64_t next_op_id() noexcept { return ++op_ids_; }
+  // A new op of this engine, its storage from the op pool.
+  std::shared_ptr<OpState> make_op(OpKind kind);
   bool owns(const AllocationState& a) const noexcept { return a.allocator == allocator_; }
   std::shared_ptr<HostRegistrationState> find_registration(const void* p, std::size_t n) const {
     return registry_->find(p, n);
@@ -79,11 +81,12 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   using Lock = std::unique_lock<std::mutex>;
 
   enum class CbState : std::uint8_t { kFree, kStaging, kLive, kTimedOut };
+  static constexpr Clock::time_point kUnstamped = Clock::time_point::max();
   struct Inflight {
     std::shared_ptr<OpState> op;
     hw::Pipeline pipe = hw::Pipeline::kDmai;
     CbState state = CbState::kFree;
-    Clock::time_point deadline{};
+    Clock::time_point deadline{};  // kUnstamped until the CB heads its ring (expire_timeouts)
     int staging = StagingPool::kNone;
     std::uint8_t* copy_out = nullptr;  // staged D2H: where the staging buffer goes
     std::uint64_t bytes = 0;
@@ -212,7 +215,6 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   bool draining_ = false;  // one thread at a time consumes RBs (copy-outs stay in order)
   int unlocked_work_ = 0;  // threads copying or calling back outside the lock
   int batch_depth_ = 0;            // open submission batches: submit() defers doorbells
-  Clock::time_point issue_now_{};  // when the CBs being pushed now were issued (their deadlines)
   std::uint64_t epoch_ = 0;  // bumped by reset() and shutdown(): copy-ins of an older one are abandoned
   std::array<std::unique_ptr<HwQueue>, hw::kNumPipelines> queues_;
   std::array<std::deque<std::uint32_t>, hw::kNumPipelines> ring_order_;  // tags, oldest first

@@ -49,7 +49,6 @@ bool EngineCore::can_start(StreamState& s, std::size_t index, const OpState& op)
 }
 
 void EngineCore::pump(const std::shared_ptr<StreamState>& s, Work& work, bool from_submit) {
-  issue_now_ = Clock::now();
   if (s->busy) return;  // the thread copying into staging for it pumps again when done
   if (from_submit && higher_priority_blocked(*s)) {
     set_blocked(s, true);
@@ -240,9 +239,9 @@ void EngineCore::push_cb(std::uint32_t tag, const hw::ControlBlock& cb, bool fro
   if (cb.barrier) ring_doorbells();
   Inflight& f = inflight_[tag];
   f.state = CbState::kLive;
-  // One clock read per pump (or per staged piece), not per CB: a deadline a few microseconds early
-  // is nothing against a timeout of seconds, and the read is a measurable share of a small CB.
-  f.deadline = issue_now_ + options_.cb_timeout;
+  // No clock read on the submission path: expire_timeouts() stamps the deadline once the CB heads
+  // its ring.
+  f.deadline = kUnstamped;
   queue(f.pipe).push(hw::encode(cb), from_reservation);
   ring_order_[static_cast<std::size_t>(f.pipe)].push_back(tag);
   answer_order_[static_cast<std::size_t>(f.pipe)].push_back(tag);
@@ -290,7 +289,6 @@ void EngineCore::run_work(Lock& lock, Work& work) {
           work.repump = true;
         } else {
           stats_.bytes_staged += c.len;
-          issue_now_ = Clock::now();
           push_cb(c.tag, c.cb, true);
           ring_doorbells();
         }

@@ -60,10 +60,7 @@ void check_capability(const char* what, const EngineCore& core, std::uint64_t ca
 }
 
 std::shared_ptr<OpState> new_op(EngineCore& core, OpKind kind, Callback cb) {
-  auto op = std::make_shared<OpState>();
-  op->id = core.next_op_id();
-  op->kind = kind;
-  op->core = core.weak_from_this();
+  auto op = core.make_op(kind);
   op->on_complete = std::move(cb);
   return op;
 }

@@ -27,8 +27,9 @@ struct EngineOptions {
   // The staging pipeline for pageable and unaligned host memory: buffers of this size, this many.
   std::size_t staging_buffer_bytes = 4ull << 20;
   std::size_t staging_buffers = 8;
-  // A CB without an RB after this long fails its operation with kDeviceTimeout; its staging
-  // buffer and tag are quarantined until reset().
+  // A CB without an RB this long after it reached the head of its ring (the device answers a
+  // ring's CBs in order, so time spent queued behind others does not count) fails its operation
+  // with kDeviceTimeout; its staging buffer and tag are quarantined until reset().
   std::chrono::nanoseconds cb_timeout = 280s;
   // CB ring slots per pipeline (COMPUTE, DMAI, DMAO); 0 takes the device's depth. Powers of two.
   std::array<std::uint32_t, 3> ring_slots{0, 0, 0};

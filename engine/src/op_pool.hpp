@@ -1,0 +1,64 @@
+// Recycled storage for OpState: a runtime makes and drops ops at its submission rate, and a heap
+// allocation was a fifth of a small op's submission cost (glibc's per-thread cache holds only a
+// few blocks of a size, while thousands of ops are in flight at once).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <vector>
+
+namespace spyre_dma::detail {
+
+// One process-wide pool of equal-sized blocks, never destroyed: an op may outlive its engine (an
+// Op handle kept after the engine closed) and is freed wherever its last reference drops.
+class OpPool {
+ public:
+  static constexpr std::size_t kBlockBytes = 768;
+  static constexpr std::size_t kMaxFree = 8192;  // beyond this, blocks go back to the heap
+
+  static OpPool& instance();
+
+  void* take();
+  void give(void* block) noexcept;
+
+ private:
+  std::mutex mu_;
+  std::vector<void*> free_;
+};
+
+// The allocator std::allocate_shared gets: a single object that fits a block comes from the pool,
+// anything else from the heap.
+template <class T>
+struct OpPoolAllocator {
+  using value_type = T;
+  OpPoolAllocator() noexcept = default;
+  template <class U>
+  OpPoolAllocator(const OpPoolAllocator<U>&) noexcept {}  // NOLINT: rebinding converts implicitly
+
+#if defined(__SANITIZE_ADDRESS__)
+  static constexpr bool kPooled = false;  // AddressSanitizer sees a use after free only on the heap
+#else
+  static constexpr bool kPooled = sizeof(T) <= OpPool::kBlockBytes && alignof(T) <= alignof(std::max_align_t);
+#endif
+
+  T* allocate(std::size_t n) {
+    if (kPooled && n == 1) return static_cast<T*>(OpPool::instance().take());
+    return static_cast<T*>(::operator new(n * sizeof(T)));
+  }
+  void deallocate(T* p, std::size_t n) noexcept {
+    if (kPooled && n == 1) return OpPool::instance().give(p);
+    ::operator delete(p);
+  }
+  template <class U>
+  bool operator==(const OpPoolAllocator<U>&) const noexcept {
+    return true;
+  }
+  template <class U>
+  bool operator!=(const OpPoolAllocator<U>&) const noexcept {
+    return false;
+  }
+};
+
+}  // namespace spyre_dma::detail
