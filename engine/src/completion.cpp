@@ -36,7 +36,7 @@ bool EngineCore::progress(Lock& lock) {
   if (!draining_) moved |= drain_rbs(work);
   if (fatal_suspect_) moved |= check_fatal(work);
   moved |= expire_timeouts(work);
-  moved |= work.host_work() || !work.touched.empty();
+  moved |= work.host_work() || !work.touched.empty() || work.completed_any;
   run_work(lock, work);
   if (moved) ring_doorbells();
   return moved;
@@ -282,7 +282,8 @@ void EngineCore::publish(const std::shared_ptr<OpState>& op, Work& work) {
   if (op->done.load(std::memory_order_relaxed)) return;
   op->done.store(true, std::memory_order_release);
   work.completed_any = true;
-  if (op->on_complete || options_.observer) work.finished.push_back(op);
+  // Queued at the moment it is published, so callbacks run in the order ops became done.
+  if (op->on_complete || options_.observer) completions_.push_back(op);
 }
 
 void EngineCore::retire(StreamState& s, Work& work) {

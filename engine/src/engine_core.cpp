@@ -59,6 +59,10 @@ void EngineCore::start() {
                           ": must be a nonzero multiple of 128");
   }
   if (options_.staging_buffers == 0) throw InvalidArgument("EngineOptions::staging_buffers = 0");
+  if (options_.staging_threads > kMaxStagingThreads) {
+    throw InvalidArgument("EngineOptions::staging_threads = " + std::to_string(options_.staging_threads) +
+                          ": at most " + std::to_string(kMaxStagingThreads));
+  }
   if (options_.cb_timeout <= std::chrono::nanoseconds::zero()) {
     throw InvalidArgument("EngineOptions::cb_timeout must be positive");
   }
@@ -92,7 +96,11 @@ void EngineCore::start() {
   const Progress progress = d.describe().progress;
   caller_driven_ = options_.completion == CompletionMode::kCallerDriven ||
                    (options_.completion == CompletionMode::kAuto && progress == Progress::kHostDriven);
-  if (!caller_driven_) poller_ = std::thread([this] { poller_main(); });
+  if (!caller_driven_) {
+    poller_ = std::thread([this] { poller_main(); });
+    // A host-driven device runs on the caller's thread only (the copies advance its clock).
+    start_stagers();
+  }
 }
 
 void EngineCore::shutdown() {
@@ -108,6 +116,7 @@ void EngineCore::shutdown() {
     closed_ = true;
     ++epoch_;
     fail_everything(Status(ErrorCode::kCancelled, "engine closed"), work);
+    settle_staging_jobs(lock, work, options_.cb_timeout + 1s);
     stop_poller_ = true;
   }
   done_cv_.notify_all();
@@ -119,9 +128,10 @@ void EngineCore::shutdown() {
     // A submitting or waiting thread may still be copying or calling back outside the lock; the
     // queues and staging buffers it returns to must outlive it. (Bounded: a callback that never
     // returns must not keep the destructor forever.)
-    (void)wait_for_quiet(lock, options_.cb_timeout + 1s);
+    (void)wait_for_quiet(lock, options_.cb_timeout + 1s);  // staging jobs included
     wait_for_spinners(lock);  // the rings go next
   }
+  stop_stagers();
   try {
     device_->write32(hw::reg::kControl, hw::kControlReset);
     device_->write32(hw::reg::kControl, 0);
@@ -506,6 +516,7 @@ Status EngineCore::reset(std::chrono::nanoseconds timeout) {
   }
   ++epoch_;  // with fail_everything: copy-ins still running outside the lock are abandoned
   fail_everything(Status(ErrorCode::kCancelled, "device reset"), work);
+  settle_staging_jobs(lock, work, timeout);
   for (auto& q : queues_) q->program();
   staging_->release_quarantined();
   timed_out_.fill(false);

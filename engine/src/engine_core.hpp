@@ -112,11 +112,12 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
     std::shared_ptr<OpState> op;
     Status status;
   };
+  // A stream's staged H2D pieces of one pump, copied in by one thread in order.
+  using CopyInBatches = std::vector<std::pair<std::shared_ptr<StreamState>, std::vector<CopyIn>>>;
   struct Work {
-    std::vector<std::pair<std::shared_ptr<StreamState>, std::vector<CopyIn>>> copy_ins;
+    CopyInBatches copy_ins;
     std::vector<CopyOut> copy_outs;
     std::vector<std::shared_ptr<OpState>> callbacks;  // host_callback ops to run
-    std::vector<std::shared_ptr<OpState>> finished;   // ops whose on_complete must run
     std::vector<std::shared_ptr<StreamState>> touched;  // streams with newly completed ops
     bool completed_any = false;
     // Staging buffers of CBs whose RBs were consumed: unmapped only after RB_CI hands the RB slots
@@ -127,7 +128,7 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
     // failed op that is only partly issued completes from pump()).
     bool repump = false;
     bool host_work() const noexcept {
-      return !copy_ins.empty() || !copy_outs.empty() || !callbacks.empty() || !finished.empty();
+      return !copy_ins.empty() || !copy_outs.empty() || !callbacks.empty();
     }
   };
 
@@ -164,6 +165,20 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   void ring_doorbells();
   void set_blocked(const std::shared_ptr<StreamState>& s, bool blocked);
   void run_work(Lock& lock, Work& work);  // drops the lock while copying and calling back
+  void run_completions(Lock& lock);        // the queued completion callbacks, in order
+  // The host side of staging: the copies themselves (called and returning without the lock; each
+  // copied-in piece's CB is pushed under it), then, with the lock, what they free and feed.
+  void copy_host_data(Lock& lock, CopyInBatches& copy_ins, const std::vector<CopyOut>& copy_outs, Work& work);
+  void host_data_copied(CopyInBatches& copy_ins, const std::vector<CopyOut>& copy_outs, Work& work);
+  void abandon_copy_in(const CopyIn& c, Work& work);  // its op was failed by reset() or shutdown()
+  // Staging threads (EngineOptions::staging_threads), in staging_threads.cpp.
+  void start_stagers();
+  void stop_stagers();
+  void hand_to_stagers(Lock& lock, Work& work);  // moves the work's host copies to their threads
+  // reset() and shutdown(), after failing everything: jobs not started are done (copy-ins dropped,
+  // copy-outs copied) on this thread, and the ones running are waited for, so every op is
+  // settled when they return.
+  void settle_staging_jobs(Lock& lock, Work& work, std::chrono::nanoseconds timeout);
   bool wait_for_quiet(Lock& lock, std::chrono::nanoseconds timeout);  // no work outside the lock
   // Notifies done_cv_ when a thread waits on it, with the lock dropped for the notify (a woken
   // thread must not run into a held lock); returns with it held again.
@@ -213,7 +228,27 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   bool closed_ = false;
   bool stop_poller_ = false;
   bool draining_ = false;  // one thread at a time consumes RBs (copy-outs stay in order)
+  // The staging threads. A stream's copies always go to the same thread (stream id modulo their
+  // number), whose queue runs in order: per-stream order holds without draining_. A queued job
+  // counts in unlocked_work_ until it is done, so reset() and shutdown() wait for it.
+  struct StagingJob {
+    CopyInBatches copy_ins;
+    std::vector<CopyOut> copy_outs;
+  };
+  struct Stager {
+    std::thread thread;
+    std::deque<StagingJob> jobs;
+    std::condition_variable cv;
+    bool idle = false;
+    bool copying = false;  // a job taken from `jobs` is not yet settled
+  };
+  void stager_main(Stager& me);
+  static constexpr unsigned kMaxStagingThreads = 64;
+  std::vector<std::unique_ptr<Stager>> stagers_;
+  bool stop_stagers_ = false;
   int unlocked_work_ = 0;  // threads copying or calling back outside the lock
+  std::deque<std::shared_ptr<OpState>> completions_;  // done ops whose callbacks are still to run
+  bool completions_running_ = false;                   // a thread runs completions_ now
   int batch_depth_ = 0;            // open submission batches: submit() defers doorbells
   std::uint64_t epoch_ = 0;  // bumped by reset() and shutdown(): copy-ins of an older one are abandoned
   std::array<std::unique_ptr<HwQueue>, hw::kNumPipelines> queues_;

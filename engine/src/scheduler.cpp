@@ -2,6 +2,7 @@
 // work (staging copies, callbacks) that runs outside the engine lock.
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <string>
 
 #include "engine_core.hpp"
@@ -254,47 +255,71 @@ void EngineCore::ring_doorbells() {
   }
 }
 
+void EngineCore::copy_host_data(Lock& lock, CopyInBatches& copy_ins, const std::vector<CopyOut>& copy_outs,
+                                Work& work) {
+  // Copy-outs, in RB order. Their ops complete together afterwards, so that completion callbacks
+  // keep the order completions happen in.
+  for (const CopyOut& c : copy_outs) {
+    std::memcpy(c.dst, c.src, c.len);
+    device_->host_copied(c.len);
+  }
+  // Copy-ins: each CB goes to the device as soon as its piece is in staging, so the DMA of one
+  // piece overlaps the host copy of the next (the stream stays busy, so order is kept).
+  for (auto& batch : copy_ins) {
+    for (const CopyIn& c : batch.second) {
+      std::memcpy(c.staging, c.src, c.len);
+      device_->host_copied(c.len);  // before the doorbell below: a simulated host pays for it
+      lock.lock();
+      if (c.epoch != epoch_) {
+        abandon_copy_in(c, work);
+      } else {
+        stats_.bytes_staged += c.len;
+        push_cb(c.tag, c.cb, true);
+        ring_doorbells();
+      }
+      lock.unlock();
+    }
+  }
+}
+
+void EngineCore::abandon_copy_in(const CopyIn& c, Work& work) {
+  // A reset or shutdown failed the op meanwhile and left this CB to whoever holds its copy-in; the
+  // rings were reprogrammed, so there is no reservation to consume either.
+  Inflight& f = inflight_[c.tag];
+  staging_->release(f.staging);
+  f = Inflight{};
+  tags_.release(c.tag);
+  --c.op->cbs_live;
+  maybe_complete(c.op, work);
+  work.repump = true;
+}
+
+void EngineCore::host_data_copied(CopyInBatches& copy_ins, const std::vector<CopyOut>& copy_outs, Work& work) {
+  for (const CopyOut& c : copy_outs) {
+    staging_->release(c.slot);
+    work.repump = true;
+    --c.op->cbs_live;
+    --c.op->copying_out;
+    maybe_complete(c.op, work);
+  }
+  for (auto& batch : copy_ins) {
+    batch.first->busy = false;
+    pump(batch.first, work, false);
+  }
+}
+
 void EngineCore::run_work(Lock& lock, Work& work) {
   settle(work);
-  while (work.host_work()) {
+  for (;;) {
+    if (!stagers_.empty()) hand_to_stagers(lock, work);
+    if (work.copy_ins.empty() && work.copy_outs.empty() && work.callbacks.empty()) break;
     Work w;
     std::swap(w.copy_ins, work.copy_ins);
     std::swap(w.copy_outs, work.copy_outs);
     std::swap(w.callbacks, work.callbacks);
-    std::swap(w.finished, work.finished);
     ++unlocked_work_;
     lock.unlock();
-    // Copy-outs, in RB order. Their ops complete together below, so that completion callbacks
-    // keep the order completions happen in.
-    for (const CopyOut& c : w.copy_outs) {
-      std::memcpy(c.dst, c.src, c.len);
-      device_->host_copied(c.len);
-    }
-    // Copy-ins: each CB goes to the device as soon as its piece is in staging, so the DMA of one
-    // piece overlaps the host copy of the next (the stream stays busy, so order is kept).
-    for (auto& batch : w.copy_ins) {
-      for (const CopyIn& c : batch.second) {
-        std::memcpy(c.staging, c.src, c.len);
-        device_->host_copied(c.len);  // before the doorbell below: a simulated host pays for it
-        lock.lock();
-        if (c.epoch != epoch_) {
-          // A reset or shutdown failed the op meanwhile and left this CB to this thread; the rings
-          // were reprogrammed, so there is no reservation to consume either.
-          Inflight& f = inflight_[c.tag];
-          staging_->release(f.staging);
-          f = Inflight{};
-          tags_.release(c.tag);
-          --c.op->cbs_live;
-          maybe_complete(c.op, work);
-          work.repump = true;
-        } else {
-          stats_.bytes_staged += c.len;
-          push_cb(c.tag, c.cb, true);
-          ring_doorbells();
-        }
-        lock.unlock();
-      }
-    }
+    copy_host_data(lock, w.copy_ins, w.copy_outs, work);
     std::vector<CallbackResult> results;
     for (const auto& op : w.callbacks) {
       Status st;
@@ -307,42 +332,46 @@ void EngineCore::run_work(Lock& lock, Work& work) {
       }
       results.push_back({op, std::move(st)});
     }
-    for (const auto& op : w.finished) {
+    lock.lock();
+    --unlocked_work_;
+    if (!w.copy_outs.empty()) draining_ = false;
+    host_data_copied(w.copy_ins, w.copy_outs, work);
+    for (auto& r : results) complete(r.op, std::move(r.status), work);
+    settle(work);
+    ring_doorbells();
+  }
+  run_completions(lock);
+  if (work.completed_any || unlocked_work_ == 0) {  // shutdown() may wait for quiet
+    work.completed_any = false;
+    wake_waiters(lock);
+  }
+}
+
+void EngineCore::run_completions(Lock& lock) {
+  // Ops become done on several threads (a waiter, the poller, a staging thread); their callbacks
+  // run on one at a time, in the order the ops became done. Whoever finds none running runs
+  // them all; the others go on.
+  if (completions_running_) return;
+  completions_running_ = true;
+  while (!completions_.empty()) {
+    std::vector<std::shared_ptr<OpState>> batch(std::make_move_iterator(completions_.begin()),
+                                                std::make_move_iterator(completions_.end()));
+    completions_.clear();
+    ++unlocked_work_;
+    lock.unlock();
+    for (const auto& op : batch) {
       try {
-        if (options_.observer) {
-          options_.observer->on_complete(op->id, op->final_status, op->start_ns, op->end_ns);
-        }
+        if (options_.observer) options_.observer->on_complete(op->id, op->final_status, op->start_ns, op->end_ns);
         if (op->on_complete) op->on_complete(op->final_status);
       } catch (...) {
         // A completion callback has nobody to report to; the op's status stands.
       }
     }
+    batch.clear();  // the last references may run destructors: still without the lock
     lock.lock();
     --unlocked_work_;
-    if (!w.copy_outs.empty()) draining_ = false;
-    for (const CopyOut& c : w.copy_outs) {
-      staging_->release(c.slot);
-      work.repump = true;
-      --c.op->cbs_live;
-      --c.op->copying_out;
-      maybe_complete(c.op, work);
-    }
-    for (auto& batch : w.copy_ins) {
-      batch.first->busy = false;
-      pump(batch.first, work, false);
-    }
-    for (auto& r : results) complete(r.op, std::move(r.status), work);
-    settle(work);
-    ring_doorbells();
-    if (unlocked_work_ == 0) {
-      work.completed_any = false;
-      wake_waiters(lock);  // shutdown() may wait for quiet
-    }
   }
-  if (work.completed_any) {
-    work.completed_any = false;
-    wake_waiters(lock);
-  }
+  completions_running_ = false;
 }
 
 }  // namespace spyre_dma::detail

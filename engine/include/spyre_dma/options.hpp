@@ -27,6 +27,12 @@ struct EngineOptions {
   // The staging pipeline for pageable and unaligned host memory: buffers of this size, this many.
   std::size_t staging_buffer_bytes = 4ull << 20;
   std::size_t staging_buffers = 8;
+  // Threads that do the host copies of staged transfers, so neither the submitting thread nor
+  // the completion path copies, and the copy of one piece overlaps the DMA of the one before.
+  // A stream's copies all go to one of them, in order. 0: the submitting thread copies in and
+  // the completing thread copies out. At most 64. Host-driven devices (sim, rtl) take none: their
+  // time advances on the caller's thread.
+  unsigned staging_threads = 1;
   // A CB without an RB this long after it reached the head of its ring (the device answers a
   // ring's CBs in order, so time spent queued behind others does not count) fails its operation
   // with kDeviceTimeout; its staging buffer and tag are quarantined until reset().
