@@ -291,8 +291,12 @@ void EngineCore::retire(StreamState& s, Work& work) {
     const std::shared_ptr<OpState> front = s.window.front();
     if (!front->finished) {
       if (front->kind != OpKind::kEventRecord) break;
-      complete(front, Status(), work);  // everything before the record has completed
+      // Everything before the record has completed: its time is when the last of that finished
+      // on the device, or when it was recorded if later (Event::device_time_ns).
+      front->end_ns = std::max(front->start_ns, s.retired_end_ns);
+      complete(front, Status(), work);
     }
+    if (front->device_work()) s.retired_end_ns = std::max(s.retired_end_ns, front->end_ns);
     publish(front, work);  // every op before it is done: in submission order
     front->stream.reset();  // breaks the stream <-> op cycle
     s.window.pop_front();

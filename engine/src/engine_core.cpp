@@ -264,6 +264,8 @@ void EngineCore::end_batch() {
 std::shared_ptr<OpState> EngineCore::submit_record(const std::shared_ptr<StreamState>& stream,
                                                    const std::shared_ptr<EventState>& event) {
   auto op = make_op(OpKind::kEventRecord);
+  // The device's clock now: the record's time when nothing is ahead of it (see retire()).
+  if (limits_.capabilities & hw::kCapTimestamps) op->start_ns = device_->read64(hw::reg::kTimestampNs_64);
   if (options_.observer) notify_submit(*stream, *op, event.get());
   Work work;
   Lock lock(mu_);
@@ -343,7 +345,10 @@ void EngineCore::block(Lock& lock, Clock::time_point deadline, Clock::time_point
   constexpr auto kSlice = 1ms;
   const auto now = Clock::now();
   const bool elsewhere = unlocked_work_ > 0 || draining_;  // another thread completes what it holds
-  if (now < spin_until && !elsewhere && spin_for_rb(lock, std::min(spin_until, deadline))) return;
+  // One spinner at a time: it reaps for everyone, and more would only take cores from the device.
+  if (now < spin_until && !elsewhere && spinning_ == 0 && spin_for_rb(lock, std::min(spin_until, deadline))) {
+    return;
+  }
   if (!irq_held_ && !elsewhere) {
     irq_held_ = true;
     lock.unlock();
@@ -488,6 +493,13 @@ bool EngineCore::stream_idle(const StreamState& stream) {
   Lock lock(mu_);
   if (!stream.window.empty()) poll(lock);
   return stream.window.empty();
+}
+
+std::uint64_t EngineCore::event_time_ns(const EventState& event) {
+  Lock lock(mu_);
+  const auto& m = event.marker;
+  if (!m || !m->done.load(std::memory_order_acquire) || !m->final_status.ok()) return 0;
+  return m->end_ns;
 }
 
 bool EngineCore::event_done(const EventState& event) {

@@ -59,6 +59,7 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   bool op_done(const OpState& op);
   bool stream_idle(const StreamState& stream);
   bool event_done(const EventState& event);
+  std::uint64_t event_time_ns(const EventState& event);  // 0: not recorded, not done, or failed
   Status stream_error(const StreamState& stream);
 
   Status reset(std::chrono::nanoseconds timeout);

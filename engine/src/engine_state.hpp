@@ -95,6 +95,7 @@ struct StreamState {
   std::size_t cursor = 0;
   std::uint64_t submitted = 0;  // ops ever submitted
   std::uint64_t retired = 0;    // ops ever retired
+  std::uint64_t retired_end_ns = 0;  // the latest device end time of the ops retired so far
   bool has_last_pipe = false;   // kStrict: the pipeline of the previous device op
   hw::Pipeline last_pipe = hw::Pipeline::kDmai;
   std::shared_ptr<OpState> gate;  // a host callback or event wait later ops must wait for

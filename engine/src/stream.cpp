@@ -256,4 +256,31 @@ Status Event::synchronize(std::chrono::nanoseconds timeout) const {
   return core->wait_event(*state_, timeout);
 }
 
+std::uint64_t Event::device_time_ns() const {
+  if (!state_) return 0;
+  auto core = state_->core.lock();
+  if (!core) return 0;
+  return core->event_time_ns(*state_);
+}
+
+std::chrono::nanoseconds Event::elapsed_since(const Event& start) const {
+  constexpr const char* what = "elapsed_since";
+  auto time_of = [&](const Event& e, const char* role) -> std::uint64_t {
+    if (!e.state_) reject(what, std::string("the ") + role + " Event handle is empty");
+    auto core = e.state_->core.lock();
+    if (!core) throw Closed(std::string(what) + ": the " + role + " event's engine is closed");
+    if (e.state_->core.lock() != state_->core.lock()) reject(what, "the two events belong to different engines");
+    if (!(core->limits().capabilities & hw::kCapTimestamps)) reject(what, "the device has no timestamps");
+    const std::uint64_t t = core->event_time_ns(*e.state_);
+    if (t == 0) {
+      reject(what, std::string("the ") + role + " event was never recorded, its record has not completed, or it " +
+                       "was cancelled");
+    }
+    return t;
+  };
+  const std::uint64_t from = time_of(start, "start");
+  const std::uint64_t to = time_of(*this, "end");
+  return std::chrono::nanoseconds(static_cast<std::int64_t>(to - from));
+}
+
 }  // namespace spyre_dma

@@ -67,6 +67,14 @@ class Event {
   // True when never recorded, or when everything before its latest record has completed.
   bool query() const;
   Status synchronize(std::chrono::nanoseconds timeout = kDefaultWait) const;
+  // The device's clock, in ns, at the latest record: when everything before it in its stream had
+  // finished on the device, or when it was recorded if that was later (an idle stream). 0 until
+  // that record completes, and on a device without timestamps. Simulated time on sim and rtl.
+  std::uint64_t device_time_ns() const;
+  // Device time from `start`'s latest record to this event's (as cudaEventElapsedTime, in ns;
+  // negative when `start` came later). Both must be recorded, complete and not cancelled, on one
+  // engine whose device has timestamps; else InvalidArgument says which is not.
+  std::chrono::nanoseconds elapsed_since(const Event& start) const;
 
   explicit Event(std::shared_ptr<detail::EventState> state) : state_(std::move(state)) {}
   const std::shared_ptr<detail::EventState>& state() const noexcept { return state_; }

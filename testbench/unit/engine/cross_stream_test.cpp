@@ -1,5 +1,5 @@
-// Ordering across streams and with the host: events, host callbacks,
-// priorities, and the caller-driven completion mode.
+// Ordering across streams and with the host: events, host callbacks, priorities, and the
+// caller-driven completion mode.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -12,13 +12,12 @@
 namespace spyre_dma::test {
 namespace {
 
-// --- Events
-// ---------------------------------------------------------------------------------
+// --- Events ---------------------------------------------------------------------------------
 
 TEST(Events, WaitOrdersAcrossStreams) {
   constexpr std::uint64_t n = 64 * MiB;
   Rig rig = make_rig();
-  Engine &e = *rig.engine;
+  Engine& e = *rig.engine;
   Stream a = e.create_stream(), b = e.create_stream();
   Event ev = e.create_event();
   EXPECT_TRUE(ev.valid());
@@ -48,12 +47,12 @@ TEST(Events, WaitOrdersAcrossStreams) {
 
 TEST(Events, NeverRecordedEventIsComplete) {
   Rig rig = make_rig();
-  Engine &e = *rig.engine;
+  Engine& e = *rig.engine;
   Stream s = e.create_stream();
   Event ev = e.create_event();
   EXPECT_TRUE(ev.query());
   SPYRE_EXPECT_OK(ev.synchronize(1ms));
-  rig.dev().pause(); // nothing needs the device
+  rig.dev().pause();  // nothing needs the device
   Op w = s.wait(ev);
   EXPECT_TRUE(w.done());
   SPYRE_EXPECT_OK(w.status());
@@ -66,27 +65,26 @@ TEST(Events, NeverRecordedEventIsComplete) {
   EXPECT_EQ(empty.synchronize(1ms).code(), ErrorCode::kInvalidArgument);
 }
 
-// wait() holds for the record that was latest when wait() was called; a later
-// re-record moves query()/synchronize() and later waits, not earlier ones.
+// wait() holds for the record that was latest when wait() was called; a later re-record moves
+// query()/synchronize() and later waits, not earlier ones.
 TEST(Events, WaitBindsToTheLatestRecordAtCallTime) {
   refdev::RefDeviceConfig cfg;
-  cfg.honour_compute_time = true; // a compute op that only a reset ends
+  cfg.honour_compute_time = true;  // a compute op that only a reset ends
   Rig rig = make_rig({}, cfg);
-  Engine &e = *rig.engine;
-  Stream a = e.create_stream(), b = e.create_stream(), b2 = e.create_stream(),
-         c = e.create_stream();
+  Engine& e = *rig.engine;
+  Stream a = e.create_stream(), b = e.create_stream(), b2 = e.create_stream(), c = e.create_stream();
   Event ev = e.create_event(), never = e.create_event();
   DeviceBuffer buf = e.allocate(4096);
   HostBuffer out = e.allocate_host(4096), out2 = e.allocate_host(4096);
 
   c.compute(3600s);
-  c.record(never); // completes only when the compute does
+  c.record(never);                   // completes only when the compute does
   a.fill(buf, 0, 4096, 0x11111111u);
-  a.record(ev); // record 1
-  b.wait(ev);   // binds to record 1
+  a.record(ev);                      // record 1
+  b.wait(ev);                        // binds to record 1
   Op rd = b.copy_d2h(out.data(), buf, 0, 4096);
   a.wait(never);
-  a.fill(buf, 0, 4096, 0x22222222u); // held behind `never`
+  a.fill(buf, 0, 4096, 0x22222222u);  // held behind `never`
   a.record(ev);                      // record 2, held too
   b2.wait(ev);                       // binds to record 2
   Op rd2 = b2.copy_d2h(out2.data(), buf, 0, 4096);
@@ -100,17 +98,17 @@ TEST(Events, WaitBindsToTheLatestRecordAtCallTime) {
   EXPECT_EQ(rd2.wait(20ms).code(), ErrorCode::kWaitTimeout);
   EXPECT_FALSE(b2.query());
 
-  SPYRE_ASSERT_OK(e.reset()); // ends the compute; everything held is cancelled
+  SPYRE_ASSERT_OK(e.reset());  // ends the compute; everything held is cancelled
   EXPECT_EQ(rd2.wait(kWait).code(), ErrorCode::kCancelled);
   EXPECT_TRUE(ev.query());
   SPYRE_EXPECT_OK(ev.synchronize(kWait));
   EXPECT_EQ(a.synchronize(kWait).code(), ErrorCode::kCancelled);
-  SPYRE_EXPECT_OK(a.synchronize(kWait)); // the error was cleared
+  SPYRE_EXPECT_OK(a.synchronize(kWait));  // the error was cleared
 }
 
 TEST(Events, RecordOnIdleStreamCompletesAtOnce) {
   Rig rig = make_rig();
-  Engine &e = *rig.engine;
+  Engine& e = *rig.engine;
   Stream s = e.create_stream();
   Event ev = e.create_event();
   rig.dev().pause();
@@ -120,20 +118,56 @@ TEST(Events, RecordOnIdleStreamCompletesAtOnce) {
   rig.dev().resume();
 }
 
-// --- Host callbacks
-// -------------------------------------------------------------------------
+// Event timing from the device's clock: two records around a 300 us compute op are at least that
+// far apart (device time: wall time on refdev, simulated time on sim and rtl); a third on another
+// stream ordered after the second by a wait is later still. What is not recorded or not yet
+// complete is refused by name.
+TEST(Events, ElapsedTimeComesFromTheDeviceClock) {
+  refdev::RefDeviceConfig cfg;
+  cfg.honour_compute_time = true;  // refdev: a compute CB takes its duration
+  Rig rig = make_rig({}, cfg);
+  Engine& e = *rig.engine;
+  Stream s = e.create_stream(), t = e.create_stream();
+  Event start = e.create_event(), end = e.create_event(), later = e.create_event(), never = e.create_event();
+  s.record(start);
+  s.compute(300us);
+  s.record(end);
+  t.wait(end);
+  t.compute(100us);
+  t.record(later);
+  SPYRE_ASSERT_OK(later.synchronize(kWait));
+  SPYRE_ASSERT_OK(s.synchronize(kWait));
+  ASSERT_GT(start.device_time_ns(), 0u);
+  EXPECT_GE(end.elapsed_since(start), 300us);
+  EXPECT_GE(later.elapsed_since(end), 100us);
+  EXPECT_EQ(start.elapsed_since(end), -end.elapsed_since(start));
+  EXPECT_EQ(never.device_time_ns(), 0u);
+  try {
+    (void)end.elapsed_since(never);
+    FAIL() << "an event never recorded was accepted";
+  } catch (const InvalidArgument& ex) {
+    EXPECT_NE(std::string(ex.what()).find("start event was never recorded"), std::string::npos) << ex.what();
+  }
+  try {
+    (void)end.elapsed_since(Event());
+    FAIL() << "an empty Event handle was accepted";
+  } catch (const InvalidArgument& ex) {
+    EXPECT_NE(std::string(ex.what()).find("start Event handle is empty"), std::string::npos) << ex.what();
+  }
+}
 
-// A host callback runs after every earlier op of its stream has completed (it
-// sees D2H results in host memory and H2D results in device memory) and before
-// any later op starts (a staged H2D behind it copies what the callback wrote).
+// --- Host callbacks -------------------------------------------------------------------------
+
+// A host callback runs after every earlier op of its stream has completed (it sees D2H results
+// in host memory and H2D results in device memory) and before any later op starts (a staged H2D
+// behind it copies what the callback wrote).
 TEST(HostCallbacks, OrderedWithDeviceOps) {
   constexpr std::uint64_t n = 9 * MiB + 333;
   Rig rig = make_rig();
-  Engine &e = *rig.engine;
+  Engine& e = *rig.engine;
   Stream s = e.create_stream();
   DeviceBuffer a = e.allocate(n), b = e.allocate(n);
-  std::vector<std::uint8_t> src = pattern(n, 8), h(n, 0), later(n, 0),
-                            out(n, 0);
+  std::vector<std::uint8_t> src = pattern(n, 8), h(n, 0), later(n, 0), out(n, 0);
   const std::vector<std::uint8_t> second = pattern(n, 9);
   std::vector<std::uint8_t> device_seen(n, 0);
   bool d2h_seen = false, callback_ran = false;
@@ -144,7 +178,7 @@ TEST(HostCallbacks, OrderedWithDeviceOps) {
     d2h_seen = std::memcmp(h.data(), src.data(), n) == 0;
     // Device memory through the backdoor: the H2D has landed.
     std::uint64_t off = 0;
-    for (const DeviceChunk &c : a.address().chunks()) {
+    for (const DeviceChunk& c : a.address().chunks()) {
       const std::uint64_t k = std::min<std::uint64_t>(c.size, n - off);
       rig.dev().memory().read(c.physical(), device_seen.data() + off, k);
       off += k;
@@ -162,11 +196,10 @@ TEST(HostCallbacks, OrderedWithDeviceOps) {
   EXPECT_TRUE(bytes_equal(second.data(), out.data(), n));
 }
 
-// A callback that throws fails its op (kInvalidArgument) and the stream's
-// error, not the engine.
+// A callback that throws fails its op (kInvalidArgument) and the stream's error, not the engine.
 TEST(HostCallbacks, ThrowingCallbackFailsItsOp) {
   Rig rig = make_rig();
-  Engine &e = *rig.engine;
+  Engine& e = *rig.engine;
   Stream s = e.create_stream();
   Op bad = s.host_callback([] { throw std::runtime_error("boom"); });
   Op good = s.host_callback([] {});
@@ -178,17 +211,15 @@ TEST(HostCallbacks, ThrowingCallbackFailsItsOp) {
   SPYRE_EXPECT_OK(s.error());
 }
 
-// --- Priorities
-// -----------------------------------------------------------------------------
+// --- Priorities -----------------------------------------------------------------------------
 
-// Both streams wait for DMAI slots (16, all held by the low-priority stream
-// while the device is paused); as slots free up, the high-priority stream gets
-// them until it has nothing left.
+// Both streams wait for DMAI slots (16, all held by the low-priority stream while the device is
+// paused); as slots free up, the high-priority stream gets them until it has nothing left.
 TEST(Priorities, HighPriorityStreamGetsFreedSlotsFirst) {
   EngineOptions o;
   o.ring_slots = {16, 16, 16};
   Rig rig = make_rig(o);
-  Engine &e = *rig.engine;
+  Engine& e = *rig.engine;
   Stream low = e.create_stream(with(Ordering::kStrict, 0));
   Stream high = e.create_stream(with(Ordering::kStrict, 5));
   EXPECT_EQ(high.options().priority, 5);
@@ -197,10 +228,8 @@ TEST(Priorities, HighPriorityStreamGetsFreedSlotsFirst) {
   CompletionLog log(kLow + kHigh);
 
   rig.dev().pause();
-  for (std::size_t i = 0; i < kLow; ++i)
-    low.fill(buf, i * 4096, 4096, 1, log.callback(i));
-  for (std::size_t i = 0; i < kHigh; ++i)
-    high.fill(buf, (kLow + i) * 4096, 4096, 2, log.callback(kLow + i));
+  for (std::size_t i = 0; i < kLow; ++i) low.fill(buf, i * 4096, 4096, 1, log.callback(i));
+  for (std::size_t i = 0; i < kHigh; ++i) high.fill(buf, (kLow + i) * 4096, 4096, 2, log.callback(kLow + i));
   EXPECT_EQ(e.stats().cbs_submitted, 16u);
   rig.dev().resume();
   SPYRE_ASSERT_OK(e.synchronize(kWait));
@@ -208,28 +237,24 @@ TEST(Priorities, HighPriorityStreamGetsFreedSlotsFirst) {
   EXPECT_TRUE(log.exactly_once());
 
   std::vector<std::size_t> want;
-  for (std::size_t i = 0; i < 16; ++i)
-    want.push_back(i); // already in the ring
-  for (std::size_t i = 0; i < kHigh; ++i)
-    want.push_back(kLow + i); // high first
-  for (std::size_t i = 16; i < kLow; ++i)
-    want.push_back(i); // then the rest of low
+  for (std::size_t i = 0; i < 16; ++i) want.push_back(i);                  // already in the ring
+  for (std::size_t i = 0; i < kHigh; ++i) want.push_back(kLow + i);        // high first
+  for (std::size_t i = 16; i < kLow; ++i) want.push_back(i);               // then the rest of low
   EXPECT_EQ(log.order(), want);
   EXPECT_EQ(rig.spy->overruns(), 0u);
   EXPECT_LE(rig.spy->max_occupancy(hw::Pipeline::kDmai), 16u);
 }
 
-// --- Caller-driven completion
-// ---------------------------------------------------------------
+// --- Caller-driven completion ---------------------------------------------------------------
 
-// Without a poller, waits drive completions: Op::wait,
-// Stream::query/synchronize, Event query/synchronize, Engine::synchronize.
+// Without a poller, waits drive completions: Op::wait, Stream::query/synchronize, Event
+// query/synchronize, Engine::synchronize.
 TEST(CallerDriven, RoundTripEventsAndQueries) {
   constexpr std::uint64_t n = 9 * MiB + 333;
   EngineOptions o;
   o.completion = CompletionMode::kCallerDriven;
   Rig rig = make_rig(o);
-  Engine &e = *rig.engine;
+  Engine& e = *rig.engine;
   Stream a = e.create_stream(), b = e.create_stream();
   Event ev = e.create_event();
   DeviceBuffer buf = e.allocate(n, AllocOptions{1 * MiB + 128});
@@ -258,10 +283,10 @@ TEST(CallerDriven, RoundTripEventsAndQueries) {
   EXPECT_EQ(e.stats().ops_completed, e.stats().ops_submitted);
 }
 
-// A runtime that only polls (Op::done, Stream::query, Event::query) and never
-// waits still sees its work finish: on a host-driven device (sim, rtl) each
-// query is a step of the device; on a self-timed one the poller thread, or the
-// query itself in caller-driven mode, reaps the RBs.
+
+// A runtime that only polls (Op::done, Stream::query, Event::query) and never waits still sees
+// its work finish: on a host-driven device (sim, rtl) each query is a step of the device; on a
+// self-timed one the poller thread, or the query itself in caller-driven mode, reaps the RBs.
 class Polling : public ::testing::TestWithParam<CompletionMode> {};
 
 TEST_P(Polling, QueriesAloneCompleteACopy) {
@@ -269,7 +294,7 @@ TEST_P(Polling, QueriesAloneCompleteACopy) {
   EngineOptions o;
   o.completion = GetParam();
   Rig rig = make_rig(o);
-  Engine &e = *rig.engine;
+  Engine& e = *rig.engine;
   Stream s = e.create_stream();
   Event ev = e.create_event();
   DeviceBuffer buf = e.allocate(n, AllocOptions{1 * MiB});
@@ -288,14 +313,12 @@ TEST_P(Polling, QueriesAloneCompleteACopy) {
   EXPECT_EQ(e.stats().ops_completed, e.stats().ops_submitted);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Modes, Polling,
-    ::testing::Values(CompletionMode::kAuto, CompletionMode::kCallerDriven),
-    [](const ::testing::TestParamInfo<CompletionMode> &param_info) {
-      return param_info.param == CompletionMode::kAuto
-                 ? std::string("Auto")
-                 : std::string("CallerDriven");
-    });
+INSTANTIATE_TEST_SUITE_P(Modes, Polling,
+                         ::testing::Values(CompletionMode::kAuto, CompletionMode::kCallerDriven),
+                         [](const ::testing::TestParamInfo<CompletionMode>& param_info) {
+                           return param_info.param == CompletionMode::kAuto ? std::string("Auto")
+                                                                      : std::string("CallerDriven");
+                         });
 
-} // namespace
-} // namespace spyre_dma::test
+}  // namespace
+}  // namespace spyre_dma::test
