@@ -27,6 +27,13 @@ inline constexpr std::size_t kMiB = std::size_t{1} << 20;
 
 inline std::string mib_label(std::size_t bytes) { return std::to_string(bytes / kMiB) + "MiB"; }
 
+// A benchmark's minimum time, or a token one when SPYRE_DMA_BENCH_QUICK is set: the CTest entries
+// (label `bench`) run every benchmark that way, to check that it runs, not how fast.
+inline double min_time(double seconds) {
+  const char* quick = std::getenv("SPYRE_DMA_BENCH_QUICK");
+  return quick && *quick && std::strcmp(quick, "0") != 0 ? 0.001 : seconds;
+}
+
 // Page-aligned memory, every page touched (filled with `seed`-derived bytes) at construction.
 class HostBlock {
  public:

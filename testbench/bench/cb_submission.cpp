@@ -185,7 +185,7 @@ void Sizes(benchmark::internal::Benchmark* b) {
   b->ArgName("ops")->Arg(256)->Arg(4096)->Arg(16384);
   // Real time: submission is one thread, and what a caller waits is wall-clock. The untimed drain
   // costs about as much again as the timed part, so MinTime stays small.
-  b->UseRealTime()->MinTime(0.2)->Unit(benchmark::kMicrosecond);
+  b->UseRealTime()->MinTime(spyre_bench::min_time(0.2))->Unit(benchmark::kMicrosecond);
 }
 
 // CBs of ops that span many: each op is a fill of kCbsPerOp flits with CBs cut at one flit
@@ -212,8 +212,8 @@ void BM_SubmitManyCbsPerOp(benchmark::State& state) {
 }
 
 // Registered first: the baseline is recorded before the rows that are compared with it.
-BENCHMARK(BM_RingStoreBaseline)->ArgName("cbs")->Arg(16384)->UseRealTime()->MinTime(0.2)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_SubmitManyCbsPerOp)->ArgName("ops")->Arg(256)->UseRealTime()->MinTime(0.2)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_RingStoreBaseline)->ArgName("cbs")->Arg(16384)->UseRealTime()->MinTime(spyre_bench::min_time(0.2))->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_SubmitManyCbsPerOp)->ArgName("ops")->Arg(256)->UseRealTime()->MinTime(spyre_bench::min_time(0.2))->Unit(benchmark::kMicrosecond);
 BENCHMARK_TEMPLATE(BM_Submit, false)->Name("BM_SubmitUnbatched")->Apply(Sizes);
 BENCHMARK_TEMPLATE(BM_Submit, true)->Name("BM_SubmitBatched")->Apply(Sizes);
 

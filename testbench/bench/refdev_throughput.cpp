@@ -120,7 +120,7 @@ void BM_Refdev(benchmark::State& state) {
 }
 
 void Sizes(benchmark::internal::Benchmark* b) {
-  b->Arg(64 * kMiB)->Arg(256 * kMiB)->UseRealTime()->MinTime(0.5)->Unit(benchmark::kMillisecond);
+  b->Arg(64 * kMiB)->Arg(256 * kMiB)->UseRealTime()->MinTime(spyre_bench::min_time(0.5))->Unit(benchmark::kMillisecond);
 }
 
 // Registered in this order, so the baseline runs (and is recorded) first.

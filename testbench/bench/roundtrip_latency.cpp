@@ -158,7 +158,7 @@ void BM_RoundTrip(benchmark::State& state, bool h2d, bool registered) {
 }
 
 void Common(benchmark::internal::Benchmark* b) {
-  b->UseRealTime()->MinTime(0.3)->Unit(benchmark::kMicrosecond);
+  b->UseRealTime()->MinTime(spyre_bench::min_time(0.3))->Unit(benchmark::kMicrosecond);
 }
 
 // Registered in this order: the baseline runs (and is recorded) first.

@@ -245,7 +245,7 @@ void BM_PageableH2D(benchmark::State& state, std::size_t op_bytes) { BM_Pageable
 void BM_PageableD2H(benchmark::State& state, std::size_t op_bytes) { BM_Pageable<false>(state, op_bytes); }
 
 void Common(benchmark::internal::Benchmark* b) {
-  b->UseRealTime()->MinTime(0.5)->Unit(benchmark::kMillisecond);
+  b->UseRealTime()->MinTime(spyre_bench::min_time(0.5))->Unit(benchmark::kMillisecond);
 }
 
 // Registered in this order: the stages run (and are recorded) before the pipeline.

@@ -129,7 +129,7 @@ BENCHMARK(BM_StreamScaling)
     ->Arg(2)
     ->Arg(4)
     ->UseManualTime()
-    ->MinTime(0.5)
+    ->MinTime(spyre_bench::min_time(0.5))
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace
