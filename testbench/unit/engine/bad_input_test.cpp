@@ -221,6 +221,9 @@ TEST(BadOptions, OpenRefusesAndNamesTheOption) {
   o.staging_buffer_bytes = 1000;
   expect_open_fails(o, {"staging_buffer_bytes = 1000"});
   o = {};
+  o.staging_threads = 65;
+  expect_open_fails(o, {"staging_threads = 65", "at most 64"});
+  o = {};
   o.cb_timeout = 0ns;
   expect_open_fails(o, {"cb_timeout"});
   o = {};

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -242,6 +243,60 @@ TEST(RoundTripLarge, Pageable256MiB) {
   EXPECT_EQ(st.cbs_completed, 2 * n / (4 * MiB));
   EXPECT_EQ(st.quarantined_staging, 0u);
 }
+
+// Staged copies on any number of staging threads (0: the submitting and completing threads copy):
+// four streams, each an H2D then a D2H of pageable memory several staging buffers long, with
+// callbacks; every byte lands, every callback runs once, and each stream's callbacks come in
+// submission order.
+class StagingThreads : public ::testing::TestWithParam<unsigned> {};
+
+TEST_P(StagingThreads, StreamsKeepTheirOrderAndEveryByte) {
+  constexpr std::size_t kStreams = 4;
+  constexpr std::uint64_t n = 10 * MiB + 384;  // three 4 MiB pieces, the last partial
+  EngineOptions o;
+  o.staging_threads = GetParam();
+  Rig rig = make_rig(o);
+  Engine& e = *rig.engine;
+  DeviceBuffer buf = e.allocate(kStreams * 11 * MiB);
+  std::vector<Stream> streams;
+  std::vector<std::vector<std::uint8_t>> src, dst;
+  std::vector<std::vector<int>> order(kStreams);
+  std::mutex mu;
+  for (std::size_t i = 0; i < kStreams; ++i) {
+    streams.push_back(e.create_stream());
+    src.push_back(pattern(n, 300 + i));
+    dst.emplace_back(n, 0);
+  }
+  for (std::size_t i = 0; i < kStreams; ++i) {
+    auto log = [&, i](int k) {
+      return [&, i, k](const Status& st) {
+        EXPECT_TRUE(st.ok()) << st.to_string();
+        std::lock_guard<std::mutex> lock(mu);
+        order[i].push_back(k);
+      };
+    };
+    streams[i].copy_h2d(buf, i * 11 * MiB, src[i].data(), n, log(0));
+    streams[i].copy_d2h(dst[i].data(), buf, i * 11 * MiB, n, log(1));
+  }
+  for (auto& s : streams) SPYRE_ASSERT_OK(s.synchronize(kWait));
+  for (std::size_t i = 0; i < kStreams; ++i) {
+    EXPECT_TRUE(bytes_equal(src[i].data(), dst[i].data(), n)) << "stream " << i;
+  }
+  ASSERT_TRUE(eventually([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    for (const auto& v : order) {
+      if (v.size() != 2) return false;
+    }
+    return true;
+  }));
+  for (std::size_t i = 0; i < kStreams; ++i) EXPECT_EQ(order[i], (std::vector<int>{0, 1})) << "stream " << i;
+  EXPECT_EQ(e.stats().bytes_staged, 2 * kStreams * n);
+}
+
+INSTANTIATE_TEST_SUITE_P(Threads, StagingThreads, ::testing::Values(0u, 1u, 3u),
+                         [](const ::testing::TestParamInfo<unsigned>& param_info) {
+                           return std::to_string(param_info.param);
+                         });
 
 // A registration covers only the bytes registered: a copy reaching past it, or one made after
 // release(), is staged; a copy inside it is direct.
