@@ -311,7 +311,7 @@ void EngineCore::host_data_copied(CopyInBatches& copy_ins, const std::vector<Cop
 void EngineCore::run_work(Lock& lock, Work& work) {
   settle(work);
   for (;;) {
-    if (!stagers_.empty()) hand_to_stagers(lock, work);
+    if (!stagers_.empty() && !stop_stagers_) hand_to_stagers(lock, work);  // large copies, queued
     if (work.copy_ins.empty() && work.copy_outs.empty() && work.callbacks.empty()) break;
     Work w;
     std::swap(w.copy_ins, work.copy_ins);

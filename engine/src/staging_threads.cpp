@@ -22,33 +22,53 @@ void EngineCore::stop_stagers() {
     stop_stagers_ = true;
   }
   for (auto& st : stagers_) st->cv.notify_one();
+  // Joined, not removed: another thread may still look at stagers_ (under the lock); with
+  // stop_stagers_ set, run_work() does the copies itself.
   for (auto& st : stagers_) {
     if (st->thread.joinable()) st->thread.join();
   }
-  stagers_.clear();
 }
 
 void EngineCore::hand_to_stagers(Lock& lock, Work& work) {
+  // Below this a copy costs less than waking a staging thread (and being woken back): the thread
+  // that found it copies it, when that keeps the stream's order (its staging thread has nothing
+  // of it queued or running). Above it, the copy of one piece overlapping the DMA of the next
+  // is what counts.
+  constexpr std::uint64_t kInlineCopyBytes = 64 * 1024;
   if (work.copy_ins.empty() && work.copy_outs.empty()) return;
+  const bool drained = !work.copy_outs.empty();  // this thread holds draining_
   std::vector<StagingJob> jobs(stagers_.size());
-  auto job_of = [&](const StreamState* s) -> StagingJob& { return jobs[(s ? s->id : 0) % jobs.size()]; };
+  std::vector<std::uint64_t> bytes(stagers_.size(), 0);
+  auto index_of = [&](const StreamState* s) -> std::size_t { return (s ? s->id : 0) % jobs.size(); };
   for (auto& batch : work.copy_ins) {
-    StagingJob& job = job_of(batch.first.get());
-    job.copy_ins.push_back(std::move(batch));
+    const std::size_t i = index_of(batch.first.get());
+    for (const CopyIn& c : batch.second) bytes[i] += c.len;
+    jobs[i].copy_ins.push_back(std::move(batch));
   }
-  for (CopyOut& c : work.copy_outs) job_of(c.op->stream.get()).copy_outs.push_back(std::move(c));
-  // Queued in RB order, and each stream's copies go to one thread: the next drain may go ahead.
-  if (!work.copy_outs.empty()) draining_ = false;
+  for (CopyOut& c : work.copy_outs) {
+    const std::size_t i = index_of(c.op->stream.get());
+    bytes[i] += c.len;
+    jobs[i].copy_outs.push_back(std::move(c));
+  }
   work.copy_ins.clear();
   work.copy_outs.clear();
   std::vector<Stager*> wake;
   for (std::size_t i = 0; i < jobs.size(); ++i) {
-    if (jobs[i].copy_ins.empty() && jobs[i].copy_outs.empty()) continue;
+    StagingJob& job = jobs[i];
+    if (job.copy_ins.empty() && job.copy_outs.empty()) continue;
     Stager& st = *stagers_[i];
-    st.jobs.push_back(std::move(jobs[i]));
+    if (bytes[i] <= kInlineCopyBytes && st.jobs.empty() && !st.copying) {
+      for (auto& batch : job.copy_ins) work.copy_ins.push_back(std::move(batch));
+      for (CopyOut& c : job.copy_outs) work.copy_outs.push_back(std::move(c));
+      continue;
+    }
+    st.jobs.push_back(std::move(job));
     ++unlocked_work_;  // until the job is done: reset() and shutdown() wait for it
     if (st.idle) wake.push_back(&st);
   }
+  // Copy-outs queued in RB order, each stream's on one thread: the next drain may go ahead, unless
+  // some stay here (run_work() lets it go on when they are done).
+  if (drained && work.copy_outs.empty()) draining_ = false;
   if (wake.empty()) return;
   // Notified without the lock, so a stager does not wake into it; the queued jobs keep reset()
   // and shutdown() out meanwhile.
@@ -78,11 +98,9 @@ void EngineCore::settle_staging_jobs(Lock& lock, Work& work, std::chrono::nanose
     }
     return true;
   };
-  ++cv_waiters_;
   ++quiet_waiters_;
   (void)done_cv_.wait_for(lock, timeout, settled);
   --quiet_waiters_;
-  --cv_waiters_;
 }
 
 void EngineCore::stager_main(Stager& me) {
@@ -107,7 +125,7 @@ void EngineCore::stager_main(Stager& me) {
     me.copying = false;
     --unlocked_work_;
     if (quiet_waiters_ > 0) done_cv_.notify_all();  // reset() or shutdown() (rare: under the lock)
-    work.completed_any = true;  // a waiter on done_cv_ may wait for this job (or for quiet)
+    work.completed_any = true;  // a waiter may wait for what this job finished
     run_work(lock, work);       // completions and callbacks; further copies are queued again
     ring_doorbells();
   }
