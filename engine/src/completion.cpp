@@ -384,9 +384,11 @@ bool EngineCore::anything_live() const noexcept {
 }
 
 bool EngineCore::wait_for_quiet(Lock& lock, std::chrono::nanoseconds timeout) {
+  ++cv_waiters_;
   ++quiet_waiters_;
   const bool quiet = done_cv_.wait_for(lock, timeout, [&] { return unlocked_work_ == 0 && waking_ == 0; });
   --quiet_waiters_;
+  --cv_waiters_;
   return quiet;
 }
 

@@ -112,7 +112,6 @@ void EngineCore::shutdown() {
   // Let in-flight work finish (bounded by the CB timeout, which fails what the device abandons).
   (void)wait_all(options_.cb_timeout + 1s);
   Work work;
-  std::vector<std::shared_ptr<Sleeper>> sleeping;
   {
     Lock lock(mu_);
     closed_ = true;
@@ -120,9 +119,8 @@ void EngineCore::shutdown() {
     fail_everything(Status(ErrorCode::kCancelled, "engine closed"), work);
     settle_staging_jobs(lock, work, options_.cb_timeout + 1s);
     stop_poller_ = true;
-    sleeping = sleepers_;
   }
-  for (const auto& s : sleeping) s->cv.notify_one();  // they see closed_
+  done_cv_.notify_all();
   poller_cv_.notify_all();
   if (poller_.joinable()) poller_.join();
   {
@@ -328,22 +326,22 @@ Status EngineCore::wait_until(const std::function<bool()>& pred, std::chrono::na
       (void)device_->wait_for_interrupt(slice);
       lock.lock();
     } else {
-      block(lock, pred, deadline, spin_until);
+      block(lock, deadline, spin_until);
     }
   }
   --waiters_;
-  // A sleeping waiter takes the interrupt over from this one if nobody else is awake to.
-  if (!sleepers_.empty()) wake_waiters(lock);
   // The last waiter hands the rings back to the poller when work is still live; with nothing in
   // flight the parked poller resumes on its own slice (a round trip then costs no wake-up).
   const bool wake_poller = waiters_ == 0 && poller_parked_ && anything_live();
+  // Threads on done_cv_ take the interrupt over from one that leaves.
+  const bool hand_over = cv_waiters_ > 0 && !irq_held_;
   lock.unlock();
   if (wake_poller) poller_cv_.notify_one();
+  if (hand_over) done_cv_.notify_all();
   return result;
 }
 
-void EngineCore::block(Lock& lock, const std::function<bool()>& pred, Clock::time_point deadline,
-                       Clock::time_point spin_until) {
+void EngineCore::block(Lock& lock, Clock::time_point deadline, Clock::time_point spin_until) {
   // Bounds every sleep, so CB timeouts are checked and a waiter never depends on one wake-up.
   constexpr auto kSlice = 1ms;
   const auto now = Clock::now();
@@ -360,14 +358,9 @@ void EngineCore::block(Lock& lock, const std::function<bool()>& pred, Clock::tim
     irq_held_ = false;
     return;
   }
-  // A sleeper of its own: wake_waiters() wakes only those whose wait is over, and one to take the
-  // interrupt when nobody else is awake to (a broadcast woke every waiter for every completion).
-  thread_local const std::shared_ptr<Sleeper> me = std::make_shared<Sleeper>();
-  me->pred = &pred;
-  sleepers_.push_back(me);
-  me->cv.wait_until(lock, std::min(deadline, now + kSlice));
-  sleepers_.erase(std::find(sleepers_.begin(), sleepers_.end(), me));
-  me->pred = nullptr;
+  ++cv_waiters_;
+  done_cv_.wait_until(lock, std::min(deadline, now + kSlice));
+  --cv_waiters_;
 }
 
 bool EngineCore::spin_for_rb(Lock& lock, Clock::time_point until) {
@@ -413,32 +406,21 @@ void EngineCore::adapt_spin(bool landed) {
 }
 
 void EngineCore::wait_for_spinners(Lock& lock) {
+  ++cv_waiters_;
   ++quiet_waiters_;
   // A spin lasts poll_spin at most, a wake-up one notify.
   done_cv_.wait(lock, [&] { return spinning_ == 0 && waking_ == 0; });
   --quiet_waiters_;
+  --cv_waiters_;
 }
 
 void EngineCore::wake_waiters(Lock& lock) {
-  std::vector<std::shared_ptr<Sleeper>> wake;
-  // Someone awake takes the next interrupt: its holder, a spinner, or a waiter not asleep here.
-  bool taker = irq_held_ || spinning_ > 0 || waiters_ > static_cast<int>(sleepers_.size());
-  for (const auto& s : sleepers_) {
-    if ((*s->pred)()) {
-      wake.push_back(s);  // its wait is over
-    } else if (!taker) {
-      wake.push_back(s);  // it takes the interrupt over
-      taker = true;
-    }
-  }
-  const bool quiet = quiet_waiters_ > 0;
-  if (wake.empty() && !quiet) return;
+  if (cv_waiters_ == 0) return;
   // The lock is dropped mid-way through the caller's step: waking_ keeps reset() and shutdown()
   // from reprogramming or freeing the rings and staging buffers the caller goes on to use.
   ++waking_;
   lock.unlock();
-  for (const auto& s : wake) s->cv.notify_one();
-  if (quiet) done_cv_.notify_all();
+  done_cv_.notify_all();
   lock.lock();
   // Only reset() and shutdown() wait for waking_ to fall; they are told under the lock (rare).
   if (--waking_ == 0 && quiet_waiters_ > 0) done_cv_.notify_all();
@@ -594,7 +576,7 @@ void EngineCore::poller_main() {
       continue;
     }
     // Sleep until the device raises an interrupt; the bound keeps CB timeouts checked. A thread
-    // that starts waiting meanwhile sleeps and is woken by this one's progress.
+    // that starts waiting meanwhile sleeps on done_cv_ and is woken by this one's progress.
     const bool live = anything_live();
     irq_held_ = true;
     lock.unlock();

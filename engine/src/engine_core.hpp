@@ -181,15 +181,13 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   // settled when they return.
   void settle_staging_jobs(Lock& lock, Work& work, std::chrono::nanoseconds timeout);
   bool wait_for_quiet(Lock& lock, std::chrono::nanoseconds timeout);  // no work outside the lock
-  // Wakes the sleeping waiters whose wait is over, one more to take the interrupt if nobody awake
-  // will, and reset() or shutdown() waiting for quiet; the lock is dropped for the notify (a woken
-  // thread must not run into a held lock), and held again on return.
+  // Notifies done_cv_ when a thread waits on it, with the lock dropped for the notify (a woken
+  // thread must not run into a held lock); returns with it held again.
   void wake_waiters(Lock& lock);
   Status wait_until(const std::function<bool()>& pred, std::chrono::nanoseconds timeout);
   // A waiting thread's step when progress() found nothing: spin on the RB rings while the spin
-  // lasts, else sleep in the device's interrupt (one thread at a time), else as a sleeper.
-  void block(Lock& lock, const std::function<bool()>& pred, Clock::time_point deadline,
-             Clock::time_point spin_until);
+  // lasts, else sleep in the device's interrupt (one thread at a time), else on done_cv_.
+  void block(Lock& lock, Clock::time_point deadline, Clock::time_point spin_until);
   // Spins, without the lock, until an RB lands in a ring that has CBs outstanding or `until`;
   // false, at once and with the lock held, when no ring has CBs outstanding.
   bool spin_for_rb(Lock& lock, Clock::time_point until);
@@ -209,19 +207,14 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   bool caller_driven_ = false;
 
   std::mutex mu_;
-  std::condition_variable done_cv_;  // reset() and shutdown() waiting for quiet
+  std::condition_variable done_cv_;  // an op completed, or progress happened
   // The completion path of a self-timed device. A thread that waits reaps the RBs itself: it
   // spins on the rings for poll_spin, then sleeps in Device::wait_for_interrupt, so a completion
-  // wakes it directly. One thread at a time sleeps there (irq_held_); the others sleep each on
-  // its own condition variable (sleepers_) and are woken when their wait is over, or to take the
-  // interrupt over. The poller stands aside (parks on poller_cv_) while any thread waits, so an
-  // interrupt goes to the thread that wants it.
-  struct Sleeper {
-    std::condition_variable cv;
-    const std::function<bool()>* pred = nullptr;  // what it waits for (evaluated under the lock)
-  };
-  std::vector<std::shared_ptr<Sleeper>> sleepers_;
+  // wakes it directly. One thread at a time sleeps there (irq_held_); the others sleep on
+  // done_cv_ and are woken by the reaper's progress. The poller stands aside (parks on
+  // poller_cv_) while any thread waits, so an interrupt goes to the thread that wants it.
   int waiters_ = 0;
+  int cv_waiters_ = 0;
   bool irq_held_ = false;
   int spinning_ = 0;  // threads in spin_for_rb, reading the RB rings without the lock
   int waking_ = 0;         // threads in wake_waiters, between two steps that use the rings

@@ -98,9 +98,11 @@ void EngineCore::settle_staging_jobs(Lock& lock, Work& work, std::chrono::nanose
     }
     return true;
   };
+  ++cv_waiters_;
   ++quiet_waiters_;
   (void)done_cv_.wait_for(lock, timeout, settled);
   --quiet_waiters_;
+  --cv_waiters_;
 }
 
 void EngineCore::stager_main(Stager& me) {
@@ -125,7 +127,7 @@ void EngineCore::stager_main(Stager& me) {
     me.copying = false;
     --unlocked_work_;
     if (quiet_waiters_ > 0) done_cv_.notify_all();  // reset() or shutdown() (rare: under the lock)
-    work.completed_any = true;  // a waiter may wait for what this job finished
+    work.completed_any = true;  // a waiter on done_cv_ may wait for this job (or for quiet)
     run_work(lock, work);       // completions and callbacks; further copies are queued again
     ring_doorbells();
   }
