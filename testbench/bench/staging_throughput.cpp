@@ -12,6 +12,7 @@
 //   BM_PageableH2D, BM_PageableD2H  the real thing: std::vector (pre-faulted) <-> device,
 //       /one_op    as one copy_h2d / copy_d2h of 256 MiB (how a caller would write it)
 //       /ops_4MiB  as 64 back-to-back ops of 4 MiB (one staging buffer each), one synchronize
+//       /one_op_no_staging_threads  one_op with EngineOptions::staging_threads = 0
 //
 // Counters of the pageable rows:
 //   vs_slower_stage  pageable rate / min(stage a, stage b) of the same direction (target >= 0.8)
@@ -103,9 +104,11 @@ struct Rig {
   std::uint8_t* out = nullptr;
   std::string error;
 
-  explicit Rig(bool reg) : registered(reg) {
+  Rig(bool reg, unsigned staging_threads) : registered(reg) {
     dev = std::make_shared<refdev::RefDevice>();
-    engine = Engine::open(dev);
+    EngineOptions options;
+    options.staging_threads = staging_threads;
+    engine = Engine::open(dev, options);
     stream = engine->create_stream();
     buf = engine->allocate(kBytes);
     if (registered) {
@@ -158,10 +161,10 @@ struct Rig {
     if (!stream.synchronize(kWait).ok()) return -1;
     return t.seconds();
   }
-  static Rig& get(bool registered) {
-    static std::map<bool, std::unique_ptr<Rig>> rigs;
-    auto& r = rigs[registered];
-    if (!r) r = std::make_unique<Rig>(registered);
+  static Rig& get(bool registered, unsigned staging_threads = EngineOptions{}.staging_threads) {
+    static std::map<std::pair<bool, unsigned>, std::unique_ptr<Rig>> rigs;
+    auto& r = rigs[{registered, staging_threads}];
+    if (!r) r = std::make_unique<Rig>(registered, staging_threads);
     return *r;
   }
 };
@@ -223,10 +226,10 @@ double stage_rate(const char* stage, bool h2d) {
 // op_bytes 0: the whole 256 MiB as one copy_h2d / copy_d2h (how a user calls it); otherwise
 // ops of that size, back to back, one synchronize.
 template <bool kH2D>
-void BM_Pageable(benchmark::State& state, std::size_t op_bytes) {
+void BM_Pageable(benchmark::State& state, std::size_t op_bytes, unsigned staging_threads) {
   const double a = stage_rate("host_copy", kH2D);
   const double b = stage_rate("dma", kH2D);
-  Rig& rig = Rig::get(false);
+  Rig& rig = Rig::get(false, staging_threads);
   const EngineStats before = rig.engine->stats();
   WallTimer t;
   run_transfers(state, rig, kH2D, op_bytes);
@@ -241,8 +244,12 @@ void BM_Pageable(benchmark::State& state, std::size_t op_bytes) {
       static_cast<double>(after.staging_stalls - before.staging_stalls) / static_cast<double>(state.iterations());
 }
 
-void BM_PageableH2D(benchmark::State& state, std::size_t op_bytes) { BM_Pageable<true>(state, op_bytes); }
-void BM_PageableD2H(benchmark::State& state, std::size_t op_bytes) { BM_Pageable<false>(state, op_bytes); }
+void BM_PageableH2D(benchmark::State& state, std::size_t op_bytes, unsigned staging_threads) {
+  BM_Pageable<true>(state, op_bytes, staging_threads);
+}
+void BM_PageableD2H(benchmark::State& state, std::size_t op_bytes, unsigned staging_threads) {
+  BM_Pageable<false>(state, op_bytes, staging_threads);
+}
 
 void Common(benchmark::internal::Benchmark* b) {
   b->UseRealTime()->MinTime(spyre_bench::min_time(0.5))->Unit(benchmark::kMillisecond);
@@ -253,9 +260,12 @@ BENCHMARK_CAPTURE(BM_StageHostCopy, to_staging, true)->Apply(Common);
 BENCHMARK_CAPTURE(BM_StageHostCopy, from_staging, false)->Apply(Common);
 BENCHMARK_TEMPLATE(BM_StageDma, true)->Name("BM_StageDmaH2D")->Apply(Common);
 BENCHMARK_TEMPLATE(BM_StageDma, false)->Name("BM_StageDmaD2H")->Apply(Common);
-BENCHMARK_CAPTURE(BM_PageableH2D, one_op, 0)->Apply(Common);
-BENCHMARK_CAPTURE(BM_PageableD2H, one_op, 0)->Apply(Common);
-BENCHMARK_CAPTURE(BM_PageableH2D, ops_4MiB, 4 * kMiB)->Apply(Common);
-BENCHMARK_CAPTURE(BM_PageableD2H, ops_4MiB, 4 * kMiB)->Apply(Common);
+BENCHMARK_CAPTURE(BM_PageableH2D, one_op, 0, 1)->Apply(Common);
+BENCHMARK_CAPTURE(BM_PageableD2H, one_op, 0, 1)->Apply(Common);
+BENCHMARK_CAPTURE(BM_PageableH2D, ops_4MiB, 4 * kMiB, 1)->Apply(Common);
+BENCHMARK_CAPTURE(BM_PageableD2H, ops_4MiB, 4 * kMiB, 1)->Apply(Common);
+// The same without staging threads: the submitting and completing threads copy.
+BENCHMARK_CAPTURE(BM_PageableH2D, one_op_no_staging_threads, 0, 0)->Apply(Common);
+BENCHMARK_CAPTURE(BM_PageableD2H, one_op_no_staging_threads, 0, 0)->Apply(Common);
 
 }  // namespace

@@ -28,13 +28,18 @@ std::uint32_t InterruptLine::wait(std::chrono::nanoseconds timeout) {
   if (timeout <= std::chrono::nanoseconds::zero() || closed_.load()) return 0;
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   waiters_.fetch_add(1);
-  const std::uint64_t seen = generation_.load();
-  if (pending_.load() == 0) {
+  std::uint32_t mask = 0;
+  // Woken by a raise another waiter collected first, it sleeps on: it returns with bits, at its
+  // timeout, or when the line closes.
+  for (;;) {
+    const std::uint64_t seen = generation_.load();
+    mask = pending_.exchange(0);
+    if (mask != 0 || closed_.load()) break;
     std::unique_lock<std::mutex> lock(mutex_);
-    (void)cv_.wait_until(lock, deadline, [&] { return generation_.load() != seen || closed_.load(); });
+    if (!cv_.wait_until(lock, deadline, [&] { return generation_.load() != seen || closed_.load(); })) break;
   }
   waiters_.fetch_sub(1);
-  return pending_.exchange(0);
+  return mask != 0 ? mask : pending_.exchange(0);
 }
 
 }  // namespace spyre_dma::device_core

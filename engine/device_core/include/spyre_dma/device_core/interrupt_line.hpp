@@ -2,10 +2,10 @@
 // them, shaped like the eventfd a VFIO driver binds to each vector.
 //
 // raise() ORs the pipelines' bits into a pending mask and wakes every thread blocked in wait();
-// each woken thread returns, and the mask goes to whichever collects it first (the others return
-// 0, having been woken all the same). A raise with nobody waiting costs two atomic operations and
-// no system call; the wake-up is never issued while holding the line's mutex, so a woken thread
-// does not run into a held lock.
+// the mask goes to whichever collects it first, and the others sleep on until a later raise, their
+// timeout or close(). A raise with nobody waiting costs a few atomic operations and no system
+// call; the wake-up is never issued while holding the line's mutex, so a woken thread does not run
+// into a held lock.
 #pragma once
 
 #include <atomic>
@@ -20,9 +20,9 @@ class InterruptLine {
  public:
   // An interrupt for the pipelines in `bits` (1 << hw::Pipeline).
   void raise(std::uint32_t bits) noexcept;
-  // Blocks until an interrupt is raised, close() is called, or `timeout` passes. Returns the
-  // pending mask (cleared), 0 when another waiter collected it or nothing was raised. A timeout
-  // of zero only collects what is pending.
+  // Blocks until it collects a raised interrupt, close() is called, or `timeout` passes. Returns
+  // the pending mask (cleared), 0 at the timeout or on close. A timeout of zero only collects
+  // what is pending.
   std::uint32_t wait(std::chrono::nanoseconds timeout);
   // Wakes every waiter; later waits return at once (a device being destroyed).
   void close() noexcept;
