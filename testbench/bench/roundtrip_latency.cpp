@@ -15,8 +15,8 @@
 //   vs_handoff    us_per_op / the baseline's                     (target for registered: <= 1.5)
 // The baseline is measured on the spot (median of 5) when it was filtered out of the run.
 //
-// Run: build/default/testbench/bench/roundtrip_latency   (pin it to show one core's figure:
-//      taskset -c 0,1 ..., the device worker needs a core of its own to answer without delay)
+// Run: build/default/testbench/bench/roundtrip_latency; `taskset -c 0 ...` gives one core's
+//      figure, where the waiter, the device worker and the baseline's two threads share it.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
