@@ -40,7 +40,9 @@ struct EngineOptions {
   // CB ring slots per pipeline (COMPUTE, DMAI, DMAO); 0 takes the device's depth. Powers of two.
   std::array<std::uint32_t, 3> ring_slots{0, 0, 0};
   CompletionMode completion = CompletionMode::kAuto;
-  // Spin this long on an empty RB ring before sleeping in Device::wait_for_interrupt.
+  // The most a waiting thread spins on the RB rings before it sleeps in Device::wait_for_interrupt.
+  // The spin adapts: one that sees no RB halves the next (down to none, when the device runs on
+  // no other core), one that sees an RB restores this. 0: never spin.
   std::chrono::nanoseconds poll_spin = 20us;
   // Device memory the allocator may hand out; 0 takes the device's usable size.
   std::uint64_t device_memory_bytes = 0;
