@@ -166,7 +166,7 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   void ring_doorbells();
   void set_blocked(const std::shared_ptr<StreamState>& s, bool blocked);
   void run_work(Lock& lock, Work& work);  // drops the lock while copying and calling back
-  void run_completions(Lock& lock);        // the queued completion callbacks, in order
+  bool run_completions(Lock& lock);        // the queued completion callbacks, in order; true: ran some
   // The host side of staging: the copies themselves (called and returning without the lock; each
   // copied-in piece's CB is pushed under it), then, with the lock, what they free and feed.
   void copy_host_data(Lock& lock, CopyInBatches& copy_ins, const std::vector<CopyOut>& copy_outs, Work& work);

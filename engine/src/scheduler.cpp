@@ -310,6 +310,7 @@ void EngineCore::host_data_copied(CopyInBatches& copy_ins, const std::vector<Cop
 
 void EngineCore::run_work(Lock& lock, Work& work) {
   settle(work);
+  bool unlocked = false;  // this thread copied or called back without the lock
   for (;;) {
     if (!stagers_.empty() && !stop_stagers_) hand_to_stagers(lock, work);  // large copies, queued
     if (work.copy_ins.empty() && work.copy_outs.empty() && work.callbacks.empty()) break;
@@ -318,6 +319,7 @@ void EngineCore::run_work(Lock& lock, Work& work) {
     std::swap(w.copy_outs, work.copy_outs);
     std::swap(w.callbacks, work.callbacks);
     ++unlocked_work_;
+    unlocked = true;
     lock.unlock();
     copy_host_data(lock, w.copy_ins, w.copy_outs, work);
     std::vector<CallbackResult> results;
@@ -340,18 +342,19 @@ void EngineCore::run_work(Lock& lock, Work& work) {
     settle(work);
     ring_doorbells();
   }
-  run_completions(lock);
-  if (work.completed_any || unlocked_work_ == 0) {  // shutdown() may wait for quiet
+  unlocked |= run_completions(lock);
+  // Waiters learn of completions; reset() and shutdown() may wait for quiet.
+  if (work.completed_any || (unlocked && unlocked_work_ == 0)) {
     work.completed_any = false;
     wake_waiters(lock);
   }
 }
 
-void EngineCore::run_completions(Lock& lock) {
+bool EngineCore::run_completions(Lock& lock) {
   // Ops become done on several threads (a waiter, the poller, a staging thread); their callbacks
   // run on one at a time, in the order the ops became done. Whoever finds none running runs
   // them all; the others go on.
-  if (completions_running_) return;
+  if (completions_running_ || completions_.empty()) return false;
   completions_running_ = true;
   while (!completions_.empty()) {
     std::vector<std::shared_ptr<OpState>> batch(std::make_move_iterator(completions_.begin()),
@@ -372,6 +375,7 @@ void EngineCore::run_completions(Lock& lock) {
     --unlocked_work_;
   }
   completions_running_ = false;
+  return true;
 }
 
 }  // namespace spyre_dma::detail
