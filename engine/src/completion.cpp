@@ -253,7 +253,7 @@ bool EngineCore::expire_timeouts(Work& work) {
 
 void EngineCore::maybe_complete(const std::shared_ptr<OpState>& op, Work& work) {
   if (!op->finished && op->fully_issued() && op->cbs_live == 0) {
-    complete(op, op->first_error, work);
+    complete(op, op->first_error.get(), work);
   }
 }
 
@@ -263,12 +263,12 @@ void EngineCore::complete(std::shared_ptr<OpState> op, Status status, Work& work
   op->final_status = std::move(status);
   ++stats_.ops_completed;
   if (!op->final_status.ok()) ++stats_.ops_failed;
-  const auto& s = op->stream;
+  StreamState* const s = op->stream;
   // Pipeline-FIFO orders nothing across pipelines, nor its completions; retire() publishes the
   // ops of the other modes in submission order.
   if (!s || s->options.ordering == Ordering::kPipelineFifo) publish(op, work);
   if (s) {
-    if (!op->final_status.ok() && s->first_error.ok()) s->first_error = op->final_status;
+    if (!op->final_status.ok() && s->first_error.ok()) s->first_error = op->final_status.get();
     if (op->kind == OpKind::kD2H && op->started) {
       --s->live_d2h;
       if (op->staged) --s->live_staged_d2h;
@@ -288,7 +288,7 @@ void EngineCore::publish(const std::shared_ptr<OpState>& op, Work& work) {
 
 void EngineCore::retire(StreamState& s, Work& work) {
   while (!s.window.empty()) {
-    const std::shared_ptr<OpState> front = s.window.front();
+    const std::shared_ptr<OpState>& front = s.window.front();  // popped last, below
     if (!front->finished) {
       if (front->kind != OpKind::kEventRecord) break;
       // Everything before the record has completed: its time is when the last of that finished
@@ -298,7 +298,7 @@ void EngineCore::retire(StreamState& s, Work& work) {
     }
     if (front->device_work()) s.retired_end_ns = std::max(s.retired_end_ns, front->end_ns);
     publish(front, work);  // every op before it is done: in submission order
-    front->stream.reset();  // breaks the stream <-> op cycle
+    front->stream = nullptr;
     s.window.pop_front();
     if (s.cursor > 0) --s.cursor;
     ++s.retired;
@@ -307,7 +307,7 @@ void EngineCore::retire(StreamState& s, Work& work) {
 
 void EngineCore::settle(Work& work) {
   while (!work.touched.empty() || work.repump) {
-    std::vector<std::shared_ptr<StreamState>> touched;
+    std::vector<StreamState*> touched;
     std::swap(touched, work.touched);
     for (const auto& s : touched) retire(*s, work);
     if (work.touched.empty()) {
@@ -351,12 +351,12 @@ void EngineCore::fail_everything(const Status& why, Work& work) {
       op->compute_issued = true;
       // `started` stays as it is: complete() undoes the D2H counts of started ops only, and the
       // cursor below keeps the rest from starting.
-      if (op->cbs_live == 0) complete(op, op->first_error, work);
+      if (op->cbs_live == 0) complete(op, op->first_error.get(), work);
     }
     s->cursor = s->window.size();
     s->has_last_pipe = false;
     set_blocked(s, false);
-    work.touched.push_back(s);
+    work.touched.push_back(s.get());
   }
 }
 

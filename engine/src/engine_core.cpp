@@ -231,22 +231,35 @@ void EngineCore::notify_submit(const StreamState& stream, const OpState& op,
 
 std::shared_ptr<OpState> EngineCore::make_op(OpKind kind) {
   auto op = std::allocate_shared<OpState>(OpPoolAllocator<OpState>());
-  op->id = next_op_id();
   op->kind = kind;
   op->core = weak_from_this();
   return op;
 }
 
-std::shared_ptr<OpState> EngineCore::submit(const std::shared_ptr<StreamState>& stream,
-                                            std::shared_ptr<OpState> op) {
-  if (options_.observer) notify_submit(*stream, *op, nullptr);
-  Work work;
-  Lock lock(mu_);
-  if (closed_) throw Closed("submit: engine closed");
-  op->stream = stream;
+void EngineCore::enqueue(Lock& lock, const char* what, const std::shared_ptr<StreamState>& stream,
+                         const std::shared_ptr<OpState>& op, const EventState* event) {
+  if (closed_) throw Closed(std::string(what) + ": engine closed");
+  // Numbered here, under the lock, rather than with an atomic counter on the way in: one atomic
+  // read-modify-write less per op.
+  op->id = ++op_ids_;
+  if (options_.observer) {
+    // on_submit names the op by its id and runs without the lock (an observer may take its time).
+    lock.unlock();
+    notify_submit(*stream, *op, event);
+    lock.lock();
+    if (closed_) throw Closed(std::string(what) + ": engine closed");
+  }
+  op->stream = stream.get();
   stream->window.push_back(op);
   ++stream->submitted;
   ++stats_.ops_submitted;
+}
+
+std::shared_ptr<OpState> EngineCore::submit(const std::shared_ptr<StreamState>& stream,
+                                            std::shared_ptr<OpState> op) {
+  Work work;
+  Lock lock(mu_);
+  enqueue(lock, "submit", stream, op, nullptr);
   pump(stream, work, true);
   run_work(lock, work);
   if (batch_depth_ == 0) ring_doorbells();
@@ -268,15 +281,10 @@ std::shared_ptr<OpState> EngineCore::submit_record(const std::shared_ptr<StreamS
   auto op = make_op(OpKind::kEventRecord);
   // The device's clock now: the record's time when nothing is ahead of it (see retire()).
   if (limits_.capabilities & hw::kCapTimestamps) op->start_ns = device_->read64(hw::reg::kTimestampNs_64);
-  if (options_.observer) notify_submit(*stream, *op, event.get());
   Work work;
   Lock lock(mu_);
-  if (closed_) throw Closed("record: engine closed");
+  enqueue(lock, "record", stream, op, event.get());
   event->marker = op;
-  op->stream = stream;
-  stream->window.push_back(op);
-  ++stream->submitted;
-  ++stats_.ops_submitted;
   retire(*stream, work);  // completes at once when nothing is ahead of it
   pump(stream, work, true);
   ring_doorbells();
@@ -287,15 +295,10 @@ std::shared_ptr<OpState> EngineCore::submit_record(const std::shared_ptr<StreamS
 std::shared_ptr<OpState> EngineCore::submit_wait(const std::shared_ptr<StreamState>& stream,
                                                  const std::shared_ptr<EventState>& event) {
   auto op = make_op(OpKind::kEventWait);
-  if (options_.observer) notify_submit(*stream, *op, event.get());
   Work work;
   Lock lock(mu_);
-  if (closed_) throw Closed("wait: engine closed");
+  enqueue(lock, "wait", stream, op, event.get());
   op->awaited = event->marker;  // the latest record at the time of the call, as CUDA does
-  op->stream = stream;
-  stream->window.push_back(op);
-  ++stream->submitted;
-  ++stats_.ops_submitted;
   pump(stream, work, true);
   ring_doorbells();
   run_work(lock, work);

@@ -70,7 +70,6 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   const EngineOptions& options() const noexcept { return options_; }
   Device& device() noexcept { return *device_; }
   const std::shared_ptr<Device>& device_ptr() const noexcept { return device_; }
-  std::uint64_t next_op_id() noexcept { return ++op_ids_; }
   // A new op of this engine, its storage from the op pool.
   std::shared_ptr<OpState> make_op(OpKind kind);
   bool owns(const AllocationState& a) const noexcept { return a.allocator == allocator_; }
@@ -119,7 +118,7 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
     CopyInBatches copy_ins;
     std::vector<CopyOut> copy_outs;
     std::vector<std::shared_ptr<OpState>> callbacks;  // host_callback ops to run
-    std::vector<std::shared_ptr<StreamState>> touched;  // streams with newly completed ops
+    std::vector<StreamState*> touched;  // streams with newly completed ops
     bool completed_any = false;
     // Staging buffers of CBs whose RBs were consumed: unmapped only after RB_CI hands the RB slots
     // back, so no observer of the interface sees a buffer unmapped while its CB is outstanding.
@@ -134,6 +133,10 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   };
 
   // All of these run with the lock held.
+  // Numbers `op` and appends it to its stream's window (with an observer, after on_submit, which
+  // runs without the lock); throws Closed, naming `what`, once the engine is closed.
+  void enqueue(Lock& lock, const char* what, const std::shared_ptr<StreamState>& stream,
+               const std::shared_ptr<OpState>& op, const EventState* event);
   bool progress(Lock& lock);  // may drop and retake the lock; true if anything moved
   void poll(Lock& lock);      // a polling thread's step: progress, else one device step, then progress
   bool drain_rbs(Work& work);
@@ -271,7 +274,7 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   std::shared_ptr<DeviceAllocator> allocator_;
   std::shared_ptr<HostRegistry> registry_;
   std::thread poller_;
-  std::atomic<std::uint64_t> op_ids_{0};
+  std::uint64_t op_ids_ = 0;
   std::uint64_t stream_ids_ = 0;
   std::uint64_t alloc_ids_ = 0;
   EngineStats stats_;

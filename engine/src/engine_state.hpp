@@ -31,33 +31,54 @@ struct AllocationState {
   ~AllocationState() { allocator->free(address); }
 };
 
+// An op's status in one pointer: most ops succeed, and a Status is 72 bytes (two per op made a
+// third of OpState, all of it written on every submission).
+class OpStatus {
+ public:
+  bool ok() const noexcept { return !error_; }
+  Status get() const { return error_ ? *error_ : Status(); }
+  OpStatus& operator=(Status s) {
+    error_ = s.ok() ? nullptr : std::make_unique<Status>(std::move(s));
+    return *this;
+  }
+
+ private:
+  std::unique_ptr<Status> error_;
+};
+
+// Fields are grouped by when they are touched: the request and progress a single-CB op writes on
+// submission come first, so that a freshly taken (cold) op costs as few cache lines as possible.
 struct OpState {
   std::uint64_t id = 0;
   OpKind kind = OpKind::kH2D;
-  std::weak_ptr<EngineCore> core;
-  std::shared_ptr<StreamState> stream;  // cleared when the op retires from its stream
-
-  // The request (immutable after submission).
-  std::shared_ptr<AllocationState> dst, src;
-  std::uint64_t dst_offset = 0, src_offset = 0, bytes = 0;
-  const std::uint8_t* host_src = nullptr;
-  std::uint8_t* host_dst = nullptr;
-  std::uint32_t pattern = 0;
-  std::uint64_t duration_ns = 0;
-  std::function<void()> host_fn;
-  Callback on_complete;
-  std::shared_ptr<HostRegistrationState> host;  // set: direct DMA through this registration
-  std::shared_ptr<OpState> awaited;             // kEventWait: the record op waited for
   hw::Pipeline pipe = hw::Pipeline::kDmai;
   bool staged = false;
 
   // Progress (engine lock).
   bool started = false;
-  std::uint64_t next = 0;       // bytes handed to CBs so far
   bool compute_issued = false;  // kCompute: its single CB was handed over
-  std::uint32_t cbs_live = 0;   // CBs handed over (or being staged) and not yet finished
+  bool finished = false;        // see Completion below
+  std::atomic<bool> done{false};
+  std::uint32_t cbs_live = 0;     // CBs handed over (or being staged) and not yet finished
   std::uint32_t copying_out = 0;  // of those, CBs answered Good whose staged data is being copied out
-  Status first_error;
+  std::uint64_t next = 0;         // bytes handed to CBs so far
+  OpStatus first_error;
+
+  // The request (immutable after submission).
+  std::uint64_t dst_offset = 0, src_offset = 0, bytes = 0;
+  std::shared_ptr<AllocationState> dst, src;
+  std::weak_ptr<EngineCore> core;
+  // Its stream, until the op retires from it (then null). A plain pointer: the engine holds every
+  // stream (EngineCore::streams_) for as long as it runs, and the stream holds the op (window).
+  StreamState* stream = nullptr;
+  const std::uint8_t* host_src = nullptr;
+  std::uint8_t* host_dst = nullptr;
+  std::uint32_t pattern = 0;
+  std::uint64_t duration_ns = 0;
+  Callback on_complete;
+  std::shared_ptr<HostRegistrationState> host;  // set: direct DMA through this registration
+  std::shared_ptr<OpState> awaited;             // kEventWait: the record op waited for
+  std::unique_ptr<std::function<void()>> host_fn;  // kHostCallback (boxed: rare, and 32 bytes)
 
   // Completion. `finished` (engine lock): the op's own work is over and final_status is set; what
   // the scheduler orders by. `done`: published to the user, with on_complete queued; in a strict
@@ -65,9 +86,7 @@ struct OpState {
   // (done(), wait(), callbacks) come in submission order even when a DMAI RB is drained before
   // the DMAO RB of the op ahead of it, or a staged D2H still copies out. final_status and the
   // timestamps are written before `done` is released.
-  bool finished = false;
-  std::atomic<bool> done{false};
-  Status final_status;
+  OpStatus final_status;
   std::uint64_t start_ns = 0, end_ns = 0;
 
   bool device_work() const noexcept {

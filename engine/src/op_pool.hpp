@@ -12,7 +12,9 @@
 namespace spyre_dma::detail {
 
 // One process-wide pool of equal-sized blocks, never destroyed: an op may outlive its engine (an
-// Op handle kept after the engine closed) and is freed wherever its last reference drops.
+// Op handle kept after the engine closed) and is freed wherever its last reference drops. Each
+// thread caches a few hundred blocks in front of the shared list, so the common take and give
+// take no lock.
 class OpPool {
  public:
   static constexpr std::size_t kBlockBytes = 768;
@@ -22,6 +24,8 @@ class OpPool {
 
   void* take();
   void give(void* block) noexcept;
+  // Hands n blocks to the shared list (beyond kMaxFree, to the heap).
+  void give_many(void* const* blocks, std::size_t n) noexcept;
 
  private:
   std::mutex mu_;

@@ -62,7 +62,8 @@ void EngineCore::pump(const std::shared_ptr<StreamState>& s, Work& work, bool fr
   std::vector<CopyIn> copy_ins;
   bool blocked = false;
   while (!blocked && s->cursor < s->window.size()) {
-    const std::shared_ptr<OpState> op = s->window[s->cursor];
+    // A reference: nothing in this loop pops the window (retire() runs from settle()).
+    const std::shared_ptr<OpState>& op = s->window[s->cursor];
     // The staged CBs collected so far reach the ring only after their copy-in, outside the lock.
     // A later device op pushed now would overtake them: an earlier ring index on the same
     // pipeline, a BARRIER rung before the CBs it must follow, a D2H writing host memory the
@@ -326,7 +327,7 @@ void EngineCore::run_work(Lock& lock, Work& work) {
     for (const auto& op : w.callbacks) {
       Status st;
       try {
-        op->host_fn();
+        (*op->host_fn)();
       } catch (const std::exception& e) {
         st = Status(ErrorCode::kInvalidArgument, std::string("host callback threw: ") + e.what());
       } catch (...) {
@@ -364,8 +365,8 @@ bool EngineCore::run_completions(Lock& lock) {
     lock.unlock();
     for (const auto& op : batch) {
       try {
-        if (options_.observer) options_.observer->on_complete(op->id, op->final_status, op->start_ns, op->end_ns);
-        if (op->on_complete) op->on_complete(op->final_status);
+        if (options_.observer) options_.observer->on_complete(op->id, op->final_status.get(), op->start_ns, op->end_ns);
+        if (op->on_complete) op->on_complete(op->final_status.get());
       } catch (...) {
         // A completion callback has nobody to report to; the op's status stands.
       }

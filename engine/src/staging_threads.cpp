@@ -46,7 +46,7 @@ void EngineCore::hand_to_stagers(Lock& lock, Work& work) {
     jobs[i].copy_ins.push_back(std::move(batch));
   }
   for (CopyOut& c : work.copy_outs) {
-    const std::size_t i = index_of(c.op->stream.get());
+    const std::size_t i = index_of(c.op->stream);
     bytes[i] += c.len;
     jobs[i].copy_outs.push_back(std::move(c));
   }

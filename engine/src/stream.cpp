@@ -172,7 +172,7 @@ Op Stream::host_callback(std::function<void()> fn, Callback on_complete) {
   auto core = core_of(state_, what);
   if (!fn) reject(what, "empty function");
   auto op = new_op(*core, OpKind::kHostCallback, std::move(on_complete));
-  op->host_fn = std::move(fn);
+  op->host_fn = std::make_unique<std::function<void()>>(std::move(fn));
   return Op(core->submit(state_, std::move(op)));
 }
 
@@ -222,12 +222,12 @@ bool Op::done() const noexcept {
 Status Op::status() const {
   if (!state_) return Status(ErrorCode::kInvalidArgument, "empty Op handle");
   if (!state_->done.load(std::memory_order_acquire)) return Status(ErrorCode::kWaitTimeout, "op " + std::to_string(state_->id) + " still pending");
-  return state_->final_status;
+  return state_->final_status.get();
 }
 
 Status Op::wait(std::chrono::nanoseconds timeout) const {
   if (!state_) return Status(ErrorCode::kInvalidArgument, "empty Op handle");
-  if (state_->done.load(std::memory_order_acquire)) return state_->final_status;
+  if (state_->done.load(std::memory_order_acquire)) return state_->final_status.get();
   auto core = state_->core.lock();
   if (!core) return Status(ErrorCode::kClosed, "op " + std::to_string(state_->id) + ": engine closed");
   return core->wait_op(*state_, timeout);

@@ -138,7 +138,7 @@ void EngineCore::wake_waiters(Lock& lock) {
 Status EngineCore::wait_op(const OpState& op, std::chrono::nanoseconds timeout) {
   Status s = wait_until([&] { return op.done.load(std::memory_order_acquire); }, timeout);
   if (!s.ok()) return s;
-  return op.final_status;
+  return op.final_status.get();
 }
 
 Status EngineCore::wait_stream(StreamState& stream, std::chrono::nanoseconds timeout, bool clear_error) {
