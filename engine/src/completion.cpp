@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <string>
+#include <utility>
 
 #include "engine_core.hpp"
 
@@ -173,7 +174,7 @@ Status EngineCore::status_from_rb(const OpState& op, const hw::ResponseBlock& rb
 
 void EngineCore::finish_cb(std::uint32_t tag, const hw::ResponseBlock& rb, Work& work) {
   Inflight& f = inflight_[tag];
-  std::shared_ptr<OpState> op = std::move(f.op);
+  OpState* const op = f.op;
   auto& order = ring_order_[static_cast<std::size_t>(f.pipe)];
   if (!order.empty() && order.front() == tag) order.pop_front();
   else order.erase(std::remove(order.begin(), order.end(), tag), order.end());
@@ -207,7 +208,7 @@ void EngineCore::finish_cb(std::uint32_t tag, const hw::ResponseBlock& rb, Work&
   tags_.release(tag);
   if (!copy_out) {
     --op->cbs_live;
-    maybe_complete(op, work);
+    maybe_complete(*op, work);
   }
 }
 
@@ -234,7 +235,7 @@ bool EngineCore::expire_timeouts(Work& work) {
       f.state = CbState::kTimedOut;  // the tag (and its staging buffer) stay out of service
       timed_out_[p] = true;
       if (f.staging != StagingPool::kNone) staging_->quarantine(f.staging);
-      std::shared_ptr<OpState> op = std::move(f.op);
+      OpState* const op = std::exchange(f.op, nullptr);  // a late RB finds no op
       if (op->first_error.ok()) {
         op->first_error = Status(ErrorCode::kDeviceTimeout,
                                  std::string(kind_name(op->kind)) + " op " + std::to_string(op->id) +
@@ -243,7 +244,7 @@ bool EngineCore::expire_timeouts(Work& work) {
                                      std::to_string(options_.cb_timeout.count() / 1000000) + " ms");
       }
       --op->cbs_live;
-      maybe_complete(op, work);
+      maybe_complete(*op, work);
       work.repump = true;
       any = true;
     }
@@ -251,39 +252,43 @@ bool EngineCore::expire_timeouts(Work& work) {
   return any;
 }
 
-void EngineCore::maybe_complete(const std::shared_ptr<OpState>& op, Work& work) {
-  if (!op->finished && op->fully_issued() && op->cbs_live == 0) {
-    complete(op, op->first_error.get(), work);
+void EngineCore::maybe_complete(OpState& op, Work& work) {
+  if (!op.finished && op.fully_issued() && op.cbs_live == 0) {
+    complete(op, op.first_error.get(), work);
   }
 }
 
-void EngineCore::complete(std::shared_ptr<OpState> op, Status status, Work& work) {
-  if (op->finished) return;  // exactly once
-  op->finished = true;
-  op->final_status = std::move(status);
+void EngineCore::complete(OpState& op, Status status, Work& work) {
+  if (op.finished) return;  // exactly once
+  op.finished = true;
+  op.final_status = std::move(status);
   ++stats_.ops_completed;
-  if (!op->final_status.ok()) ++stats_.ops_failed;
-  StreamState* const s = op->stream;
+  if (!op.final_status.ok()) ++stats_.ops_failed;
+  // An op that is not finished has not retired: it is in its stream's window.
+  StreamState& s = *op.stream;
   // Pipeline-FIFO orders nothing across pipelines, nor its completions; retire() publishes the
   // ops of the other modes in submission order.
-  if (!s || s->options.ordering == Ordering::kPipelineFifo) publish(op, work);
-  if (s) {
-    if (!op->final_status.ok() && s->first_error.ok()) s->first_error = op->final_status.get();
-    if (op->kind == OpKind::kD2H && op->started) {
-      --s->live_d2h;
-      if (op->staged) --s->live_staged_d2h;
-    }
-    if (s->gate == op) s->gate = nullptr;
-    work.touched.push_back(s);
+  if (s.options.ordering == Ordering::kPipelineFifo) publish(op, work);
+  if (!op.final_status.ok() && s.first_error.ok()) s.first_error = op.final_status.get();
+  if (op.kind == OpKind::kD2H && op.started) {
+    --s.live_d2h;
+    if (op.staged) --s.live_staged_d2h;
   }
+  if (s.gate.get() == &op) s.gate = nullptr;  // the window still holds it
+  work.touched.push_back(&s);
 }
 
-void EngineCore::publish(const std::shared_ptr<OpState>& op, Work& work) {
-  if (op->done.load(std::memory_order_relaxed)) return;
-  op->done.store(true, std::memory_order_release);
+const std::shared_ptr<OpState>& EngineCore::owner(const OpState& op) {
+  return op.stream->window[op.seq - op.stream->retired];
+}
+
+void EngineCore::publish(OpState& op, Work& work) {
+  if (op.done.load(std::memory_order_relaxed)) return;
+  op.done.store(true, std::memory_order_release);
   work.completed_any = true;
-  // Queued at the moment it is published, so callbacks run in the order ops became done.
-  if (op->on_complete || options_.observer) completions_.push_back(op);
+  // Queued at the moment it is published, so callbacks run in the order ops became done. The
+  // queue holds its own reference: the op may retire (and its handles go) before they run.
+  if (op.on_complete || options_.observer) completions_.push_back(owner(op));
 }
 
 void EngineCore::retire(StreamState& s, Work& work) {
@@ -294,10 +299,10 @@ void EngineCore::retire(StreamState& s, Work& work) {
       // Everything before the record has completed: its time is when the last of that finished
       // on the device, or when it was recorded if later (Event::device_time_ns).
       front->end_ns = std::max(front->start_ns, s.retired_end_ns);
-      complete(front, Status(), work);
+      complete(*front, Status(), work);
     }
     if (front->device_work()) s.retired_end_ns = std::max(s.retired_end_ns, front->end_ns);
-    publish(front, work);  // every op before it is done: in submission order
+    publish(*front, work);  // every op before it is done: in submission order
     front->stream = nullptr;
     s.window.pop_front();
     if (s.cursor > 0) --s.cursor;
@@ -331,7 +336,7 @@ void EngineCore::fail_everything(const Status& why, Work& work) {
     if (f.op) {
       if (f.op->first_error.ok()) f.op->first_error = why;
       --f.op->cbs_live;
-      maybe_complete(f.op, work);
+      maybe_complete(*f.op, work);
     }
     if (f.staging != StagingPool::kNone) staging_->release(f.staging);
     tags_.release(tag);
@@ -351,7 +356,7 @@ void EngineCore::fail_everything(const Status& why, Work& work) {
       op->compute_issued = true;
       // `started` stays as it is: complete() undoes the D2H counts of started ops only, and the
       // cursor below keeps the rest from starting.
-      if (op->cbs_live == 0) complete(op, op->first_error.get(), work);
+      if (op->cbs_live == 0) complete(*op, op->first_error.get(), work);
     }
     s->cursor = s->window.size();
     s->has_last_pipe = false;

@@ -250,6 +250,7 @@ void EngineCore::enqueue(Lock& lock, const char* what, const std::shared_ptr<Str
     if (closed_) throw Closed(std::string(what) + ": engine closed");
   }
   op->stream = stream.get();
+  op->seq = stream->submitted;
   stream->window.push_back(op);
   ++stream->submitted;
   ++stats_.ops_submitted;

@@ -82,8 +82,11 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
 
   enum class CbState : std::uint8_t { kFree, kStaging, kLive, kTimedOut };
   static constexpr Clock::time_point kUnstamped = Clock::time_point::max();
+  // The engine's own references to an op below (CBs in flight, host copies, callbacks to run) are
+  // plain pointers: each holds one of the op's CBs or its callback, so the op is not finished, so
+  // it is still in its stream's window, which owns it. (A CB that timed out lets go of its op.)
   struct Inflight {
-    std::shared_ptr<OpState> op;
+    OpState* op = nullptr;
     hw::Pipeline pipe = hw::Pipeline::kDmai;
     CbState state = CbState::kFree;
     Clock::time_point deadline{};  // kUnstamped until the CB heads its ring (expire_timeouts)
@@ -93,7 +96,7 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   };
   // Host work collected under the lock and done outside it.
   struct CopyIn {
-    std::shared_ptr<OpState> op;
+    OpState* op;
     std::uint32_t tag;
     hw::ControlBlock cb;
     std::uint8_t* staging;
@@ -102,14 +105,14 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
     std::uint64_t epoch;  // a reset or shutdown meanwhile abandons the CB
   };
   struct CopyOut {
-    std::shared_ptr<OpState> op;
+    OpState* op;
     int slot;
     std::uint8_t* dst;
     const std::uint8_t* src;
     std::uint64_t len;
   };
   struct CallbackResult {
-    std::shared_ptr<OpState> op;
+    OpState* op;
     Status status;
   };
   // A stream's staged H2D pieces of one pump, copied in by one thread in order.
@@ -117,7 +120,7 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   struct Work {
     CopyInBatches copy_ins;
     std::vector<CopyOut> copy_outs;
-    std::vector<std::shared_ptr<OpState>> callbacks;  // host_callback ops to run
+    std::vector<OpState*> callbacks;  // host_callback ops to run
     std::vector<StreamState*> touched;  // streams with newly completed ops
     bool completed_any = false;
     // Staging buffers of CBs whose RBs were consumed: unmapped only after RB_CI hands the RB slots
@@ -144,13 +147,16 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   void pump(const std::shared_ptr<StreamState>& s, Work& work, bool from_submit);
   void pump_blocked(Work& work);
   bool can_start(StreamState& s, std::size_t index, const OpState& op) const;
-  bool issue_cb(StreamState& s, const std::shared_ptr<OpState>& op, std::vector<CopyIn>& copy_ins);
-  hw::ControlBlock build_cb(StreamState& s, const OpState& op, int slot, std::uint64_t& piece) const;
+  bool issue_cb(StreamState& s, OpState& op, std::vector<CopyIn>& copy_ins);
+  // The next CB of `op` (its tag still 0), valid until the next call; `piece`: the bytes it moves.
+  hw::ControlBlock& build_cb(StreamState& s, const OpState& op, int slot, std::uint64_t& piece);
   void push_cb(std::uint32_t tag, const hw::ControlBlock& cb, bool from_reservation);
   void finish_cb(std::uint32_t tag, const hw::ResponseBlock& rb, Work& work);
-  void maybe_complete(const std::shared_ptr<OpState>& op, Work& work);
-  void complete(std::shared_ptr<OpState> op, Status status, Work& work);  // by value: callers pass fields it clears
-  void publish(const std::shared_ptr<OpState>& op, Work& work);  // done + on_complete, once
+  void maybe_complete(OpState& op, Work& work);
+  void complete(OpState& op, Status status, Work& work);
+  void publish(OpState& op, Work& work);  // done + on_complete, once
+  // The window's reference to `op`, while it is in its stream's window (not yet retired).
+  static const std::shared_ptr<OpState>& owner(const OpState& op);
   // EngineOptions::observer's on_submit, outside the lock (only when an observer is set).
   void notify_submit(const StreamState& stream, const OpState& op, const EventState* event) const;
   void retire(StreamState& s, Work& work);
@@ -269,6 +275,7 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   std::unique_ptr<StagingPool> staging_;
   TagPool tags_;
   std::vector<Inflight> inflight_;  // indexed by tag
+  hw::ControlBlock cb_scratch_;     // build_cb's
   std::vector<std::shared_ptr<StreamState>> streams_;
   std::set<std::pair<int, std::uint64_t>> blocked_;  // (-priority, stream id)
   std::shared_ptr<DeviceAllocator> allocator_;

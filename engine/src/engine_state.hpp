@@ -71,6 +71,7 @@ struct OpState {
   // Its stream, until the op retires from it (then null). A plain pointer: the engine holds every
   // stream (EngineCore::streams_) for as long as it runs, and the stream holds the op (window).
   StreamState* stream = nullptr;
+  std::uint64_t seq = 0;  // its number among the stream's submissions: window[seq - retired] is it
   const std::uint8_t* host_src = nullptr;
   std::uint8_t* host_dst = nullptr;
   std::uint32_t pattern = 0;

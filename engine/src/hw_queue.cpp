@@ -59,9 +59,9 @@ void HwQueue::program() {
   device_.write32(pipe(pipe_, kQueueControl), hw::kQueueEnable);
 }
 
-std::uint32_t HwQueue::push(const hw::CbBytes& cb, bool from_reservation) noexcept {
+std::uint32_t HwQueue::push(const hw::ControlBlock& cb, bool from_reservation) noexcept {
   const std::uint32_t index = pi_++;
-  std::memcpy(cb_ring_ + std::size_t(index & (slots_ - 1)) * hw::kCbBytes, cb.data(), hw::kCbBytes);
+  hw::encode(cb, cb_ring_ + std::size_t(index & (slots_ - 1)) * hw::kCbBytes);
   if (from_reservation) --reserved_;
   ++outstanding_;
   return index;

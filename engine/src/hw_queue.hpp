@@ -30,9 +30,9 @@ class HwQueue {
   void reserve() noexcept { ++reserved_; }
   void unreserve() noexcept { --reserved_; }
 
-  // Writes the CB into the next ring slot; returns its ring index. The device sees it at the next
+  // Encodes the CB into the next ring slot; returns its ring index. The device sees it at the next
   // doorbell. A reserved slot is consumed when `from_reservation`.
-  std::uint32_t push(const hw::CbBytes& cb, bool from_reservation) noexcept;
+  std::uint32_t push(const hw::ControlBlock& cb, bool from_reservation) noexcept;
   // Publishes every pushed CB (the CB_PI write). Returns false when there was nothing new.
   bool doorbell();
 

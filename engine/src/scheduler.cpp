@@ -57,34 +57,34 @@ void EngineCore::pump(const std::shared_ptr<StreamState>& s, Work& work, bool fr
   }
   if (s->gate && s->gate->kind == OpKind::kEventWait && !s->gate->finished &&
       (!s->gate->awaited || s->gate->awaited->finished)) {
-    complete(s->gate, Status(), work);
+    complete(*s->gate, Status(), work);
   }
   std::vector<CopyIn> copy_ins;
   bool blocked = false;
   while (!blocked && s->cursor < s->window.size()) {
     // A reference: nothing in this loop pops the window (retire() runs from settle()).
-    const std::shared_ptr<OpState>& op = s->window[s->cursor];
+    OpState& op = *s->window[s->cursor];
     // The staged CBs collected so far reach the ring only after their copy-in, outside the lock.
     // A later device op pushed now would overtake them: an earlier ring index on the same
     // pipeline, a BARRIER rung before the CBs it must follow, a D2H writing host memory the
     // copy-in still reads. It starts at the pump that follows the copy-in (the stream is busy
     // until then). More staged H2D pieces join the same copy-in and keep their order.
-    if (!copy_ins.empty() && op->device_work() && !(op->kind == OpKind::kH2D && op->staged)) break;
-    if (!op->started) {
-      if (!can_start(*s, s->cursor, *op)) {
+    if (!copy_ins.empty() && op.device_work() && !(op.kind == OpKind::kH2D && op.staged)) break;
+    if (!op.started) {
+      if (!can_start(*s, s->cursor, op)) {
         blocked = true;
         break;
       }
-      op->started = true;
-      switch (op->kind) {
+      op.started = true;
+      switch (op.kind) {
         case OpKind::kHostCallback:
-          s->gate = op;
-          work.callbacks.push_back(op);
+          s->gate = s->window[s->cursor];
+          work.callbacks.push_back(&op);
           ++s->cursor;
           continue;
         case OpKind::kEventWait:
-          if (!op->awaited || op->awaited->finished) complete(op, Status(), work);
-          else s->gate = op;
+          if (!op.awaited || op.awaited->finished) complete(op, Status(), work);
+          else s->gate = s->window[s->cursor];
           ++s->cursor;
           continue;
         case OpKind::kEventRecord:  // completes when it reaches the front (retire)
@@ -92,29 +92,29 @@ void EngineCore::pump(const std::shared_ptr<StreamState>& s, Work& work, bool fr
           continue;
         case OpKind::kD2H:
           ++s->live_d2h;
-          if (op->staged) ++s->live_staged_d2h;
+          if (op.staged) ++s->live_staged_d2h;
           break;
         default: break;
       }
     }
-    if (!fatal_.ok() && op->first_error.ok()) op->first_error = fatal_;
-    if (timed_out_[static_cast<std::size_t>(op->pipe)] && op->first_error.ok()) {
-      op->first_error = Status(ErrorCode::kDeviceTimeout,
-                               std::string(hw::to_string(op->pipe)) +
+    if (!fatal_.ok() && op.first_error.ok()) op.first_error = fatal_;
+    if (timed_out_[static_cast<std::size_t>(op.pipe)] && op.first_error.ok()) {
+      op.first_error = Status(ErrorCode::kDeviceTimeout,
+                               std::string(hw::to_string(op.pipe)) +
                                    " has a CB that timed out; reset the engine");
     }
-    if (!op->first_error.ok()) {  // a failed op issues nothing more
-      op->next = op->bytes;
-      op->compute_issued = true;
+    if (!op.first_error.ok()) {  // a failed op issues nothing more
+      op.next = op.bytes;
+      op.compute_issued = true;
       maybe_complete(op, work);
     }
-    while (!op->fully_issued()) {
+    while (!op.fully_issued()) {
       if (!issue_cb(*s, op, copy_ins)) {
         blocked = true;
         break;
       }
     }
-    if (!op->first_error.ok()) maybe_complete(op, work);
+    if (!op.first_error.ok()) maybe_complete(op, work);
     if (!blocked) ++s->cursor;
   }
   if (s->gate && !s->gate->finished && s->gate->kind == OpKind::kEventWait) blocked = true;
@@ -125,9 +125,17 @@ void EngineCore::pump(const std::shared_ptr<StreamState>& s, Work& work, bool fr
   }
 }
 
-hw::ControlBlock EngineCore::build_cb(StreamState& s, const OpState& op, int slot,
-                                      std::uint64_t& piece) const {
-  hw::ControlBlock cb;
+hw::ControlBlock& EngineCore::build_cb(StreamState& s, const OpState& op, int slot, std::uint64_t& piece) {
+  // Built in a CB kept for the purpose, clearing only what a previous CB set (sections and the
+  // two XLAT entries the engine uses): a fresh ControlBlock is 312 bytes zeroed with a string
+  // store, which encode()'s loads right after cannot be forwarded from; it stalled them for a
+  // third of the per-CB cost.
+  hw::ControlBlock& cb = cb_scratch_;
+  cb.tag = 0;
+  cb.barrier = cb.interrupt = false;
+  cb.dmi = cb.dmo = hw::DmaSection{};
+  cb.cmpt = hw::ComputeSection{};
+  cb.xlat[0] = cb.xlat[1] = hw::XlatEntry{};
   const bool first = op.kind == OpKind::kCompute ? !op.compute_issued : op.next == 0;
   if (first && s.options.ordering == Ordering::kStrict) {
     cb.barrier = s.has_last_pipe && s.last_pipe != op.pipe;
@@ -189,47 +197,46 @@ hw::ControlBlock EngineCore::build_cb(StreamState& s, const OpState& op, int slo
   return cb;
 }
 
-bool EngineCore::issue_cb(StreamState& s, const std::shared_ptr<OpState>& op,
-                          std::vector<CopyIn>& copy_ins) {
-  HwQueue& q = queue(op->pipe);
+bool EngineCore::issue_cb(StreamState& s, OpState& op, std::vector<CopyIn>& copy_ins) {
+  HwQueue& q = queue(op.pipe);
   if (!q.has_space()) {
     ++stats_.queue_full_stalls;
     return false;
   }
   if (tags_.empty()) return false;
   int slot = StagingPool::kNone;
-  if (op->staged) {
+  if (op.staged) {
     slot = staging_->acquire();
     if (slot == StagingPool::kNone) {
       ++stats_.staging_stalls;
       return false;
     }
     if (slot == StagingPool::kMapFailed) {  // the op fails; what it issued already completes it
-      if (op->first_error.ok()) op->first_error = Status(ErrorCode::kOutOfMemory, staging_->map_error());
-      op->next = op->bytes;
+      if (op.first_error.ok()) op.first_error = Status(ErrorCode::kOutOfMemory, staging_->map_error());
+      op.next = op.bytes;
       return true;
     }
   }
   std::uint64_t piece = 0;
-  hw::ControlBlock cb = build_cb(s, *op, slot, piece);
   const std::uint32_t tag = tags_.acquire();
+  hw::ControlBlock& cb = build_cb(s, op, slot, piece);
   cb.tag = tag;
   Inflight& f = inflight_[tag];
-  f.op = op;
-  f.pipe = op->pipe;
+  f.op = &op;
+  f.pipe = op.pipe;
   f.staging = slot;
   f.bytes = piece;
   f.copy_out = nullptr;
-  const std::uint64_t start = op->next;
-  op->next += piece;
-  if (op->kind == OpKind::kCompute) op->compute_issued = true;
-  ++op->cbs_live;
-  if (op->staged && op->kind == OpKind::kH2D) {
+  const std::uint64_t start = op.next;
+  op.next += piece;
+  if (op.kind == OpKind::kCompute) op.compute_issued = true;
+  ++op.cbs_live;
+  if (op.staged && op.kind == OpKind::kH2D) {
     f.state = CbState::kStaging;
     q.reserve();
-    copy_ins.push_back(CopyIn{op, tag, cb, staging_->data(slot), op->host_src + start, piece, epoch_});
+    copy_ins.push_back(CopyIn{&op, tag, cb, staging_->data(slot), op.host_src + start, piece, epoch_});
   } else {
-    if (op->staged) f.copy_out = op->host_dst + start;
+    if (op.staged) f.copy_out = op.host_dst + start;
     push_cb(tag, cb, false);
   }
   return true;
@@ -244,7 +251,7 @@ void EngineCore::push_cb(std::uint32_t tag, const hw::ControlBlock& cb, bool fro
   // No clock read on the submission path: expire_timeouts() stamps the deadline once the CB heads
   // its ring.
   f.deadline = kUnstamped;
-  queue(f.pipe).push(hw::encode(cb), from_reservation);
+  queue(f.pipe).push(cb, from_reservation);
   ring_order_[static_cast<std::size_t>(f.pipe)].push_back(tag);
   answer_order_[static_cast<std::size_t>(f.pipe)].push_back(tag);
   ++stats_.cbs_submitted;
@@ -291,7 +298,7 @@ void EngineCore::abandon_copy_in(const CopyIn& c, Work& work) {
   f = Inflight{};
   tags_.release(c.tag);
   --c.op->cbs_live;
-  maybe_complete(c.op, work);
+  maybe_complete(*c.op, work);
   work.repump = true;
 }
 
@@ -301,7 +308,7 @@ void EngineCore::host_data_copied(CopyInBatches& copy_ins, const std::vector<Cop
     work.repump = true;
     --c.op->cbs_live;
     --c.op->copying_out;
-    maybe_complete(c.op, work);
+    maybe_complete(*c.op, work);
   }
   for (auto& batch : copy_ins) {
     batch.first->busy = false;
@@ -324,7 +331,7 @@ void EngineCore::run_work(Lock& lock, Work& work) {
     lock.unlock();
     copy_host_data(lock, w.copy_ins, w.copy_outs, work);
     std::vector<CallbackResult> results;
-    for (const auto& op : w.callbacks) {
+    for (OpState* op : w.callbacks) {
       Status st;
       try {
         (*op->host_fn)();
@@ -339,7 +346,7 @@ void EngineCore::run_work(Lock& lock, Work& work) {
     --unlocked_work_;
     if (!w.copy_outs.empty()) draining_ = false;
     host_data_copied(w.copy_ins, w.copy_outs, work);
-    for (auto& r : results) complete(r.op, std::move(r.status), work);
+    for (auto& r : results) complete(*r.op, std::move(r.status), work);
     settle(work);
     ring_doorbells();
   }

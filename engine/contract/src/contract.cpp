@@ -1,6 +1,8 @@
 // Encoders, decoders and validation of the hardware contract (see spyre_dma/hw/contract.hpp).
 #include "spyre_dma/hw/contract.hpp"
 
+#include <cstring>
+
 namespace spyre_dma::hw {
 namespace {
 
@@ -225,17 +227,23 @@ std::string_view to_string(CbField f) noexcept {
 }
 
 CbBytes encode(const ControlBlock& cb) noexcept {
-  CbBytes out{};
+  CbBytes out;
+  encode(cb, out.data());
+  return out;
+}
+
+void encode(const ControlBlock& cb, std::uint8_t* out) noexcept {
+  std::memset(out, 0, kCbBytes);  // reserved bytes and skipped sections are zero
   const std::uint64_t ctrl = place(kCbFormat, ctrl::kFormatLo, ctrl::kFormatBits) |
                              place(cb.tag, ctrl::kTagLo, ctrl::kTagBits) |
                              (cb.barrier ? 1ull << ctrl::kBarrierBit : 0) |
                              (cb.interrupt ? 1ull << ctrl::kIrqBit : 0);
-  store_le64(out.data() + kCtrlOffset, ctrl);
-  encode_dma(out.data() + kDmiOffset, cb.dmi);
-  encode_dma(out.data() + kDmoOffset, cb.dmo);
+  store_le64(out + kCtrlOffset, ctrl);
+  encode_dma(out + kDmiOffset, cb.dmi);
+  encode_dma(out + kDmoOffset, cb.dmo);
   if (cb.cmpt.type != ComputeType::kSkip) {
-    store_le64(out.data() + kCmptOffset, static_cast<std::uint64_t>(cb.cmpt.type) & mask(4));
-    store_le64(out.data() + kCmptOffset + 8, cb.cmpt.duration_ns);
+    store_le64(out + kCmptOffset, static_cast<std::uint64_t>(cb.cmpt.type) & mask(4));
+    store_le64(out + kCmptOffset + 8, cb.cmpt.duration_ns);
   }
   for (unsigned i = 0; i < kNumXlatEntries; ++i) {
     const XlatEntry& e = cb.xlat[i];
@@ -244,9 +252,8 @@ CbBytes encode(const ControlBlock& cb) noexcept {
                                 : place(static_cast<std::uint64_t>(e.mode), xl::kModeLo, xl::kModeBits) |
                                       place(e.length_flits, xl::kLengthLo, xl::kLengthBits) |
                                       place(e.base_flits, xl::kBaseLo, xl::kBaseBits);
-    store_le64(out.data() + kXlatOffset + i * kXlatEntryBytes, w);
+    store_le64(out + kXlatOffset + i * kXlatEntryBytes, w);
   }
-  return out;
 }
 
 CbDecodeResult decode_cb(const std::uint8_t* in) noexcept {

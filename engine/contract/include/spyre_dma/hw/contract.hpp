@@ -191,6 +191,9 @@ struct CbDecodeError {
 // Encodes a CB. Preconditions are checked by validate(); encode() itself writes whatever it is
 // given into the fields (masked to their widths), which lets tests build malformed CBs on purpose.
 CbBytes encode(const ControlBlock& cb) noexcept;
+// The same into `out` (kCbBytes, every byte written): how a driver writes a CB straight into its
+// ring slot, without an image to copy.
+void encode(const ControlBlock& cb, std::uint8_t* out) noexcept;
 
 // Decodes and validates. On failure returns the first offending field; a device answers such a CB
 // with an Error RB naming that field and touches no memory.
