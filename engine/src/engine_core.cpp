@@ -217,8 +217,8 @@ void EngineCore::notify_submit(const StreamState& stream, const OpState& op,
     info.src_alloc_max_chunk = op.src->max_chunk_bytes;
     info.src_offset = op.src_offset;
   }
-  info.pattern = op.pattern;
-  info.compute = std::chrono::nanoseconds(op.duration_ns);
+  if (op.kind == OpKind::kFill) info.pattern = op.pattern;
+  if (op.kind == OpKind::kCompute) info.compute = std::chrono::nanoseconds(op.duration_ns);
   // Events have no id of their own; their state's address names them while they live.
   info.event = reinterpret_cast<std::uintptr_t>(event);
   info.issued = std::chrono::steady_clock::now();

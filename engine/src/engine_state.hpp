@@ -72,10 +72,14 @@ struct OpState {
   // stream (EngineCore::streams_) for as long as it runs, and the stream holds the op (window).
   StreamState* stream = nullptr;
   std::uint64_t seq = 0;  // its number among the stream's submissions: window[seq - retired] is it
-  const std::uint8_t* host_src = nullptr;
-  std::uint8_t* host_dst = nullptr;
-  std::uint32_t pattern = 0;
-  std::uint64_t duration_ns = 0;
+  union {  // the host side: an H2D's source or a D2H's destination (never both)
+    const std::uint8_t* host_src = nullptr;
+    std::uint8_t* host_dst;
+  };
+  union {  // a fill's pattern or a compute op's duration (never both)
+    std::uint64_t duration_ns = 0;
+    std::uint32_t pattern;
+  };
   Callback on_complete;
   std::shared_ptr<HostRegistrationState> host;  // set: direct DMA through this registration
   std::shared_ptr<OpState> awaited;             // kEventWait: the record op waited for

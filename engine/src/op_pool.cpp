@@ -38,6 +38,9 @@ std::vector<void*>* cache() noexcept {
 
 }  // namespace
 
+void* OpPool::allocate_block() { return ::operator new(kBlockBytes, std::align_val_t{kBlockAlign}); }
+void OpPool::free_block(void* block) noexcept { ::operator delete(block, std::align_val_t{kBlockAlign}); }
+
 OpPool& OpPool::instance() {
   // Deliberately leaked: ops freed by other static destructors at exit still find it.
   static OpPool* const pool = new OpPool;
@@ -49,7 +52,7 @@ void* OpPool::take() {
   if (!mine || mine->empty()) {
     std::lock_guard<std::mutex> lock(mu_);
     if (!mine) {
-      if (free_.empty()) return ::operator new(kBlockBytes);
+      if (free_.empty()) return allocate_block();
       void* block = free_.back();
       free_.pop_back();
       return block;
@@ -58,7 +61,7 @@ void* OpPool::take() {
     mine->insert(mine->end(), free_.end() - static_cast<std::ptrdiff_t>(n), free_.end());  // reserved: no allocation
     free_.resize(free_.size() - n);
   }
-  if (mine->empty()) return ::operator new(kBlockBytes);
+  if (mine->empty()) return allocate_block();
   void* block = mine->back();
   mine->pop_back();
   return block;
@@ -87,7 +90,7 @@ void OpPool::give_many(void* const* blocks, std::size_t n) noexcept {
       }
     }
   }
-  for (std::size_t i = kept; i < n; ++i) ::operator delete(blocks[i]);
+  for (std::size_t i = kept; i < n; ++i) free_block(blocks[i]);
 }
 
 }  // namespace spyre_dma::detail

@@ -17,7 +17,10 @@ namespace spyre_dma::detail {
 // take no lock.
 class OpPool {
  public:
-  static constexpr std::size_t kBlockBytes = 768;
+  // An op (its state and the shared count in front of it) in as few cache lines as it needs: blocks
+  // start on a line. OpState is 240 bytes, 256 with the shared count in front: four lines.
+  static constexpr std::size_t kBlockBytes = 320;
+  static constexpr std::size_t kBlockAlign = 64;
   static constexpr std::size_t kMaxFree = 8192;  // beyond this, blocks go back to the heap
 
   static OpPool& instance();
@@ -26,6 +29,9 @@ class OpPool {
   void give(void* block) noexcept;
   // Hands n blocks to the shared list (beyond kMaxFree, to the heap).
   void give_many(void* const* blocks, std::size_t n) noexcept;
+
+  static void* allocate_block();
+  static void free_block(void* block) noexcept;
 
  private:
   std::mutex mu_;

@@ -13,11 +13,19 @@
 // the next slot of a ring of the same size, the producer index published with a release store
 // once per N CBs.
 //
+// A second reference row, BM_HandleContractFloor: the synchronisation a thread-safe submission
+// with shared op handles needs per op, and nothing else. It does the atomic operations the
+// engine's handles and lock imply (lock the engine's weak reference and let it go, reference the
+// destination buffer, take and release one lock, queue a reference to the op, drop the caller's
+// handle) and the 128-byte ring store, on objects that already exist: the least a single-CB op
+// costs on this machine without changing what the handles promise.
+//
 // Counters:
 //   items_per_second  CBs submitted per second of (real) submission time
 //   ns_per_cb         submission time per CB, in nanoseconds
 //                     (targets: <= 100 ns per single-CB op, <= 50 ns per CB of a large op)
 //   vs_ring_store     ns_per_cb / the baseline's ns per CB
+//   vs_floor          single-CB rows: ns_per_cb / BM_HandleContractFloor's ns per op
 //   doorbells_per_cb  doorbells the engine rang per CB (1 unbatched, ~1/N batched)
 //   stalls            queue-full / staging stalls seen (must be 0: else the ring is too small)
 //
@@ -29,7 +37,9 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -103,16 +113,18 @@ struct Ring {
   std::atomic<std::uint32_t> producer{0};
   std::uint32_t next = 0;
   hw::CbBytes image{};
+  // Stores one CB (the `i`th of a run) into the next slot.
+  void put(std::uint64_t i) {
+    const std::uint64_t tag = next, address = (i % (kBufferBytes / kFillBytes)) * kFillBytes;
+    std::memcpy(image.data(), &tag, sizeof tag);  // what differs from CB to CB
+    std::memcpy(image.data() + 64, &address, sizeof address);
+    std::memcpy(slots.data() + std::size_t(next % kRingSlots) * hw::kCbBytes, image.data(), hw::kCbBytes);
+    ++next;
+  }
   // Stores `n` CBs, publishing the index once at the end; returns wall-clock nanoseconds.
   double store(std::uint64_t n) {
     const auto t0 = std::chrono::steady_clock::now();
-    for (std::uint64_t i = 0; i < n; ++i) {
-      const std::uint64_t tag = next, address = (i % (kBufferBytes / kFillBytes)) * kFillBytes;
-      std::memcpy(image.data(), &tag, sizeof tag);  // what differs from CB to CB
-      std::memcpy(image.data() + 64, &address, sizeof address);
-      std::memcpy(slots.data() + std::size_t(next % kRingSlots) * hw::kCbBytes, image.data(), hw::kCbBytes);
-      ++next;
-    }
+    for (std::uint64_t i = 0; i < n; ++i) put(i);
     producer.store(next, std::memory_order_release);
     benchmark::ClobberMemory();
     return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
@@ -138,6 +150,52 @@ double baseline_ns_per_cb() {
   std::sort(runs.begin(), runs.end());
   spyre_bench::record_rate(kBaselineKey, runs[2]);
   return runs[2];
+}
+
+// --- The handle contract's floor ---------------------------------------------------------------
+
+constexpr const char* kFloorKey = "handle_floor_ns";
+
+struct FloorOp {
+  std::weak_ptr<int> core;
+  std::shared_ptr<int> dst;
+};
+
+void BM_HandleContractFloor(benchmark::State& state) {
+  const auto n = static_cast<std::uint64_t>(state.range(0));
+  auto core = std::make_shared<int>(1);
+  const std::weak_ptr<int> weak_core = core;
+  const auto dst = std::make_shared<int>(2);
+  std::mutex engine_lock;
+  std::vector<std::shared_ptr<FloorOp>> ops(n), handles(n);
+  std::deque<std::shared_ptr<FloorOp>> window;
+  Ring ring;
+  double ns = 0;
+  for (auto _ : state) {
+    state.PauseTiming();  // fresh ops, as the engine's pool hands them out (made outside the timing)
+    window.clear();
+    for (std::uint64_t i = 0; i < n; ++i) handles[i] = ops[i] = std::make_shared<FloorOp>();
+    state.ResumeTiming();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (std::uint64_t i = 0; i < n; ++i) {
+      const std::shared_ptr<int> engine = weak_core.lock();  // Stream -> engine
+      FloorOp& op = *ops[i];
+      op.core = weak_core;  // the op's way back to its engine
+      op.dst = dst;         // the op keeps its buffer alive
+      {
+        std::lock_guard<std::mutex> lock(engine_lock);
+        window.push_back(ops[i]);  // the stream's reference
+        ring.put(i);
+        ring.producer.store(ring.next, std::memory_order_release);  // the doorbell, batched or not
+      }
+      handles[i].reset();  // the caller drops the returned handle
+    }
+    ns += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+  }
+  const double per_op = ns / static_cast<double>(n * state.iterations());
+  spyre_bench::record_rate(kFloorKey, per_op);
+  state.SetItemsProcessed(static_cast<std::int64_t>(n * state.iterations()));
+  state.counters["ns_per_cb"] = per_op;
 }
 
 // --- The engine ---------------------------------------------------------------------------------
@@ -177,6 +235,9 @@ void BM_Submit(benchmark::State& state) {
   state.counters["ns_per_cb"] = cbs > 0 ? submit_ns / cbs : 0.0;
   state.counters["vs_ring_store"] = cbs > 0 ? submit_ns / cbs / baseline_ns_per_cb() : 0.0;
   state.counters["doorbells_per_cb"] = cbs > 0 ? doorbells / cbs : 0.0;
+  if (const auto floor = spyre_bench::find_rate(kFloorKey); floor && cbs > 0) {
+    state.counters["vs_floor"] = submit_ns / cbs / *floor;
+  }
   state.counters["stalls"] = static_cast<double>(after.queue_full_stalls - before.queue_full_stalls +
                                                  after.staging_stalls - before.staging_stalls);
 }
@@ -213,6 +274,7 @@ void BM_SubmitManyCbsPerOp(benchmark::State& state) {
 
 // Registered first: the baseline is recorded before the rows that are compared with it.
 BENCHMARK(BM_RingStoreBaseline)->ArgName("cbs")->Arg(16384)->UseRealTime()->MinTime(spyre_bench::min_time(0.2))->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_HandleContractFloor)->ArgName("ops")->Arg(4096)->UseRealTime()->MinTime(spyre_bench::min_time(0.2))->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_SubmitManyCbsPerOp)->ArgName("ops")->Arg(256)->UseRealTime()->MinTime(spyre_bench::min_time(0.2))->Unit(benchmark::kMicrosecond);
 BENCHMARK_TEMPLATE(BM_Submit, false)->Name("BM_SubmitUnbatched")->Apply(Sizes);
 BENCHMARK_TEMPLATE(BM_Submit, true)->Name("BM_SubmitBatched")->Apply(Sizes);
