@@ -46,8 +46,15 @@ HostBuffer Engine::allocate_host(std::size_t bytes) {
   }
 }
 
-Status Engine::synchronize(std::chrono::nanoseconds timeout) { return core_->wait_all(timeout); }
-Status Engine::reset(std::chrono::nanoseconds timeout) { return core_->reset(timeout); }
+// A local reference: the wait runs callbacks, and one of them may destroy this Engine.
+Status Engine::synchronize(std::chrono::nanoseconds timeout) {
+  const auto core = core_;
+  return core->wait_all(timeout);
+}
+Status Engine::reset(std::chrono::nanoseconds timeout) {
+  const auto core = core_;
+  return core->reset(timeout);
+}
 EngineStats Engine::stats() const { return core_->stats(); }
 const DeviceLimits& Engine::limits() const { return core_->limits(); }
 const EngineOptions& Engine::options() const { return core_->options(); }

@@ -32,7 +32,10 @@ EngineCore::EngineCore(std::shared_ptr<Device> device, EngineOptions options)
   if (!device_) throw InvalidArgument("Engine::open: null device");
 }
 
-EngineCore::~EngineCore() { shutdown(); }
+EngineCore::~EngineCore() {
+  const CallbackScope outside(nullptr);  // the whole shutdown, whichever thread this is
+  shutdown();
+}
 
 void EngineCore::start() {
   using namespace hw::reg;
@@ -101,32 +104,85 @@ void EngineCore::start() {
     // A host-driven device runs on the caller's thread only (the copies advance its clock). The
     // staging threads exist before the poller, which may hand them work at once.
     start_stagers();
-    poller_ = std::thread([this] { poller_main(); });
+    // The engine lives while its threads run: a callback run on one may destroy the Engine, and
+    // the last reference then goes when that thread is done with it (tear_down() lets it go).
+    poller_ = std::thread([keep = shared_from_this()] { keep->poller_main(); });
   }
 }
 
+namespace {
+// The engine whose callback this thread is running (null: none). Closing an engine from its own
+// callback must not wait for that callback, nor join the thread it runs on.
+thread_local const EngineCore* t_callback_engine = nullptr;
+}  // namespace
+
+EngineCore::CallbackScope::CallbackScope(const EngineCore* core) noexcept : outer_(t_callback_engine) {
+  t_callback_engine = core;
+}
+EngineCore::CallbackScope::~CallbackScope() { t_callback_engine = outer_; }
+
 void EngineCore::shutdown() {
+  if (t_callback_engine == this) return close_from_callback();
+  bool closing = false;
   {
     Lock lock(mu_);
-    if (closed_) return;
+    closing = !closed_;
   }
-  // Let in-flight work finish (bounded by the CB timeout, which fails what the device abandons).
-  (void)wait_all(options_.cb_timeout + 1s);
+  if (closing) {
+    // Let in-flight work finish (bounded by the CB timeout, which fails what the device abandons).
+    (void)wait_all(options_.cb_timeout + 1s);
+    Work work;
+    {
+      Lock lock(mu_);
+      closed_ = true;
+      ++epoch_;
+      fail_everything(Status(ErrorCode::kCancelled, "engine closed"), work);
+      settle_staging_jobs(lock, work, options_.cb_timeout + 1s);
+      stop_poller_ = true;
+    }
+    done_cv_.notify_all();
+    poller_cv_.notify_all();
+    Lock lock(mu_);
+    run_work(lock, work);
+  }
+  tear_down();
+}
+
+void EngineCore::close_from_callback() {
+  // Everything still queued or in flight is cancelled (its callbacks run once this one returns,
+  // on this thread), and the engine's threads are told to stop. Nothing is waited for: the
+  // threads are joined, the device quiesced and the rings freed by tear_down(), when the last
+  // reference to the engine goes (the thread running this callback holds one).
   Work work;
   {
     Lock lock(mu_);
+    if (closed_) return;
     closed_ = true;
     ++epoch_;
     fail_everything(Status(ErrorCode::kCancelled, "engine closed"), work);
-    settle_staging_jobs(lock, work, options_.cb_timeout + 1s);
+    drop_staging_jobs(work);  // a copy running now sees the new epoch
     stop_poller_ = true;
+    stop_stagers_ = true;
+    run_work(lock, work);
   }
   done_cv_.notify_all();
   poller_cv_.notify_all();
-  if (poller_.joinable()) poller_.join();
+  for (auto& st : stagers_) st->cv.notify_one();
+}
+
+void EngineCore::end_thread(std::thread& t) {
+  // The last reference may go on one of the engine's own threads (one that ran the callback
+  // that closed it): that thread is let go, not joined; it touches nothing of the engine after.
+  if (!t.joinable()) return;
+  if (t.get_id() == std::this_thread::get_id()) t.detach();
+  else t.join();
+}
+
+void EngineCore::tear_down() {
+  end_thread(poller_);
   {
     Lock lock(mu_);
-    run_work(lock, work);
+    if (torn_down_) return;
     // A submitting or waiting thread may still be copying or calling back outside the lock; the
     // queues and staging buffers it returns to must outlive it. (Bounded: a callback that never
     // returns must not keep the destructor forever.)
@@ -134,6 +190,11 @@ void EngineCore::shutdown() {
     wait_for_spinners(lock);  // the rings go next
   }
   stop_stagers();
+  {
+    Lock lock(mu_);
+    if (torn_down_) return;
+    torn_down_ = true;
+  }
   try {
     device_->write32(hw::reg::kControl, hw::kControlReset);
     device_->write32(hw::reg::kControl, 0);
@@ -223,6 +284,7 @@ void EngineCore::notify_submit(const StreamState& stream, const OpState& op,
   info.event = reinterpret_cast<std::uintptr_t>(event);
   info.issued = std::chrono::steady_clock::now();
   try {
+    const CallbackScope scope(this);
     options_.observer->on_submit(info);
   } catch (...) {
     // An observer has nobody to report to; the op goes ahead.

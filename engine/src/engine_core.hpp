@@ -34,7 +34,11 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   EngineCore(std::shared_ptr<Device> device, EngineOptions options);
   ~EngineCore();
   void start();     // after construction: identify, reset, program queues, start the poller
-  void shutdown();  // idempotent: drain (bounded), cancel the rest, stop the poller, quiesce device
+  // Idempotent: drain (bounded), cancel the rest, stop the engine's threads, quiesce the device.
+  // Called from one of the engine's own callbacks (an Engine destroyed there), it only cancels
+  // and stops: what waits (for that callback, for the thread it runs on) is left to the last
+  // reference's going.
+  void shutdown();
 
   std::shared_ptr<StreamState> create_stream(StreamOptions options);
   std::shared_ptr<EventState> create_event();
@@ -79,6 +83,22 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
 
  private:
   using Lock = std::unique_lock<std::mutex>;
+
+  // Marks the running thread as inside a callback of `core` (user callbacks, the observer, host
+  // callbacks) for the scope's life; nests.
+  class CallbackScope {
+   public:
+    explicit CallbackScope(const EngineCore* core) noexcept;
+    ~CallbackScope();
+    CallbackScope(const CallbackScope&) = delete;
+    CallbackScope& operator=(const CallbackScope&) = delete;
+
+   private:
+    const EngineCore* outer_;
+  };
+  void close_from_callback();  // shutdown() from one of this engine's callbacks
+  void tear_down();            // idempotent: threads ended, device quiesced, rings freed
+  static void end_thread(std::thread& t);  // joins it, or lets it go when it is this thread
 
   enum class CbState : std::uint8_t { kFree, kStaging, kLive, kTimedOut };
   static constexpr Clock::time_point kUnstamped = Clock::time_point::max();
@@ -189,6 +209,7 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   // copy-outs copied) on this thread, and the ones running are waited for, so every op is
   // settled when they return.
   void settle_staging_jobs(Lock& lock, Work& work, std::chrono::nanoseconds timeout);
+  void drop_staging_jobs(Work& work);  // the queued jobs (not the running ones), as above
   bool wait_for_quiet(Lock& lock, std::chrono::nanoseconds timeout);  // no work outside the lock
   // Notifies done_cv_ when a thread waits on it, with the lock dropped for the notify (a woken
   // thread must not run into a held lock); returns with it held again.
@@ -236,6 +257,7 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   bool poller_parked_ = false;
   std::condition_variable poller_cv_;
   bool closed_ = false;
+  bool torn_down_ = false;
   bool stop_poller_ = false;
   bool draining_ = false;  // one thread at a time consumes RBs (copy-outs stay in order)
   // The staging threads. A stream's copies always go to the same thread (stream id modulo their

@@ -334,6 +334,7 @@ void EngineCore::run_work(Lock& lock, Work& work) {
     for (OpState* op : w.callbacks) {
       Status st;
       try {
+        const CallbackScope scope(this);
         (*op->host_fn)();
       } catch (const std::exception& e) {
         st = Status(ErrorCode::kInvalidArgument, std::string("host callback threw: ") + e.what());
@@ -370,6 +371,7 @@ bool EngineCore::run_completions(Lock& lock) {
     completions_.clear();
     ++unlocked_work_;
     lock.unlock();
+    const CallbackScope scope(this);
     for (const auto& op : batch) {
       try {
         if (options_.observer) options_.observer->on_complete(op->id, op->final_status.get(), op->start_ns, op->end_ns);

@@ -12,7 +12,8 @@ void EngineCore::start_stagers() {
   for (unsigned i = 0; i < options_.staging_threads; ++i) stagers_.push_back(std::make_unique<Stager>());
   for (auto& st : stagers_) {
     Stager* me = st.get();
-    me->thread = std::thread([this, me] { stager_main(*me); });
+    // The thread holds the engine (see start()).
+    me->thread = std::thread([me, keep = shared_from_this()] { keep->stager_main(*me); });
   }
 }
 
@@ -22,11 +23,9 @@ void EngineCore::stop_stagers() {
     stop_stagers_ = true;
   }
   for (auto& st : stagers_) st->cv.notify_one();
-  // Joined, not removed: another thread may still look at stagers_ (under the lock); with
+  // Ended, not removed: another thread may still look at stagers_ (under the lock); with
   // stop_stagers_ set, run_work() does the copies itself.
-  for (auto& st : stagers_) {
-    if (st->thread.joinable()) st->thread.join();
-  }
+  for (auto& st : stagers_) end_thread(st->thread);
 }
 
 void EngineCore::hand_to_stagers(Lock& lock, Work& work) {
@@ -78,6 +77,21 @@ void EngineCore::hand_to_stagers(Lock& lock, Work& work) {
 }
 
 void EngineCore::settle_staging_jobs(Lock& lock, Work& work, std::chrono::nanoseconds timeout) {
+  drop_staging_jobs(work);
+  auto settled = [&] {
+    for (const auto& st : stagers_) {
+      if (st->copying) return false;
+    }
+    return true;
+  };
+  ++cv_waiters_;
+  ++quiet_waiters_;
+  (void)done_cv_.wait_for(lock, timeout, settled);
+  --quiet_waiters_;
+  --cv_waiters_;
+}
+
+void EngineCore::drop_staging_jobs(Work& work) {
   for (auto& st : stagers_) {
     while (!st->jobs.empty()) {
       StagingJob job = std::move(st->jobs.front());
@@ -92,17 +106,6 @@ void EngineCore::settle_staging_jobs(Lock& lock, Work& work, std::chrono::nanose
       --unlocked_work_;
     }
   }
-  auto settled = [&] {
-    for (const auto& st : stagers_) {
-      if (st->copying) return false;
-    }
-    return true;
-  };
-  ++cv_waiters_;
-  ++quiet_waiters_;
-  (void)done_cv_.wait_for(lock, timeout, settled);
-  --quiet_waiters_;
-  --cv_waiters_;
 }
 
 void EngineCore::stager_main(Stager& me) {

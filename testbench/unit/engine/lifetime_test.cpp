@@ -1,0 +1,192 @@
+// The engine's lifetime against its own callbacks and against several threads: an Engine may be
+// destroyed from one of its completion callbacks, host callbacks or observer calls, on whichever
+// thread runs it (the poller, a staging thread, a thread that waits or submits). What is queued
+// or in flight then completes exactly once (cancelled, or done if it finished first), later
+// submissions throw Closed, and the device is let go once the callback has returned.
+#include <condition_variable>
+
+#include "engine_fixture.hpp"
+
+namespace spyre_dma::test {
+namespace {
+
+// A one-shot flag a test thread can wait on with a bound.
+class Flag {
+ public:
+  void set() {
+    {
+      std::lock_guard lock(mu_);
+      set_ = true;
+    }
+    cv_.notify_all();
+  }
+  bool wait(std::chrono::nanoseconds timeout) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, timeout, [&] { return set_; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool set_ = false;
+};
+
+// The device goes once the engine's last reference (held by the thread that ran the callback)
+// goes: polled, with a bound, since that thread finishes on its own after the callback.
+::testing::AssertionResult released(const std::weak_ptr<Device>& device) {
+  const auto deadline = std::chrono::steady_clock::now() + kWait;
+  while (!device.expired()) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      return ::testing::AssertionFailure() << "the device was still held " << kWait.count() << " s after the engine closed";
+    }
+    std::this_thread::sleep_for(1ms);
+  }
+  return ::testing::AssertionSuccess();
+}
+
+void expect_settled(const std::vector<Op>& ops) {
+  for (const Op& op : ops) {
+    ASSERT_TRUE(op.done()) << "op " << op.id();
+    const ErrorCode c = op.status().code();
+    EXPECT_TRUE(c == ErrorCode::kOk || c == ErrorCode::kCancelled) << "op " << op.id() << ": " << to_string(c);
+  }
+}
+
+// The first op's callback destroys the engine while more work is queued behind it; the waiting
+// thread is the test's (or the poller, on a self-timed device), and the engine must neither
+// join the thread it runs on nor wait for the callback it is called from.
+TEST(Lifetime, EngineDestroyedInItsCompletionCallback) {
+  Rig rig = make_rig();
+  std::weak_ptr<Device> device = rig.spy;
+  Stream s = rig.engine->create_stream();
+  DeviceBuffer buf = rig.engine->allocate(1 * MiB);
+  CompletionLog log(17);
+  Flag destroyed;
+  std::vector<Op> ops;
+  {
+    auto batch = rig.engine->batch();  // nothing reaches the device before all is queued
+    ops.push_back(s.fill(buf, 0, 4 * KiB, 0x11223344u, [&](const Status& st) {
+      log.callback(0)(st);
+      rig.engine.reset();  // from inside the callback
+      destroyed.set();
+    }));
+    for (std::size_t i = 1; i < 17; ++i) {
+      // Fills: a staged copy would ring the doorbell as its piece is copied in, batch or not.
+      ops.push_back(s.fill(buf, 64 * KiB * (i % 8), 64 * KiB, static_cast<std::uint32_t>(i), log.callback(i)));
+    }
+  }
+  rig.spy.reset();
+  // Waiting on the op drives a host-driven device and runs the callback on this thread; on a
+  // self-timed one the poller (or this waiter) runs it.
+  (void)ops.back().wait(kWait);
+  ASSERT_TRUE(destroyed.wait(kWait));
+  expect_settled(ops);
+  EXPECT_TRUE(log.exactly_once());
+  EXPECT_THROW(s.fill(buf, 0, 128, 0), Closed);
+  buf = DeviceBuffer();
+  s = Stream();
+  ops.clear();
+  EXPECT_TRUE(released(device));
+}
+
+// The same from a host callback, which runs on a thread inside the engine in stream order.
+TEST(Lifetime, EngineDestroyedInAHostCallback) {
+  Rig rig = make_rig();
+  std::weak_ptr<Device> device = rig.spy;
+  Stream s = rig.engine->create_stream();
+  DeviceBuffer buf = rig.engine->allocate(256 * KiB);
+  CompletionLog log(3);
+  Flag destroyed;
+  std::vector<Op> ops;
+  {
+    auto batch = rig.engine->batch();
+    ops.push_back(s.fill(buf, 0, 64 * KiB, 1, log.callback(0)));
+    ops.push_back(s.host_callback([&] {
+      rig.engine.reset();
+      destroyed.set();
+    }, log.callback(1)));
+    ops.push_back(s.fill(buf, 64 * KiB, 64 * KiB, 2, log.callback(2)));
+  }
+  rig.spy.reset();
+  (void)ops.back().wait(kWait);
+  ASSERT_TRUE(destroyed.wait(kWait));
+  expect_settled(ops);
+  EXPECT_TRUE(log.exactly_once());
+  EXPECT_EQ(ops[0].status().code(), ErrorCode::kOk);  // it finished before the callback ran
+  buf = DeviceBuffer();
+  s = Stream();
+  ops.clear();
+  EXPECT_TRUE(released(device));
+}
+
+// The same from the observer, whose on_complete runs where completion callbacks run.
+TEST(Lifetime, EngineDestroyedInTheObserver) {
+  struct Closer : OpObserver {
+    std::unique_ptr<Engine>* engine = nullptr;
+    Flag destroyed;
+    std::atomic<int> calls{0};
+    void on_submit(const OpInfo&) override {}
+    void on_complete(std::uint64_t, const Status&, std::uint64_t, std::uint64_t) override {
+      if (calls++ == 0) {
+        engine->reset();
+        destroyed.set();
+      }
+    }
+  };
+  auto closer = std::make_shared<Closer>();
+  EngineOptions o;
+  o.observer = closer;
+  Rig rig = make_rig(o);
+  closer->engine = &rig.engine;
+  std::weak_ptr<Device> device = rig.spy;
+  Stream s = rig.engine->create_stream();
+  DeviceBuffer buf = rig.engine->allocate(256 * KiB);
+  std::vector<Op> ops;
+  {
+    auto batch = rig.engine->batch();
+    for (std::uint32_t i = 0; i < 8; ++i) ops.push_back(s.fill(buf, i * 32 * KiB, 32 * KiB, i));
+  }
+  rig.spy.reset();
+  (void)ops.back().wait(kWait);
+  ASSERT_TRUE(closer->destroyed.wait(kWait));
+  expect_settled(ops);
+  EXPECT_EQ(closer->calls.load(), 8);  // the cancelled ones are still reported, once each
+  buf = DeviceBuffer();
+  s = Stream();
+  ops.clear();
+  EXPECT_TRUE(released(device));
+}
+
+// Handles dropped from several threads at once while their ops run, then the engine destroyed
+// while other threads still wait on their streams: every op completes once, every wait returns.
+TEST(Lifetime, HandlesDroppedAndWaitedOnFromSeveralThreads) {
+  constexpr std::size_t kThreads = 4;
+  CompletionLog log(kThreads * 16);
+  std::vector<std::thread> threads;
+  std::vector<std::uint8_t> host = pattern(32 * KiB, 9);
+  std::atomic<std::size_t> waits_returned{0};
+  {
+    Rig rig = make_rig();
+    std::vector<Stream> streams;
+    for (std::size_t t = 0; t < kThreads; ++t) streams.push_back(rig.engine->create_stream());
+    for (std::size_t t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        Stream s = streams[t];
+        DeviceBuffer buf = rig.engine->allocate(512 * KiB);
+        for (std::size_t i = 0; i < 16; ++i) {
+          // The op handle, the buffer's last handle and the stream's go while the op runs.
+          (void)s.copy_h2d(buf, (i % 16) * 32 * KiB, host.data(), host.size(), log.callback(t * 16 + i));
+        }
+        buf = DeviceBuffer();
+        (void)s.synchronize(kWait);
+        ++waits_returned;
+      });
+    }
+    for (auto& th : threads) th.join();
+  }
+  EXPECT_EQ(waits_returned.load(), kThreads);
+  EXPECT_TRUE(log.exactly_once());
+}
+
+}  // namespace
+}  // namespace spyre_dma::test
