@@ -19,6 +19,7 @@
 #include "size_spec.hpp"
 #include "spyre_dma/spyre_dma.hpp"
 #include "sweep.hpp"
+#include "spyre_dma/traces/output_file.hpp"
 
 namespace spyre_dma_cli {
 namespace {
@@ -105,9 +106,10 @@ CLI::App* add_demo_command(CLI::App& app, DemoOptions& o) {
 int run_demo(const DemoOptions& o) {
   SweepConfig config = sweep_config(o);
   if (!o.json.empty()) {  // find out now, not after the sweep, that the file cannot be written
-    std::ofstream probe(o.json, std::ios::out | std::ios::app);
-    if (!probe) {
-      fmt::print(stderr, "spyre-dma demo: --json: cannot write '{}': {}\n", o.json, std::strerror(errno));
+    try {
+      spyre_dma::traces::check_output_path(o.json, "--json");
+    } catch (const spyre_dma::traces::OutputError& e) {
+      fmt::print(stderr, "spyre-dma demo: {}\n", e.what());
       return 2;
     }
   }

@@ -1,4 +1,5 @@
 #include "json_report.hpp"
+#include "spyre_dma/traces/output_file.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -47,11 +48,7 @@ nlohmann::json results_json(const std::vector<PointResult>& results) {
 }
 
 void write_json_file(const std::string& path, const nlohmann::json& doc) {
-  std::ofstream f(path, std::ios::out | std::ios::trunc);
-  if (!f) throw std::runtime_error("cannot write '" + path + "': " + std::strerror(errno));
-  f << doc.dump(2) << '\n';
-  f.close();
-  if (!f) throw std::runtime_error("error while writing '" + path + "'");
+  spyre_dma::traces::write_file_atomically(path, doc.dump(2) + "\n");
 }
 
 }  // namespace spyre_dma_cli

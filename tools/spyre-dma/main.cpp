@@ -6,10 +6,14 @@
 //   validate        sweep a backend, compare with the model, calibrate and check (validate_command.hpp)
 //
 // Exit status: 0 success; 1 a run-time failure (a transfer failed, stalled or delivered wrong
-// data); 2 a usage error (unknown option, bad option value).
+// data, or standard output could not be written); 2 a usage error (unknown option, bad option
+// value, an output that cannot be written).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <exception>
 
 #include "demo_command.hpp"
@@ -44,15 +48,21 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  int status = 2;
   try {
-    if (demo->parsed()) return spyre_dma_cli::run_demo(demo_options);
-    if (regress->parsed()) return spyre_dma_cli::run_regress(regress_options);
-    if (merge->parsed()) return spyre_dma_cli::run_merge(merge_options);
-    if (validate->parsed()) return spyre_dma_cli::run_validate(validate_options);
-    if (spyre_dma_cli::trace_verb_parsed(trace_options)) return spyre_dma_cli::run_trace(trace_options);
+    if (demo->parsed()) status = spyre_dma_cli::run_demo(demo_options);
+    else if (regress->parsed()) status = spyre_dma_cli::run_regress(regress_options);
+    else if (merge->parsed()) status = spyre_dma_cli::run_merge(merge_options);
+    else if (validate->parsed()) status = spyre_dma_cli::run_validate(validate_options);
+    else if (spyre_dma_cli::trace_verb_parsed(trace_options)) status = spyre_dma_cli::run_trace(trace_options);
   } catch (const std::exception& e) {
     fmt::print(stderr, "spyre-dma: error: {}\n", e.what());
-    return 1;
+    status = 1;
   }
-  return 2;
+  // Results printed to a full disk or a closed pipe are results lost: not a success.
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    fmt::print(stderr, "spyre-dma: error: writing to standard output failed: {}\n", std::strerror(errno));
+    if (status == 0) status = 1;
+  }
+  return status;
 }

@@ -18,6 +18,8 @@
 #include "soak.hpp"
 #include "suites.hpp"
 #include "worker_pool.hpp"
+#include "spyre_dma/traces/output_file.hpp"
+#include "outputs.hpp"
 
 namespace spyre_dma_cli {
 namespace {
@@ -174,14 +176,13 @@ CaseResult lost_case(const RegressOptions& o, const LostTask& lost) {
 }
 
 bool write_file(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f << text;
-  f.close();
-  if (!f) {
-    fmt::print(stderr, "spyre-dma: cannot write {}: {}\n", path, std::strerror(errno));
+  try {
+    spyre_dma::traces::write_file_atomically(path, text);
+    return true;
+  } catch (const spyre_dma::traces::OutputError& e) {
+    fmt::print(stderr, "spyre-dma: {}\n", e.what());
     return false;
   }
-  return true;
 }
 
 bool write_outputs(const Report& r, const std::string& json, const std::string& junit, const std::string& coverage) {
@@ -301,6 +302,10 @@ int run_regress(const RegressOptions& o) {
       fmt::print(stderr, "spyre-dma: error: {}\n", e);
       return 2;
     }
+  }
+  if (!check_outputs("regress", {{"--json", o.json}, {"--junit", o.junit}, {"--coverage", o.coverage}},
+                     {directed_dir(o)})) {
+    return 2;
   }
   // The heavy fault nightly on refdev would be refused per test; refuse it once here instead.
   if (o.backend.name != "sim" && suite->profile.fault_rate > 0 && o.fault_rate < 0) {
@@ -443,6 +448,9 @@ int run_merge(const MergeOptions& o) {
   }
   if (inputs.empty()) {
     fmt::print(stderr, "spyre-dma: error: regress-merge: no result files given\n");
+    return 2;
+  }
+  if (!check_outputs("regress-merge", {{"--json", o.json}, {"--junit", o.junit}, {"--coverage", o.coverage}}, inputs)) {
     return 2;
   }
   for (const std::string& path : inputs) {

@@ -17,6 +17,8 @@
 #include "spyre_dma/traces/calibrate.hpp"
 #include "spyre_dma/traces/compare.hpp"
 #include "spyre_dma/traces/replay.hpp"
+#include "spyre_dma/traces/output_file.hpp"
+#include "outputs.hpp"
 
 namespace spyre_dma_cli {
 namespace {
@@ -29,10 +31,7 @@ struct BadInput : std::runtime_error {
 };
 
 void write_json_file(const nlohmann::json& j, const std::string& path) {
-  std::ofstream out(path);
-  if (!out) throw std::runtime_error(fmt::format("{}: cannot open for writing", path));
-  out << j.dump(2) << "\n";
-  if (!out) throw std::runtime_error(fmt::format("{}: write failed", path));
+  spyre_dma::traces::write_file_atomically(path, j.dump(2) + "\n");
 }
 
 int guarded(const std::function<int()>& body) {
@@ -45,6 +44,9 @@ int guarded(const std::function<int()>& body) {
     fmt::print(stderr, "spyre-dma: error: {}\n", e.what());
     return 2;
   } catch (const BadInput& e) {
+    fmt::print(stderr, "spyre-dma: error: {}\n", e.what());
+    return 2;
+  } catch (const traces::OutputError& e) {
     fmt::print(stderr, "spyre-dma: error: {}\n", e.what());
     return 2;
   } catch (const std::invalid_argument& e) {
@@ -112,6 +114,7 @@ int draw(const nlohmann::json& doc, const std::string& json_path, const std::str
 }  // namespace
 
 int run_trace_import(const TraceAnalysisOptions& o) {
+  if (!check_outputs("trace import", {{"--out", o.out}}, {o.input})) return 2;
   return guarded([&] {
     traces::Trace t;
     if (o.from == "kineto") {
@@ -135,6 +138,7 @@ int run_trace_import(const TraceAnalysisOptions& o) {
 }
 
 int run_trace_compare(const TraceAnalysisOptions& o) {
+  if (!check_outputs("trace compare", {{"--json", o.json}, {"--plot", o.plot}}, {o.captured, o.config})) return 2;
   return guarded([&]() -> int {
     if (o.backend != "sim") throw BadInput(fmt::format("--backend \"{}\": compare replays on the model (sim)", o.backend));
     const traces::Trace t = traces::read_trace(o.captured);
@@ -161,6 +165,7 @@ int run_trace_compare(const TraceAnalysisOptions& o) {
 }
 
 int run_trace_calibrate(const TraceAnalysisOptions& o) {
+  if (!check_outputs("trace calibrate", {{"--out", o.out}, {"--json", o.json}}, {o.captured, o.config})) return 2;
   return guarded([&]() -> int {
     if (!o.fit_sizes.empty() && !o.fit_half.empty()) throw BadInput("--fit-sizes and --fit-half: give one");
     const traces::Trace t = traces::read_trace(o.captured);
@@ -177,15 +182,14 @@ int run_trace_calibrate(const TraceAnalysisOptions& o) {
     const traces::CalibrationResult r = traces::calibrate(t, co);
     fmt::print("{}", r.summary());
     // The loader accepts comments: the file says where it came from.
-    std::ofstream out(o.out);
-    if (!out) throw std::runtime_error(fmt::format("{}: cannot open for writing", o.out));
-    out << fmt::format("// spyre-dma trace calibrate {} (fit: {}); rms log error {:.4f}\n", t.header.source,
-                       r.fit_selection, r.rms_log_error);
-    if (r.staging_buffer_bytes)
-      out << fmt::format("// replay with --staging-buffer {} (the fitted staging piece, a replay option)\n",
-                         r.staging_buffer_bytes);
-    out        << r.preset_json().dump(2) << "\n";
-    if (!out) throw std::runtime_error(fmt::format("{}: write failed", o.out));
+    spyre_dma::traces::write_file_atomically(o.out, [&](std::ostream& out) {
+      out << fmt::format("// spyre-dma trace calibrate {} (fit: {}); rms log error {:.4f}\n", t.header.source,
+                         r.fit_selection, r.rms_log_error);
+      if (r.staging_buffer_bytes)
+        out << fmt::format("// replay with --staging-buffer {} (the fitted staging piece, a replay option)\n",
+                           r.staging_buffer_bytes);
+      out << r.preset_json().dump(2) << "\n";
+    });
     fmt::print("wrote {}\n", o.out);
     if (!o.json.empty()) write_json_file(r.to_json(), o.json);
     return 0;

@@ -16,6 +16,8 @@
 #include "spyre_dma/traces/recorder.hpp"
 #include "spyre_dma/traces/replay.hpp"
 #include "spyre_dma/traces/trace_io.hpp"
+#include "spyre_dma/traces/output_file.hpp"
+#include "outputs.hpp"
 
 namespace spyre_dma_cli {
 
@@ -88,6 +90,7 @@ int run_replay(const TraceOptions& o) {
     fmt::print(stderr, "spyre-dma trace replay: {}\n", e);
     return 2;
   }
+  if (!check_outputs("trace replay", {{"--json", o.json}, {"--perfetto", o.perfetto}}, {o.file})) return 2;
   const st::Trace t = st::read_trace(o.file);
   st::ReplayOptions ro;
   ro.honour_start_times = o.honour_start_times;
@@ -108,10 +111,10 @@ int run_replay(const TraceOptions& o) {
     j["trace"] = o.file;
     j["backend"] = backend_config(backend);
     j["wall_s"] = wall_s;
-    std::ofstream out(o.json, std::ios::trunc);
-    out << j.dump(1) << '\n';
-    if (!out) {
-      fmt::print(stderr, "spyre-dma trace replay: --json: cannot write '{}'\n", o.json);
+    try {
+      spyre_dma::traces::write_file_atomically(o.json, j.dump(1) + "\n");
+    } catch (const spyre_dma::traces::OutputError& e) {
+      fmt::print(stderr, "spyre-dma trace replay: --json: {}\n", e.what());
       return 2;
     }
   }
@@ -124,6 +127,7 @@ int run_capture(const TraceOptions& o) {
     fmt::print(stderr, "spyre-dma trace capture: {}\n", e);
     return 2;
   }
+  if (!check_outputs("trace capture", {{"--out", o.out}})) return 2;
   const std::vector<std::uint64_t> sizes = parse_size_list(o.sizes);
   spyre_dma::backend::Instance instance = open_backend(backend);
   std::shared_ptr<spyre_dma::Device> device = std::move(instance.device);

@@ -22,6 +22,7 @@
 #include "spyre_dma/traces/recorder.hpp"
 #include "spyre_dma/traces/replay.hpp"
 #include "spyre_dma/traces/trace_io.hpp"
+#include "spyre_dma/traces/output_file.hpp"
 
 namespace spyre_dma_cli {
 
@@ -59,11 +60,7 @@ namespace {
 namespace st = spyre_dma::traces;
 namespace fs = std::filesystem;
 
-void write_text(const fs::path& p, const std::string& text) {
-  std::ofstream out(p, std::ios::trunc);
-  out << text;
-  if (!out) throw std::runtime_error(fmt::format("{}: cannot write", p.string()));
-}
+void write_text(const fs::path& p, const std::string& text) { st::write_file_atomically(p.string(), text); }
 
 std::string link_name(const spyre_dma::model::SimConfig& c) {
   return fmt::format("PCIe Gen{} x{}", c.link.generation, c.link.lanes);

@@ -17,6 +17,7 @@
 #include "spyre_dma/traces/trace_io.hpp"
 
 #include "spyre_dma/model/sim_device.hpp"
+#include "spyre_dma/traces/output_file.hpp"
 
 namespace spyre_dma::traces {
 
@@ -346,9 +347,8 @@ class Replayer {
                         {"dur", result_.ops[i].duration_ns / 1000.0},
                         {"args", {{"op", op.id}}}});
     }
-    std::ofstream out(options_.perfetto_path, std::ios::trunc);
-    out << nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ns"}}.dump() << '\n';
-    if (!out) throw TraceError(options_.perfetto_path, 0, "", "cannot write the Perfetto trace");
+    write_file_atomically(options_.perfetto_path,
+                          nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ns"}}.dump() + "\n");
   }
 
   const Trace& trace_;

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "trace_check.hpp"
+#include "spyre_dma/traces/output_file.hpp"
 
 namespace spyre_dma::traces {
 
@@ -294,11 +295,7 @@ void write_trace(const Trace& trace, std::ostream& out) {
 }
 
 void write_trace_file(const Trace& trace, const std::string& path) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw TraceError(path, 0, "", std::string("cannot create: ") + std::strerror(errno));
-  write_trace(trace, out);
-  out.close();
-  if (!out) throw TraceError(path, 0, "", "write failed");
+  write_file_atomically(path, [&](std::ostream& out) { write_trace(trace, out); });
 }
 
 }  // namespace spyre_dma::traces

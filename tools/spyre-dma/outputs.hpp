@@ -1,0 +1,21 @@
+// The output files a command was asked for, checked before it does its work: a long run must not
+// find out at its end that a report cannot be written, nor overwrite one of its own inputs.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace spyre_dma_cli {
+
+struct NamedOutput {
+  std::string_view option;  // "--json"
+  std::string path;         // empty: not asked for
+};
+
+// Prints what is wrong with each (as "spyre-dma <command>: cannot write ...") and returns false
+// if any cannot be written or is also one of `inputs`.
+bool check_outputs(std::string_view command, const std::vector<NamedOutput>& outputs,
+                   const std::vector<std::string>& inputs = {});
+
+}  // namespace spyre_dma_cli
