@@ -65,9 +65,15 @@ CompositeAddress DeviceAllocator::allocate(std::uint64_t bytes, std::uint64_t ma
     throw InvalidArgument("AllocOptions::max_chunk_bytes " + std::to_string(max_chunk_bytes) +
                           " is not a multiple of 128");
   }
+  std::lock_guard lock(mu_);
+  // Checked before any arithmetic: rounding a size near 2^64 up to a flit wraps to zero.
+  if (bytes > capacity_ - allocated_) {
+    throw OutOfMemory("device allocation of " + std::to_string(bytes) + " bytes: only " +
+                      std::to_string(capacity_ - allocated_) + " of " + std::to_string(capacity_) +
+                      " bytes free");
+  }
   const std::uint64_t need = round_up(bytes, hw::kFlitBytes);
   const std::uint64_t chunk_cap = max_chunk_bytes ? max_chunk_bytes : hw::kSegmentBytes;
-  std::lock_guard lock(mu_);
   std::vector<DeviceChunk> chunks;
   std::uint64_t got = 0;
   // Each chunk: the next segment (round-robin, so chunks spread out) with a free range that holds

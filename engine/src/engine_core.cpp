@@ -10,6 +10,7 @@
 #include <string>
 
 #include "op_pool.hpp"
+#include "spyre_dma/deadline.hpp"
 
 namespace spyre_dma::detail {
 namespace {
@@ -379,7 +380,7 @@ Status EngineCore::reset(std::chrono::nanoseconds timeout) {
   if (closed_) return Status(ErrorCode::kClosed, "reset: engine closed");
   wait_for_spinners(lock);  // they read the RB rings, which are reprogrammed below
   device_->write32(hw::reg::kControl, hw::kControlReset);
-  const auto deadline = Clock::now() + timeout;
+  const auto deadline = deadline_after<Clock>(Clock::now(), timeout);
   while (device_->read32(hw::reg::kStatus) & hw::kStatusResetting) {
     if (Clock::now() > deadline) {
       return Status(ErrorCode::kDeviceTimeout, "device did not come out of reset");

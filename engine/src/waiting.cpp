@@ -7,12 +7,13 @@
 #include <thread>
 
 #include "engine_core.hpp"
+#include "spyre_dma/deadline.hpp"
 
 namespace spyre_dma::detail {
 
 Status EngineCore::wait_until(const std::function<bool()>& pred, std::chrono::nanoseconds timeout) {
   const auto start = Clock::now();
-  const auto deadline = start + timeout;
+  const auto deadline = deadline_after<Clock>(start, timeout);
   Lock lock(mu_);
   const auto spin_until = start + spin_budget();
   ++waiters_;
@@ -22,13 +23,16 @@ Status EngineCore::wait_until(const std::function<bool()>& pred, std::chrono::na
       result = Status(ErrorCode::kClosed, "wait: engine closed");
       break;
     }
-    if (progress(lock)) continue;
+    const bool moved = progress(lock);
     if (pred()) break;
+    // Checked even while work moves: on a host-driven device every step moves something, and a
+    // long simulated op must not keep the waiter past its timeout.
     const auto now = Clock::now();
     if (now >= deadline) {
       result = Status(ErrorCode::kWaitTimeout, "gave up after " + std::to_string(timeout.count()) + " ns");
       break;
     }
+    if (moved) continue;
     if (caller_driven_) {
       const auto slice = std::min<std::chrono::nanoseconds>(deadline - now, 10ms);
       lock.unlock();

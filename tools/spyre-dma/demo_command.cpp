@@ -20,6 +20,7 @@
 #include "spyre_dma/spyre_dma.hpp"
 #include "sweep.hpp"
 #include "spyre_dma/traces/output_file.hpp"
+#include "cli_checks.hpp"
 
 namespace spyre_dma_cli {
 namespace {
@@ -44,7 +45,7 @@ SweepConfig sweep_config(const DemoOptions& o) {
   }
   c.repeat = o.repeat;
   c.streams = o.streams;
-  c.timeout = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(o.timeout_s));
+  c.timeout = to_timeout(o.timeout_s);
   return c;
 }
 
@@ -99,7 +100,7 @@ CLI::App* add_demo_command(CLI::App& app, DemoOptions& o) {
       ->check(CLI::IsMember({"registered", "pageable"}, CLI::ignore_case));
   demo->add_option("--timeout", o.timeout_s, "Seconds one transfer may take before the demo calls it a stall")
       ->capture_default_str()
-      ->check(CLI::Range(0.001, 3600.0));
+      ->check(timeout_seconds());
   return demo;
 }
 

@@ -20,6 +20,7 @@
 #include "worker_pool.hpp"
 #include "spyre_dma/traces/output_file.hpp"
 #include "outputs.hpp"
+#include "cli_checks.hpp"
 
 namespace spyre_dma_cli {
 namespace {
@@ -211,12 +212,12 @@ CLI::App* add_regress_command(CLI::App& app, RegressOptions& o) {
   cmd->add_option("--directed-dir", o.directed_dir, "directed suite: the folder of test files");
   cmd->add_option("--timeout", o.timeout_s, "Seconds one test may take before it counts as hung")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(timeout_seconds());
   cmd->add_option("--corrupt-seed", o.corrupt_seed,
                   "Self-test: flip one byte of device or host memory behind the engine's back in this seed's test "
                   "(it must fail)");
   cmd->add_option("--fault-rate", o.fault_rate, "sim: faults per TLP (overrides the suite's rate)")
-      ->check(CLI::Range(0.0, 0.5));
+      ->check(finite_range(0.0, 0.5));
   cmd->add_option("--ops", o.ops, "Operations per test (overrides the suite's count)")->check(CLI::Range(1u, 10000000u));
   cmd->add_option("--progress", o.progress, "auto (a bar on a terminal), bar, lines or none")
       ->check(CLI::IsMember({"auto", "bar", "lines", "none"}))
@@ -231,7 +232,7 @@ CLI::App* add_regress_command(CLI::App& app, RegressOptions& o) {
   cmd->add_option("--max-rss-growth", o.max_rss_growth,
                   "Soak: fail when a worker's resident memory grew by more than this many percent after the warm-up")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(finite_range(0.0, 1e6));
   cmd->add_flag("--list", o.list, "List the suites and exit");
   cmd->add_flag("--dump-program", o.dump_program,
                 "Print the first seed's program in the directed-test format and exit (keeps a random test as a "
@@ -381,7 +382,7 @@ int run_regress(const RegressOptions& o) {
 
   WorkerPoolOptions pool;
   pool.jobs = o.jobs;
-  pool.timeout = std::chrono::duration<double>(o.timeout_s);
+  pool.timeout = to_timeout(o.timeout_s);
   WorkerPoolTasks tasks;
   // The k-th test to start, while the seeds are not used up and a soak's time has not run out.
   tasks.task_at = [&](std::size_t k) -> std::optional<std::uint64_t> {

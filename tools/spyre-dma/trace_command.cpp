@@ -18,6 +18,7 @@
 #include "spyre_dma/traces/trace_io.hpp"
 #include "spyre_dma/traces/output_file.hpp"
 #include "outputs.hpp"
+#include "cli_checks.hpp"
 
 namespace spyre_dma_cli {
 
@@ -95,7 +96,7 @@ int run_replay(const TraceOptions& o) {
   st::ReplayOptions ro;
   ro.honour_start_times = o.honour_start_times;
   ro.verify_data = !o.no_verify;
-  ro.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.timeout_s * 1000));
+  ro.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(to_timeout(o.timeout_s));
   ro.perfetto_path = o.perfetto;
   spyre_dma::backend::Instance instance = open_backend(backend);
   const std::string name = instance.device->describe().name;
@@ -151,7 +152,7 @@ int run_capture(const TraceOptions& o) {
   spyre_dma::DeviceBuffer buf = engine->allocate(largest * streams.size());
   spyre_dma::HostBuffer pinned = engine->allocate_host(largest * streams.size());
   std::vector<std::uint8_t> pageable(largest * streams.size(), 0x5a);
-  const auto timeout = std::chrono::nanoseconds(static_cast<std::int64_t>(o.timeout_s * 1e9));
+  const auto timeout = to_timeout(o.timeout_s);
   int failures = 0;
   for (const std::uint64_t size : sizes) {
     for (const std::string& mem : o.memory) {
@@ -189,7 +190,7 @@ CLI::App* add_trace_command(CLI::App& app, TraceOptions& o) {
   o.replay->add_option("file", o.file, "Trace file")->required();
   auto backend_opts = [&o](CLI::App* c) {
     add_backend_options(*c, o.backend);
-    c->add_option("--timeout", o.timeout_s, "Seconds the whole run may take");
+    c->add_option("--timeout", o.timeout_s, "Seconds the whole run may take")->capture_default_str()->check(timeout_seconds());
   };
   backend_opts(o.replay);
   o.replay->add_flag("--honour-start-times", o.honour_start_times,

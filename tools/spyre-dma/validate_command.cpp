@@ -23,6 +23,7 @@
 #include "spyre_dma/traces/replay.hpp"
 #include "spyre_dma/traces/trace_io.hpp"
 #include "spyre_dma/traces/output_file.hpp"
+#include "cli_checks.hpp"
 
 namespace spyre_dma_cli {
 
@@ -45,11 +46,11 @@ CLI::App* add_validate_command(CLI::App& app, ValidateOptions& o) {
   v->add_option("--fit-sizes", o.fit_sizes, "Copies the calibration fits (below:64MiB, range:A:B, atleast:X, all)");
   v->add_option("--check-sizes", o.check_sizes, "Registered copies the check judges after calibration");
   v->add_option("--tolerance", o.tolerance, "Largest median |relative error| the check accepts")
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(finite_range(0.0, 1.0));
   v->add_flag("--no-calibrate", o.no_calibrate, "Compare with the model preset only");
   v->add_flag("--no-plot", o.no_plot, "Do not draw plot.png");
   v->add_option("--fidelity", o.fidelity, "Model fidelity of the replays")->check(CLI::IsMember({"tlp", "burst"}));
-  v->add_option("--timeout", o.timeout_s, "Seconds a transfer may take")->check(CLI::PositiveNumber);
+  v->add_option("--timeout", o.timeout_s, "Seconds a transfer may take")->check(timeout_seconds());
   v->add_option("--replay-copies", o.replay_copies, "Copies of each direction, memory and size the model replays (0: all)")
       ->check(CLI::NonNegativeNumber);
   return v;
@@ -167,7 +168,7 @@ int run_validate(const ValidateOptions& o) {
     sc.repeat = o.repeat;
     sc.streams = streams;
     sc.device_clock = true;
-    sc.timeout = std::chrono::nanoseconds(static_cast<std::int64_t>(o.timeout_s * 1e9));
+    sc.timeout = to_timeout(o.timeout_s);
     sc.memories.clear();
     for (const auto& m : o.memory) sc.memories.push_back(m == "registered" ? HostMemory::kRegistered : HostMemory::kPageable);
     Sweep sweep(*engine, sc);

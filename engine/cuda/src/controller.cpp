@@ -1,5 +1,6 @@
 // Registers, life cycle, reset and interrupts of CopyEngineDevice (see controller.hpp).
 #include "controller.hpp"
+#include "spyre_dma/deadline.hpp"
 
 #include <stdexcept>
 
@@ -87,7 +88,8 @@ void Controller::reset() {
   std::lock_guard<std::mutex> lock(reset_mu_);
   resetting_.store(true);
   wake_all();
-  const auto deadline = std::chrono::steady_clock::now() + config_.completion_timeout + std::chrono::seconds(1);
+  const auto deadline = deadline_after<std::chrono::steady_clock>(
+      std::chrono::steady_clock::now(), config_.completion_timeout + std::chrono::seconds(1));
   for (unsigned p = 0; p < hw::kNumPipelines; ++p) {
     while (!workers_[p].parked.load() && std::chrono::steady_clock::now() < deadline) {
       wake(p);

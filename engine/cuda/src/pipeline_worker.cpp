@@ -6,6 +6,7 @@
 
 #include "controller.hpp"
 #include "spyre_dma/device_core/rings.hpp"
+#include "spyre_dma/deadline.hpp"
 
 namespace spyre_dma::cuda::detail {
 namespace {
@@ -73,7 +74,7 @@ bool Controller::barrier_clear(unsigned p, const Inflight& f) {
 bool Controller::start(unsigned p, Inflight& f) {
   if (f.barrier && !barrier_clear(p, f)) return false;
   f.submitted = true;
-  f.deadline = Clock::now() + config_.completion_timeout;
+  f.deadline = deadline_after<Clock>(Clock::now(), config_.completion_timeout);
   f.misbehave = misbehave_.cb_started();
   if (f.misbehave && misbehave_.armed().kind == device_core::MisbehaveKind::kRogueDma && !f.decoded.error) {
     device_core::retarget(f.decoded.cb, misbehave_.armed());  // only the checks stand in its way

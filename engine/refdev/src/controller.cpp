@@ -1,5 +1,6 @@
 // Life cycle, reset, interrupts and waiting of the reference device (see controller.hpp).
 #include "controller.hpp"
+#include "spyre_dma/deadline.hpp"
 
 #include <algorithm>
 
@@ -57,7 +58,7 @@ void Controller::notify_progress() {
 }
 
 bool Controller::sleep_interruptible(std::uint64_t epoch, std::chrono::nanoseconds duration) {
-  const auto deadline = std::chrono::steady_clock::now() + duration;
+  const auto deadline = deadline_after<std::chrono::steady_clock>(std::chrono::steady_clock::now(), duration);
   progress_waiters_.fetch_add(1);
   std::unique_lock<std::mutex> lock(progress_mutex_);
   bool ok = true;

@@ -7,6 +7,7 @@
 
 #include "controller.hpp"
 #include "spyre_dma/device_core/rings.hpp"
+#include "spyre_dma/deadline.hpp"
 
 namespace spyre_dma::refdev::detail {
 
@@ -130,9 +131,7 @@ void Controller::process_one(hw::Pipeline p, std::uint64_t epoch) {
       return raise_fatal(hw::ErrorKind::kDeviceMemoryFault, checked.work.device_phys);
     }
     if (config_.honour_compute_time && checked.work.kind == device_core::CbWork::Kind::kCompute) {
-      constexpr auto kMax = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
-      const auto ns = std::chrono::nanoseconds(static_cast<std::int64_t>(std::min(checked.work.compute_ns, kMax)));
-      if (!sleep_interruptible(epoch, ns)) return;  // reset: no RB
+      if (!sleep_interruptible(epoch, saturating_ns(checked.work.compute_ns))) return;  // reset: no RB
     }
   }
   rb.status = out.status;

@@ -149,6 +149,10 @@ TEST(BadAllocation, SizesChunksAndCapacity) {
                                    {"max_chunk_bytes 1000", "128"});
   expect_rejected<OutOfMemory>(rig, [&] { e.allocate(65 * MiB); },
                                {std::to_string(65 * MiB), std::to_string(64 * MiB)});
+  // Sizes whose rounding up to a flit would wrap around.
+  for (const std::uint64_t huge : {~std::uint64_t{0}, ~std::uint64_t{0} - 126, std::uint64_t{1} << 63}) {
+    expect_rejected<OutOfMemory>(rig, [&] { e.allocate(huge); }, {std::to_string(huge)});
+  }
   DeviceBuffer a = e.allocate(40 * MiB);  // spans segments: scatter-gather
   EXPECT_GT(a.address().chunks().size(), 1u);
   EXPECT_EQ(e.stats().device_memory_allocated, 40 * MiB);

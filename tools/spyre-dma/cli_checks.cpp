@@ -1,0 +1,27 @@
+#include "cli_checks.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace spyre_dma_cli {
+
+CLI::Validator finite_range(double min, double max) {
+  return CLI::Validator(
+      [min, max](std::string& text) -> std::string {
+        double v = 0;
+        if (!CLI::detail::lexical_cast(text, v)) return fmt::format("'{}' is not a number", text);
+        if (!std::isfinite(v)) return fmt::format("{} is not a finite number", text);
+        if (v < min || v > max) return fmt::format("{} is outside [{}, {}]", text, min, max);
+        return {};
+      },
+      fmt::format("FINITE in [{}, {}]", min, max));
+}
+
+CLI::Validator timeout_seconds() { return finite_range(0.001, kMaxTimeoutSeconds); }
+
+std::chrono::nanoseconds to_timeout(double seconds) {
+  return std::chrono::nanoseconds(static_cast<std::int64_t>(std::llround(seconds * 1e9)));
+}
+
+}  // namespace spyre_dma_cli

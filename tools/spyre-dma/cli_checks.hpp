@@ -1,0 +1,22 @@
+// Range checks for the command line's numbers. CLI11's own Range and PositiveNumber let NaN
+// through (every comparison with it is false) and PositiveNumber lets infinity through; every
+// floating-point option uses these instead.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+
+namespace spyre_dma_cli {
+
+// A finite number in [min, max]; the message names the value and the range.
+CLI::Validator finite_range(double min, double max);
+
+// A --timeout in seconds: finite, at least a millisecond, at most a week.
+inline constexpr double kMaxTimeoutSeconds = 7 * 24 * 3600.0;
+CLI::Validator timeout_seconds();
+
+// A checked --timeout as a duration (exact: a week of nanoseconds fits with room to spare).
+std::chrono::nanoseconds to_timeout(double seconds);
+
+}  // namespace spyre_dma_cli
