@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <optional>
 #include <system_error>
 
@@ -358,14 +359,17 @@ int run_regress(const RegressOptions& o) {
     if (o.seeds.empty() || o.seeds.find("..") == std::string::npos) range.last = UINT64_MAX - 1;
   }
   // The k-th seed of this shard, or nullopt past the range (seed k of the range goes to shard k mod N).
+  // Arithmetic, never a walk: a range may span all 2^64 seeds.
+  const std::uint64_t span = range.last - range.first;  // seeds in the range, less one
+  const std::uint64_t in_shard = shard > span ? 0 : (span - shard) / shards;  // this shard's, less one
   auto seed_at = [&](std::size_t k) -> std::optional<std::uint64_t> {
-    const std::uint64_t offset = shard + static_cast<std::uint64_t>(k) * shards;
-    if (offset > range.last - range.first) return std::nullopt;
-    return range.first + offset;
+    if (shard > span || static_cast<std::uint64_t>(k) > in_shard) return std::nullopt;
+    return range.first + shard + static_cast<std::uint64_t>(k) * shards;
   };
   std::size_t seed_count = 0;  // fixed runs only; a soak stops at its deadline instead
-  if (!duration) {
-    while (seed_at(seed_count)) ++seed_count;
+  if (!duration && shard <= span) {
+    seed_count = in_shard >= std::numeric_limits<std::size_t>::max() ? std::numeric_limits<std::size_t>::max()
+                                                                      : static_cast<std::size_t>(in_shard + 1);
   }
 
   Report report;
