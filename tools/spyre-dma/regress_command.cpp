@@ -8,6 +8,8 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <csignal>
+#include <signal.h>
 #include <limits>
 #include <optional>
 #include <system_error>
@@ -34,6 +36,44 @@ struct SeedRange {
 };
 
 // "A..B" or "A"; the empty string when fine, else what is wrong.
+// SIGINT and SIGTERM during a run: the first stops it (no more tests, workers killed) and the
+// results so far are written, marked incomplete; the second ends the process at once.
+volatile std::sig_atomic_t g_stop_signal = 0;
+
+extern "C" void on_stop_signal(int sig) {
+  if (g_stop_signal != 0) {
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+    return;
+  }
+  g_stop_signal = sig;
+}
+
+// Installs on_stop_signal for SIGINT and SIGTERM while it lives (no SA_RESTART: a poll or a wait
+// returns at once with EINTR).
+class StopSignals {
+ public:
+  StopSignals() {
+    g_stop_signal = 0;
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGINT, &sa, &old_int_);
+    ::sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~StopSignals() {
+    ::sigaction(SIGINT, &old_int_, nullptr);
+    ::sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+  int signal() const { return g_stop_signal; }
+
+ private:
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+};
+
 std::string parse_seeds(const std::string& s, SeedRange& r) {
   const auto dots = s.find("..");
   try {
@@ -409,6 +449,8 @@ int run_regress(const RegressOptions& o) {
     report.cases.push_back(std::move(c));
   };
   std::size_t started = 0;  // tests handed out
+  const StopSignals signals;
+  pool.stop = [&signals] { return signals.signal() != 0; };
   try {
     started = run_worker_pool(pool, tasks);
   } catch (const std::system_error& e) {
@@ -420,6 +462,8 @@ int run_regress(const RegressOptions& o) {
     report.seeds = started == 0 ? "none" : fmt::format("{}..{}", range.first, *seed_at(started - 1));
   }
   report.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  const int stopped_by = signals.signal();
+  if (stopped_by != 0) report.interrupted = stopped_by == SIGINT ? "SIGINT" : "SIGTERM";
   std::sort(report.cases.begin(), report.cases.end(),
             [](const CaseResult& a, const CaseResult& b) { return a.seed < b.seed; });
   fmt::print("{}", report.summary());
@@ -441,6 +485,7 @@ int run_regress(const RegressOptions& o) {
     nlohmann::json j = soak.to_json(report, *duration);
     if (!write_file(o.json + ".soak.json", j.dump(1) + "\n")) return 2;
   }
+  if (stopped_by != 0) return 128 + stopped_by;  // as a shell reports a process the signal ended
   return report.failures() == 0 && memory_ok ? 0 : 1;
 }
 

@@ -77,9 +77,11 @@ json Report::to_json() const {
     for (const auto& [k, n] : c.metrics.faults_injected) sum.faults_injected[k] += n;
   }
   totals["metrics"] = sum.to_json();
-  return {{"format", "spyre-dma-regress/1"}, {"version", version}, {"suite", suite},   {"backend", backend},
-          {"seeds", seeds},                  {"shard", shard},     {"wall_s", wall_s}, {"summary", totals},
-          {"coverage", coverage.to_json()},  {"tests", tests}};
+  json out = {{"format", "spyre-dma-regress/1"}, {"version", version}, {"suite", suite},   {"backend", backend},
+              {"seeds", seeds},                  {"shard", shard},     {"wall_s", wall_s}, {"summary", totals},
+              {"coverage", coverage.to_json()},  {"tests", tests},     {"complete", interrupted.empty()}};
+  if (!interrupted.empty()) out["interrupted"] = interrupted;
+  return out;
 }
 
 Report Report::from_json(const json& j, const std::string& file) {
@@ -94,6 +96,10 @@ Report Report::from_json(const json& j, const std::string& file) {
   r.seeds = get<std::string>(j, "seeds", file);
   r.shard = get<std::string>(j, "shard", file);
   r.wall_s = get<double>(j, "wall_s", file);
+  if (const auto it = j.find("interrupted"); it != j.end()) {
+    if (!it->is_string()) throw std::invalid_argument(file + ": key \"interrupted\" is not a string");
+    r.interrupted = it->get<std::string>();
+  }
   try {
     r.coverage = Coverage::from_json(j.at("coverage"));
   } catch (const std::exception& e) {
@@ -144,12 +150,17 @@ std::string Report::junit() const {
   for (const CaseResult& c : cases) total_time += c.metrics.wall_s;
   out += fmt::format("<testsuites name=\"spyre-dma regress\" tests=\"{}\" failures=\"{}\" time=\"{:.3f}\">\n",
                      cases.size(), failures(), total_time);
+
   for (const auto& [name, list] : groups) {
     std::size_t failed = 0;
     double time = 0;
     for (const CaseResult* c : list) failed += c->passed() ? 0 : 1, time += c->metrics.wall_s;
     out += fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" time=\"{:.3f}\">\n",
                        xml_escape(name), list.size(), failed, time);
+    if (!interrupted.empty()) {  // JUnit has no word for an incomplete run: a property says so
+      out += fmt::format("    <properties><property name=\"incomplete\" value=\"interrupted by {}\"/></properties>\n",
+                         xml_escape(interrupted));
+    }
     for (const CaseResult* c : list) {
       out += fmt::format("    <testcase classname=\"{}\" name=\"{}\" time=\"{:.3f}\"", xml_escape(name), xml_escape(c->name),
                          c->metrics.wall_s);
@@ -202,6 +213,9 @@ std::string Report::summary() const {
   std::string out;
   out += fmt::format("regression: suite {}, backend {}, seeds {}{}\n", suite, backend, seeds,
                      shard.empty() ? "" : ", shard " + shard);
+  if (!interrupted.empty()) {
+    out += fmt::format("  INCOMPLETE: interrupted by {}; the {} tests that finished are below\n", interrupted, cases.size());
+  }
   out += fmt::format("  {:<24} {}\n", "tests", cases.size());
   out += fmt::format("  {:<24} {}\n", "passed", cases.size() - failures());
   out += fmt::format("  {:<24} {}\n", "failed", failures());
@@ -238,6 +252,7 @@ Report merge_reports(const std::vector<Report>& parts, const std::vector<std::st
     join(m.backend, r.backend);
     join(m.seeds, r.seeds);
     join(m.version, r.version);
+    if (!r.interrupted.empty()) m.interrupted = r.interrupted;  // one incomplete shard: the whole is
     m.wall_s = std::max(m.wall_s, r.wall_s);
     m.coverage.merge(r.coverage);
     m.cases.insert(m.cases.end(), r.cases.begin(), r.cases.end());

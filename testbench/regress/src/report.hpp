@@ -35,6 +35,9 @@ struct Report {
   std::vector<CaseResult> cases;
   Coverage coverage;
   double wall_s = 0;
+  // The signal that stopped the run before all its tests ran ("SIGINT"); empty: it ran them all.
+  // An interrupted report holds every test that finished, and says so (JSON, JUnit, summary).
+  std::string interrupted;
 
   nlohmann::json to_json() const;
   // Throws std::invalid_argument naming the file and the key that is wrong.

@@ -40,6 +40,10 @@ std::string describe_exit(int status) {
 // The worker process: reads tasks (8 bytes each) from `in`, writes one JSON result line per task
 // to `out`, and leaves when `in` is closed.
 [[noreturn]] void worker_main(const WorkerPoolTasks& tasks, int in, int out) {
+  // The parent's handlers (a regression's stop on SIGINT) are not the worker's: a signal to the
+  // process group ends it, and the parent, stopping, does not count its task as lost.
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
   try {
     if (tasks.worker_init) tasks.worker_init();
     std::uint64_t task = 0;
@@ -84,6 +88,10 @@ class Pool {
       assign(workers_.back());
     }
     while (!workers_.empty()) {
+      if (stopping()) {
+        while (!workers_.empty()) (void)retire(workers_.size() - 1, true);
+        break;
+      }
       std::vector<pollfd> fds;
       for (const Worker& w : workers_) fds.push_back(pollfd{w.from, POLLIN, 0});
       (void)::poll(fds.data(), fds.size(), 200);
@@ -95,7 +103,8 @@ class Pool {
 
  private:
   // Whether another task is to start.
-  bool more() const { return tasks_.task_at(next_).has_value(); }
+  bool more() const { return !stopping() && tasks_.task_at(next_).has_value(); }
+  bool stopping() const { return options_.stop && options_.stop(); }
 
   bool spawn() {
     int to[2], from[2];
@@ -125,6 +134,7 @@ class Pool {
   }
 
   void assign(Worker& w) {
+    if (stopping()) return;
     const std::optional<std::uint64_t> task = tasks_.task_at(next_);
     if (!task) return;
     ++next_;
@@ -174,7 +184,7 @@ class Pool {
     if (eof) {
       const std::optional<std::uint64_t> task = w.task;
       std::string how = retire(i, false);
-      if (task) {
+      if (task && !stopping()) {  // a worker the same signal ended is not a lost task
         lose(*task, LostTask::Reason::kEnded, std::move(how));
         if (more() && spawn()) assign(workers_.back());
       }

@@ -24,6 +24,10 @@ namespace spyre_dma::regress {
 struct WorkerPoolOptions {
   unsigned jobs = 1;                               // worker processes at the most
   std::chrono::duration<double> timeout{600};      // one task's wall clock: longer is a hang
+  // Asked between polls (at least every 200 ms): once true, no task is handed out any more, the
+  // workers are killed and the tasks they held are dropped (neither results nor lost), and the
+  // pool returns. Empty: never.
+  std::function<bool()> stop;
 };
 
 // A task that produced no result.

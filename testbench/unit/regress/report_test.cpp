@@ -52,6 +52,24 @@ TEST(Report, JsonRoundTripsAndJunitMarksFailures) {
   EXPECT_NE(r.summary().find("reproduce: spyre-dma regress --suite smoke --backend refdev --seeds 2..2"), std::string::npos);
 }
 
+TEST(Report, AnInterruptedRunSaysSoEverywhere) {
+  Report r;
+  r.version = "1", r.suite = "smoke", r.backend = "refdev", r.seeds = "1..100", r.shard = "";
+  r.cases = {a_case(1, true), a_case(2, true)};
+  EXPECT_EQ(r.to_json().at("complete"), true);
+  EXPECT_EQ(r.junit().find("incomplete"), std::string::npos);
+  r.interrupted = "SIGINT";
+  const nlohmann::json j = r.to_json();
+  EXPECT_EQ(j.at("complete"), false);
+  EXPECT_EQ(j.at("interrupted"), "SIGINT");
+  EXPECT_EQ(Report::from_json(j, "r.json").interrupted, "SIGINT");
+  EXPECT_NE(r.junit().find("<property name=\"incomplete\" value=\"interrupted by SIGINT\"/>"), std::string::npos);
+  EXPECT_NE(r.summary().find("INCOMPLETE: interrupted by SIGINT"), std::string::npos);
+  Report whole;  // a merge with one interrupted shard is incomplete
+  whole = merge_reports({r, Report::from_json(r.to_json(), "b.json")}, {});
+  EXPECT_EQ(whole.interrupted, "SIGINT");
+}
+
 TEST(Report, BadFilesNameTheKey) {
   Report r;
   r.version = "1", r.suite = "s", r.backend = "b", r.seeds = "1..1", r.shard = "";

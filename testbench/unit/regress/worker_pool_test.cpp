@@ -202,5 +202,26 @@ TEST(WorkerPool, TheTaskListCanEndEarly) {
   EXPECT_EQ(got, (std::set<std::uint64_t>{0, 10, 20, 30, 40}));
 }
 
+TEST(WorkerPool, StopsWhenAskedAndDropsWhatIsRunning) {
+  // Stop once 3 results are in: tasks that hang (task 3 on) are dropped, not lost, and the pool
+  // returns long before any task timeout.
+  Outcome out;
+  WorkerPoolTasks t = numbered_tasks(100, out);
+  t.work = [](std::uint64_t task) {
+    if (task >= 3) std::this_thread::sleep_for(std::chrono::hours(1));
+    return result_of(task);
+  };
+  WorkerPoolOptions o;
+  o.jobs = 2;
+  o.stop = [&out] { return out.results.size() >= 3; };
+  const auto t0 = Clock::now();
+  const std::size_t handed_out = run_worker_pool(o, t);
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(30));
+  EXPECT_EQ(out.results.size(), 3u);
+  EXPECT_TRUE(out.lost.empty());
+  EXPECT_GE(handed_out, 3u);
+  EXPECT_LE(handed_out, 5u);  // the three that finished and at most the two running at the stop
+}
+
 }  // namespace
 }  // namespace spyre_dma::regress
