@@ -160,6 +160,10 @@ Op Stream::compute(std::chrono::nanoseconds duration, Callback on_complete) {
   constexpr const char* what = "compute";
   auto core = core_of(state_, what);
   if (duration.count() < 0) reject(what, "negative duration " + std::to_string(duration.count()) + " ns");
+  if (static_cast<std::uint64_t>(duration.count()) > hw::kMaxComputeNs) {
+    reject(what, "duration " + std::to_string(duration.count()) + " ns exceeds the longest a CB carries, " +
+                     std::to_string(hw::kMaxComputeNs) + " ns");
+  }
   check_capability(what, *core, hw::kCapCompute, "compute");
   auto op = new_op(*core, OpKind::kCompute, std::move(on_complete));
   op->duration_ns = static_cast<std::uint64_t>(duration.count());

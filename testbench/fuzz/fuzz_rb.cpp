@@ -61,7 +61,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (!back.error) require(encode(back.rb) == encoded, "encode(decode_rb(encode(rb))) is stable");
   const bool in_range = rb.tag >= kMinTag && rb.tag <= kMaxTag && f[4] <= 3 && f[5] < kNumPipelines &&
                         le(f + 7, 2) <= static_cast<unsigned>(ErrorKind::kQueueFault) &&
-                        le(f + 9, 2) <= static_cast<unsigned>(CbField::kDmiSource);
+                        le(f + 9, 2) <= static_cast<unsigned>(CbField::kCmptDuration);
   if (in_range) {
     require(!back.error, "an RB with every field in range decodes");
     require(back.rb == rb, "decode_rb(encode(rb)) == rb");

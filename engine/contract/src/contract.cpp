@@ -216,6 +216,7 @@ std::string_view to_string(CbField f) noexcept {
     case CbField::kDmoReserved: return "DMO.reserved";
     case CbField::kCmptType: return "CMPT.type";
     case CbField::kCmptReserved: return "CMPT.reserved";
+    case CbField::kCmptDuration: return "CMPT.duration";
     case CbField::kXlatMode: return "XLAT.mode";
     case CbField::kXlatLength: return "XLAT.length";
     case CbField::kXlatReserved: return "XLAT.reserved";
@@ -283,6 +284,7 @@ CbDecodeResult decode_cb(const std::uint8_t* in) noexcept {
   if (ctype > static_cast<std::uint64_t>(ComputeType::kTimed)) return fail(CbField::kCmptType, ctype);
   if (c0 & ~mask(4)) return fail(CbField::kCmptReserved, c0);
   if (ctype == 0 && c1 != 0) return fail(CbField::kCmptReserved, c1);
+  if (c1 > kMaxComputeNs) return fail(CbField::kCmptDuration, c1);
   cb.cmpt.type = static_cast<ComputeType>(ctype);
   cb.cmpt.duration_ns = c1;
 
@@ -402,7 +404,7 @@ RbDecodeResult decode_rb(const std::uint8_t* in) noexcept {
   const std::uint64_t err = field(w1, rbw::kErrorLo, rbw::kErrorBits);
   if (err > static_cast<std::uint64_t>(ErrorKind::kQueueFault)) return r.error = "error kind", r;
   const std::uint64_t fld = field(w1, rbw::kFieldLo, rbw::kFieldBits);
-  if (fld > static_cast<std::uint64_t>(CbField::kDmiSource)) return r.error = "field", r;
+  if (fld > static_cast<std::uint64_t>(CbField::kCmptDuration)) return r.error = "field", r;
   rb.status = static_cast<RbStatus>(status);
   rb.locator = static_cast<Pipeline>(loc);
   rb.phase = (w0 >> rbw::kPhaseBit) & 1;

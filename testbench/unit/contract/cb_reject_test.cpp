@@ -246,6 +246,15 @@ TEST(CbReject, NonzeroSkipSection) {
     put64(b, 48, 0x10);
     EXPECT_TRUE(rejected(b, hw::CbField::kCmptReserved, 0x10));
   }
+  {  // A TIMED duration beyond the longest a CB may carry; the longest itself decodes.
+    Cb b = compute();
+    put64(b, 56, hw::kMaxComputeNs + 1);
+    EXPECT_TRUE(rejected(b, hw::CbField::kCmptDuration, hw::kMaxComputeNs + 1));
+    put64(b, 56, ~0ull);
+    EXPECT_TRUE(rejected(b, hw::CbField::kCmptDuration, ~0ull));
+    put64(b, 56, hw::kMaxComputeNs);
+    EXPECT_FALSE(hw::decode_cb(b.data()).error.has_value());
+  }
 }
 
 TEST(CbReject, LengthZero) {

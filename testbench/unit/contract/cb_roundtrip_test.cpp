@@ -167,7 +167,7 @@ TEST(CbRoundTrip, DeviceCopySourceLimits) {
 }
 
 TEST(CbRoundTrip, ComputeDurationLimits) {
-  for (std::uint64_t d : std::initializer_list<std::uint64_t>{0, 1, std::numeric_limits<std::uint64_t>::max()}) {
+  for (std::uint64_t d : std::initializer_list<std::uint64_t>{0, 1, hw::kMaxComputeNs}) {
     SCOPED_TRACE(d);
     hw::ControlBlock cb;
     cb.tag = 3;
@@ -223,7 +223,7 @@ class Gen {
     hw::DmaSection* s = kind == 3 ? &c.dmo : &c.dmi;
     if (kind == 4) {
       c.cmpt.type = hw::ComputeType::kTimed;
-      c.cmpt.duration_ns = range(0, ~0ull);
+      c.cmpt.duration_ns = range(0, hw::kMaxComputeNs);
       pipeline = hw::Pipeline::kCompute;
     } else {
       pipeline = kind == 3 ? hw::Pipeline::kDmao : hw::Pipeline::kDmai;

@@ -211,7 +211,7 @@ TEST(RbRoundTrip, Randomized) {
     rb.locator = static_cast<hw::Pipeline>(rng() % 3);
     rb.phase = rng() & 1;
     rb.error = static_cast<hw::ErrorKind>(rng() % 9);
-    rb.field = static_cast<hw::CbField>(rng() % 25);
+    rb.field = static_cast<hw::CbField>(rng() % 26);
     rb.detail = rng();
     rb.start_ns = rng();
     rb.end_ns = rng();
@@ -316,16 +316,16 @@ TEST(RbReject, ErrorKindAndField) {
     put64(b, 8, (get64(b, 8) & ~0xFFFFull) | k);
     EXPECT_TRUE(rb_rejected(b, "error kind")) << k;
   }
-  for (std::uint64_t f : {25ull, 0xFFFFull}) {
+  for (std::uint64_t f : {26ull, 0xFFFFull}) {
     Rb b = kMalformed;
     put64(b, 8, (get64(b, 8) & 0xFFFFull) | f << 16);
     EXPECT_TRUE(rb_rejected(b, "field")) << f;
   }
   // The largest defined values are accepted.
   Rb b = kMalformed;
-  put64(b, 8, 8 | 24ull << 16);
+  put64(b, 8, 8 | 25ull << 16);
   const hw::RbDecodeResult r = hw::decode_rb(b.data());
   ASSERT_FALSE(r.error.has_value());
   EXPECT_EQ(r.rb.error, hw::ErrorKind::kQueueFault);
-  EXPECT_EQ(r.rb.field, hw::CbField::kDmiSource);
+  EXPECT_EQ(r.rb.field, hw::CbField::kCmptDuration);
 }

@@ -341,12 +341,12 @@ TEST(Enums, CbFields) {
 
 TEST(Enums, NamesAreDistinctAndKnown) {
   std::set<std::string_view> names;
-  for (int i = 0; i <= 24; ++i) {
+  for (int i = 0; i <= 25; ++i) {
     const std::string_view s = hw::to_string(static_cast<hw::CbField>(i));
     EXPECT_NE(s, "unknown") << i;
     EXPECT_TRUE(names.insert(s).second) << s;
   }
-  EXPECT_EQ(hw::to_string(static_cast<hw::CbField>(25)), "unknown");
+  EXPECT_EQ(hw::to_string(static_cast<hw::CbField>(26)), "unknown");
   names.clear();
   for (int i = 0; i <= 8; ++i) {
     const std::string_view s = hw::to_string(static_cast<hw::ErrorKind>(i));

@@ -121,6 +121,11 @@ struct DmaSection {
   }
 };
 
+// The longest TIMED duration a CB may carry (48 bits of nanoseconds, about 78 hours): every
+// device's clock can add it to its own time without overflow (the model's counts picoseconds in
+// 64 bits), so a longer one is refused by the decoder rather than wrapping a device's time.
+inline constexpr std::uint64_t kMaxComputeNs = (std::uint64_t{1} << 48) - 1;
+
 struct ComputeSection {
   ComputeType type = ComputeType::kSkip;
   std::uint64_t duration_ns = 0;
@@ -178,6 +183,7 @@ enum class CbField : std::uint16_t {
   kSections = 22,  // no section, or more than one, describes work
   kPipeline = 23,  // the described work does not belong on the queue the CB came from
   kDmiSource = 24,
+  kCmptDuration = 25,  // a TIMED duration above kMaxComputeNs
 };
 std::string_view to_string(CbField f) noexcept;
 
