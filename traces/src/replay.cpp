@@ -18,6 +18,7 @@
 
 #include "spyre_dma/model/sim_device.hpp"
 #include "spyre_dma/traces/output_file.hpp"
+#include "spyre_dma/deadline.hpp"
 
 namespace spyre_dma::traces {
 
@@ -91,7 +92,7 @@ class Replayer {
     if (options_.staging_buffer_bytes) eo.staging_buffer_bytes = options_.staging_buffer_bytes;
     engine_ = spyre_dma::Engine::open(std::move(backend.device), eo);
     pool_ = std::make_unique<HostPool>(*engine_);
-    deadline_ = Clock::now() + options_.timeout;
+    deadline_ = deadline_after<Clock>(Clock::now(), options_.timeout);
   }
 
   ReplayResult run() {
@@ -182,7 +183,15 @@ class Replayer {
       if (!st.ok()) fail(fmt::format("holding op {} until {} ns: {}", op.id, target, st.to_string()));
       return;
     }
-    std::this_thread::sleep_until(wall0_ + std::chrono::nanoseconds(static_cast<std::int64_t>(target)));
+    // Wall clock: bounded by the run's deadline (a start time of years must not sleep for years).
+    const auto at = deadline_after<Clock>(wall0_, std::chrono::nanoseconds(static_cast<std::int64_t>(
+                                                      std::min(target, 9.2e18))));
+    if (at > deadline_) {
+      std::this_thread::sleep_until(deadline_);
+      fail(fmt::format("holding op {} until {} ns: past the replay's timeout", op.id, target));
+      return;
+    }
+    std::this_thread::sleep_until(at);
   }
 
   void submit(std::size_t index) {
