@@ -1,7 +1,6 @@
 #include "spyre_dma/traces/kineto.hpp"
 
 #include <fmt/format.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cmath>
@@ -14,6 +13,7 @@
 #include <unordered_map>
 
 #include "spyre_dma/traces/trace_io.hpp"
+#include "gzip.hpp"
 
 namespace spyre_dma::traces {
 namespace {
@@ -29,33 +29,6 @@ void note(ImportReport& report, std::string text) {
   } else if (report.notes.size() == kMaxNotes) {
     report.notes.push_back("... further notes left out");
   }
-}
-
-std::string gunzip(const std::string& data, const std::string& name) {
-  z_stream zs{};
-  if (inflateInit2(&zs, 15 + 16) != Z_OK) throw TraceError(name, 0, "", "cannot start gzip decoding");
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  zs.avail_in = static_cast<uInt>(data.size());
-  std::string out;
-  char buffer[1 << 16];
-  int rc = Z_OK;
-  while (rc != Z_STREAM_END) {
-    zs.next_out = reinterpret_cast<Bytef*>(buffer);
-    zs.avail_out = sizeof buffer;
-    rc = inflate(&zs, Z_NO_FLUSH);
-    if (rc != Z_OK && rc != Z_STREAM_END) {
-      const std::string why = zs.msg ? zs.msg : fmt::format("zlib error {}", rc);
-      inflateEnd(&zs);
-      throw TraceError(name, 0, "", fmt::format("corrupt gzip data: {}", why));
-    }
-    out.append(buffer, sizeof buffer - zs.avail_out);
-    if (rc == Z_OK && zs.avail_in == 0 && zs.avail_out != 0) {
-      inflateEnd(&zs);
-      throw TraceError(name, 0, "", "truncated gzip data");
-    }
-  }
-  inflateEnd(&zs);
-  return out;
 }
 
 std::size_t line_of(const std::string& text, std::size_t byte) {
@@ -331,7 +304,7 @@ Trace import_kineto(const std::string& path, ImportReport& report) {
   if (in.bad()) throw TraceError(path, 0, "", "read error");
   const bool gzip = data.size() >= 2 && static_cast<unsigned char>(data[0]) == 0x1f &&
                     static_cast<unsigned char>(data[1]) == 0x8b;
-  if (gzip) data = gunzip(data, path);
+  if (gzip) data = detail::gunzip(data, path);
   std::string base = path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
   Trace t = import_kineto_text(data, path, report);
   t.header.source = "kineto:" + base;  // the file name only: the trace must not depend on where it lay

@@ -1,7 +1,6 @@
 // The JSON Lines reader and writer (traces/README.md).
 #include "spyre_dma/traces/trace_io.hpp"
 
-#include <zlib.h>
 
 #include <cstring>
 #include <fstream>
@@ -9,6 +8,7 @@
 
 #include "trace_check.hpp"
 #include "spyre_dma/traces/output_file.hpp"
+#include "gzip.hpp"
 
 namespace spyre_dma::traces {
 
@@ -23,32 +23,6 @@ TraceError::TraceError(std::string file, std::size_t line, std::string field, st
 namespace {
 
 using nlohmann::json;
-
-std::string gunzip(const std::string& data, const std::string& name) {
-  z_stream zs{};
-  if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) throw TraceError(name, 0, "", "zlib: cannot start inflate");
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  zs.avail_in = static_cast<uInt>(data.size());
-  std::string out;
-  char buf[1 << 16];
-  int rc = Z_OK;
-  while (rc != Z_STREAM_END) {
-    zs.next_out = reinterpret_cast<Bytef*>(buf);
-    zs.avail_out = sizeof buf;
-    rc = inflate(&zs, Z_NO_FLUSH);
-    if (rc != Z_OK && rc != Z_STREAM_END) {
-      inflateEnd(&zs);
-      throw TraceError(name, 0, "", std::string("gzip data is corrupt (zlib: ") + (zs.msg ? zs.msg : "error") + ")");
-    }
-    out.append(buf, sizeof buf - zs.avail_out);
-    if (rc != Z_STREAM_END && zs.avail_in == 0 && zs.avail_out != 0) {
-      inflateEnd(&zs);
-      throw TraceError(name, 0, "", "gzip data is truncated");
-    }
-  }
-  inflateEnd(&zs);
-  return out;
-}
 
 // Reads one record's fields, naming the line and the dotted key of whatever is wrong.
 class Fields {
@@ -220,7 +194,7 @@ Trace parse_trace(std::istream& in, const std::string& name) {
   if (in.bad()) throw TraceError(name, 0, "", "read error");
   if (data.size() >= 2 && static_cast<unsigned char>(data[0]) == 0x1f &&
       static_cast<unsigned char>(data[1]) == 0x8b) {
-    data = gunzip(data, name);
+    data = detail::gunzip(data, name);
   }
   Trace trace;
   detail::TraceChecker checker;

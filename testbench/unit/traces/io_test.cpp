@@ -1,5 +1,7 @@
 // Reading and writing trace files: round trip, gzip input, and errors that name line and field.
 #include <gtest/gtest.h>
+
+#include <cstdlib>
 #include <zlib.h>
 
 #include <cstdio>
@@ -108,6 +110,34 @@ TEST(TraceIo, ReadsGzip) {
   gzclose(gz);
   const st::Trace t = st::read_trace(path);
   EXPECT_EQ(t.ops.size(), 4u);
+  std::remove(path.c_str());
+}
+
+// A small gzip that inflates past the cap is refused before it is held whole, naming the file;
+// the cap is SPYRE_DMA_MAX_INPUT_BYTES (4 GiB when unset), and a malformed cap is refused too.
+TEST(TraceIo, GzipInflatingPastTheCapIsRefused) {
+  const std::string path = ::testing::TempDir() + "/bomb.trace.gz";
+  gzFile gz = gzopen(path.c_str(), "wb9");
+  ASSERT_NE(gz, nullptr);
+  const std::string zeros(1 << 20, '\n');
+  for (int i = 0; i < 8; ++i) gzwrite(gz, zeros.data(), static_cast<unsigned>(zeros.size()));  // 8 MiB
+  gzclose(gz);
+  ::setenv("SPYRE_DMA_MAX_INPUT_BYTES", "1000000", 1);
+  try {
+    (void)st::read_trace(path);
+    ADD_FAILURE() << "an input past the cap was read";
+  } catch (const st::TraceError& e) {
+    EXPECT_EQ(e.file(), path);
+    EXPECT_NE(e.message().find("inflates to more than 1000000 bytes"), std::string::npos) << e.what();
+  }
+  ::setenv("SPYRE_DMA_MAX_INPUT_BYTES", "lots", 1);
+  try {
+    (void)st::read_trace(path);
+    ADD_FAILURE() << "a malformed cap was taken";
+  } catch (const st::TraceError& e) {
+    EXPECT_NE(std::string(e.what()).find("'lots' is not a positive byte count"), std::string::npos) << e.what();
+  }
+  ::unsetenv("SPYRE_DMA_MAX_INPUT_BYTES");
   std::remove(path.c_str());
 }
 
