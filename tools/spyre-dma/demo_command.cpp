@@ -21,6 +21,7 @@
 #include "sweep.hpp"
 #include "spyre_dma/traces/output_file.hpp"
 #include "cli_checks.hpp"
+#include "memory_check.hpp"
 
 namespace spyre_dma_cli {
 namespace {
@@ -144,17 +145,10 @@ int run_demo(const DemoOptions& o) {
 
   // Sizes the machine cannot hold are option errors, reported before anything runs.
   const std::uint64_t max_bytes = *std::max_element(config.sizes.begin(), config.sizes.end());
-  if (max_bytes > lim.device_memory_usable) {
-    fmt::print(stderr, "spyre-dma demo: --sizes: {} exceeds the device's usable memory ({})\n", format_size(max_bytes),
-               format_size(lim.device_memory_usable));
-    return 2;
-  }
   // Source and destination per host memory kind, plus (refdev) the device pages it touches.
   const double host_needed = static_cast<double>(max_bytes) * static_cast<double>(2 * config.memories.size() + 1);
-  const double host_ram = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
-  if (host_ram > 0 && host_needed > 0.9 * host_ram) {
-    fmt::print(stderr, "spyre-dma demo: --sizes: {} needs about {:.1f} GiB of host memory, this machine has {:.1f} GiB\n",
-               format_size(max_bytes), host_needed / (1u << 30), host_ram / (1u << 30));
+  if (std::string e = check_transfer_memory("--sizes", max_bytes, host_needed, lim); !e.empty()) {
+    fmt::print(stderr, "spyre-dma demo: {}\n", e);
     return 2;
   }
 

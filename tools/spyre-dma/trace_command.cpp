@@ -19,6 +19,7 @@
 #include "spyre_dma/traces/output_file.hpp"
 #include "outputs.hpp"
 #include "cli_checks.hpp"
+#include "memory_check.hpp"
 
 namespace spyre_dma_cli {
 
@@ -149,9 +150,17 @@ int run_capture(const TraceOptions& o) {
   std::vector<spyre_dma::Stream> streams;
   for (int i = 0; i < std::max(1, o.streams); ++i) streams.push_back(engine->create_stream());
   const std::uint64_t largest = *std::max_element(sizes.begin(), sizes.end());
-  spyre_dma::DeviceBuffer buf = engine->allocate(largest * streams.size());
-  spyre_dma::HostBuffer pinned = engine->allocate_host(largest * streams.size());
-  std::vector<std::uint8_t> pageable(largest * streams.size(), 0x5a);
+  // Saturating: a span past 2^64 is refused below as more than any device holds.
+  const std::uint64_t span = largest > UINT64_MAX / streams.size() ? UINT64_MAX : largest * streams.size();
+  // A registered and a pageable buffer of `span`, plus the device pages a host-resident device backs.
+  if (std::string e = check_transfer_memory("--sizes", span, 3.0 * static_cast<double>(span), engine->limits());
+      !e.empty()) {
+    fmt::print(stderr, "spyre-dma trace capture: {}\n", e);
+    return 2;
+  }
+  spyre_dma::DeviceBuffer buf = engine->allocate(span);
+  spyre_dma::HostBuffer pinned = engine->allocate_host(span);
+  std::vector<std::uint8_t> pageable(span, 0x5a);
   const auto timeout = to_timeout(o.timeout_s);
   int failures = 0;
   for (const std::uint64_t size : sizes) {
@@ -204,7 +213,7 @@ CLI::App* add_trace_command(CLI::App& app, TraceOptions& o) {
   backend_opts(o.capture);
   o.capture->add_option("--sizes", o.sizes, "Transfer sizes (e.g. 4KiB..1MiB, 4KiB,64KiB)");
   o.capture->add_option("--repeat", o.repeat, "Rounds per size and memory kind")->check(CLI::PositiveNumber);
-  o.capture->add_option("--streams", o.streams, "Streams, each with its own range")->check(CLI::PositiveNumber);
+  o.capture->add_option("--streams", o.streams, "Streams, each with its own range")->check(CLI::Range(1, 64));
   o.capture->add_option("--directions", o.directions, "Directions")->check(CLI::IsMember({"h2d", "d2h"}));
   o.capture->add_option("--memory", o.memory, "Host memory kinds")->check(CLI::IsMember({"registered", "pageable"}));
   return trace;

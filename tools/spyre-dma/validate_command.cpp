@@ -24,6 +24,7 @@
 #include "spyre_dma/traces/trace_io.hpp"
 #include "spyre_dma/traces/output_file.hpp"
 #include "cli_checks.hpp"
+#include "memory_check.hpp"
 
 namespace spyre_dma_cli {
 
@@ -161,6 +162,17 @@ int run_validate(const ValidateOptions& o) {
   fmt::print("spyre-dma validate: {} ({}), {} sizes {}..{}, {} runs per point, streams {}, model {}\n", o.backend.name,
              device->describe().name, sizes.size(), format_size(sizes.front()), format_size(sizes.back()), o.repeat,
              fmt::join(o.streams, ","), model.preset);
+  {
+    const std::uint64_t largest = *std::max_element(sizes.begin(), sizes.end());
+    const int most_streams = *std::max_element(o.streams.begin(), o.streams.end());
+    const auto n = static_cast<std::uint64_t>(most_streams);
+    const std::uint64_t span = largest > UINT64_MAX / n ? UINT64_MAX : largest * n;  // saturating, as in capture
+    const double host = static_cast<double>(span) * static_cast<double>(2 * o.memory.size() + 1);
+    if (std::string e = check_transfer_memory("--sizes", span, host, engine->limits()); !e.empty()) {
+      fmt::print(stderr, "spyre-dma validate: {}\n", e);
+      return 2;
+    }
+  }
   std::vector<PointResult> points;
   for (int streams : o.streams) {
     SweepConfig sc;
