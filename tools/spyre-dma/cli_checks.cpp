@@ -1,4 +1,5 @@
 #include "cli_checks.hpp"
+#include "size_spec.hpp"
 
 #include <fmt/format.h>
 
@@ -16,6 +17,19 @@ CLI::Validator finite_range(double min, double max) {
         return {};
       },
       fmt::format("FINITE in [{}, {}]", min, max));
+}
+
+CLI::Validator size_list() {
+  return CLI::Validator(
+      [](std::string& v) {
+        try {
+          (void)parse_size_list(v);
+          return std::string();
+        } catch (const std::exception& e) {
+          return std::string(e.what());
+        }
+      },
+      "SIZES");
 }
 
 CLI::Validator timeout_seconds() { return finite_range(0.001, kMaxTimeoutSeconds); }

@@ -12,6 +12,9 @@ namespace spyre_dma_cli {
 // A finite number in [min, max]; the message names the value and the range.
 CLI::Validator finite_range(double min, double max);
 
+// A list of transfer sizes (size_spec.hpp's parse_size_list), checked as the command line is read.
+CLI::Validator size_list();
+
 // A --timeout in seconds: finite, at least a millisecond, at most a week.
 inline constexpr double kMaxTimeoutSeconds = 7 * 24 * 3600.0;
 CLI::Validator timeout_seconds();

@@ -70,16 +70,7 @@ CLI::App* add_demo_command(CLI::App& app, DemoOptions& o) {
                    "Transfer sizes: a comma-separated list of sizes (4096, 4K, 64MiB; binary units) and "
                    "ranges A..B (x4 steps) or A..B*F (xF steps)")
       ->capture_default_str()
-      ->check(CLI::Validator(
-          [](std::string& v) {
-            try {
-              (void)parse_size_list(v);
-              return std::string();
-            } catch (const std::exception& e) {
-              return std::string(e.what());
-            }
-          },
-          "SIZES"));
+      ->check(size_list());
   demo->add_option("--repeat", o.repeat, "Timed runs per point (the median is reported)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));

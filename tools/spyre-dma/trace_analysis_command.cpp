@@ -174,7 +174,11 @@ int run_trace_calibrate(const TraceAnalysisOptions& o) {
     co.base = model_config(o, &t, &note);
     if (!note.empty()) fmt::print("{}\n", note);
     if (!o.fidelity.empty()) co.fidelity = co.base.fidelity;
-    co.fit = traces::parse_selection(!o.fit_half.empty() ? o.fit_half : o.fit_sizes.empty() ? "all" : o.fit_sizes);
+    try {
+      co.fit = traces::parse_selection(!o.fit_half.empty() ? o.fit_half : o.fit_sizes.empty() ? "all" : o.fit_sizes);
+    } catch (const std::invalid_argument& e) {
+      throw BadInput(fmt::format("{}: {}", o.fit_half.empty() ? "--fit-sizes" : "--fit-half", e.what()));
+    }
     co.parameters = o.params;
     co.max_replays = o.max_replays;
     co.fit_copies_per_size = o.fit_copies;

@@ -211,7 +211,7 @@ CLI::App* add_trace_command(CLI::App& app, TraceOptions& o) {
   o.capture = trace->add_subcommand("capture", "Run an H2D/D2H size sweep through the engine and record it");
   o.capture->add_option("--out", o.out, "Trace file to write")->required();
   backend_opts(o.capture);
-  o.capture->add_option("--sizes", o.sizes, "Transfer sizes (e.g. 4KiB..1MiB, 4KiB,64KiB)");
+  o.capture->add_option("--sizes", o.sizes, "Transfer sizes (e.g. 4KiB..1MiB, 4KiB,64KiB)")->check(size_list());
   o.capture->add_option("--repeat", o.repeat, "Rounds per size and memory kind")->check(CLI::PositiveNumber);
   o.capture->add_option("--streams", o.streams, "Streams, each with its own range")->check(CLI::Range(1, 64));
   o.capture->add_option("--directions", o.directions, "Directions")->check(CLI::IsMember({"h2d", "d2h"}));

@@ -35,7 +35,7 @@ CLI::App* add_validate_command(CLI::App& app, ValidateOptions& o) {
   add_backend_options(*v, o.backend, /*model_settings=*/false);  // --fidelity here is the replays'
   v->add_option("--model-preset", o.model_preset,
                 "Model preset to compare with (default: --preset; cuda: h200-gen5x16; refdev: spyre-gen5x16)");
-  v->add_option("--sizes", o.sizes, "Transfer sizes (4KiB..1GiB doubles; or a list)");
+  v->add_option("--sizes", o.sizes, "Transfer sizes (4KiB..1GiB doubles; or a list)")->check(size_list());
   v->add_option("--repeat", o.repeat, "Timed runs per point (the median is reported)")->check(CLI::Range(3, 1000));
   v->add_option("--streams", o.streams, "Stream counts to sweep (each transfer split over them)")
       ->check(CLI::Range(1, 64))
@@ -125,23 +125,20 @@ int run_validate(const ValidateOptions& o) {
   std::vector<std::uint64_t> sizes;
   st::OpSelection fit, check;
   spyre_dma::model::SimConfig model;
+  const char* option = "--sizes";  // the option being read, for the message
   try {
     sizes = parse_size_list(o.sizes);
+    option = "--fit-sizes";
     fit = st::parse_selection(o.fit_sizes);
+    option = "--check-sizes";
     check = st::parse_selection(o.check_sizes);
+    option = "--model-preset";
     model = spyre_dma::model::preset(default_model_preset(o));
   } catch (const std::exception& e) {
-    fmt::print(stderr, "spyre-dma validate: {}\n", e.what());
+    fmt::print(stderr, "spyre-dma validate: {}: {}\n", option, e.what());
     return 2;
   }
   model.fidelity = o.fidelity == "tlp" ? spyre_dma::model::Fidelity::kTlp : spyre_dma::model::Fidelity::kBurst;
-  const fs::path out(o.out);
-  std::error_code ec;
-  fs::create_directories(out, ec);
-  if (ec) {
-    fmt::print(stderr, "spyre-dma validate: --out '{}': {}\n", o.out, ec.message());
-    return 2;
-  }
 
   // 1. The sweep, recorded. (The cuda backend's DeviceFault / OutOfMemory name the cudart call.)
   std::shared_ptr<spyre_dma::Device> device = open_backend(backend).device;
@@ -172,6 +169,14 @@ int run_validate(const ValidateOptions& o) {
       fmt::print(stderr, "spyre-dma validate: {}\n", e);
       return 2;
     }
+  }
+  // Made only once the options and the memory check passed: a refused run leaves nothing behind.
+  const fs::path out(o.out);
+  std::error_code ec;
+  fs::create_directories(out, ec);
+  if (ec) {
+    fmt::print(stderr, "spyre-dma validate: --out '{}': {}\n", o.out, ec.message());
+    return 2;
   }
   std::vector<PointResult> points;
   for (int streams : o.streams) {

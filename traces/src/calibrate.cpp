@@ -143,6 +143,13 @@ OpSelection parse_selection(const std::string& raw) {
     s.half = text == "even" ? 0 : 1;
     return s;
   }
+  auto parse_bytes = [&](const std::string& size) {  // a size that is not one: name the selection too
+    try {
+      return traces::parse_bytes(size);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(fmt::format("\"{}\": {}", text, e.what()));
+    }
+  };
   const auto colon = text.find(':');
   const std::string kind = text.substr(0, colon);
   const std::string rest = colon == std::string::npos ? "" : text.substr(colon + 1);
