@@ -4,14 +4,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <fstream>
 
-#include <unistd.h>
 
 #include "backend.hpp"
 #include "json_report.hpp"

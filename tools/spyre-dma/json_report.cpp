@@ -1,9 +1,6 @@
 #include "json_report.hpp"
 #include "spyre_dma/traces/output_file.hpp"
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <stdexcept>
 
 namespace spyre_dma_cli {
