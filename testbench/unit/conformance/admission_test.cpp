@@ -80,6 +80,13 @@ TEST_P(Admission, ComputeOnTheDmaiQueueIsOnTheWrongPipeline) {
                static_cast<std::uint64_t>(Pipeline::kCompute));
 }
 
+// A TIMED duration above the longest a CB may carry (hw::kMaxComputeNs) is malformed on every
+// backend alike: the decoder refuses it before any device adds it to its clock.
+TEST_P(Admission, AComputeDurationAboveTheLongestIsMalformedWithItsValue) {
+  expect_error(run_cb(Pipeline::kCompute, compute(4, hw::kMaxComputeNs + 1)), ErrorKind::kMalformedCb,
+               CbField::kCmptDuration, hw::kMaxComputeNs + 1);
+}
+
 TEST_P(Admission, AnH2dAboveMaxCbBytesIsRejectedWithItsLength) {
   const std::uint64_t bytes = std::uint64_t{max_cb_bytes()} + hw::kFlitBytes;
   expect_error(run_cb(Pipeline::kDmai, h2d(1, src_->iova(), 0, bytes)), ErrorKind::kMalformedCb, CbField::kDmiLength,
