@@ -44,6 +44,16 @@ class Flag {
   return ::testing::AssertionSuccess();
 }
 
+// The test's own handles go too (a stream or buffer handle also keeps the engine's state); then
+// the device must be released.
+::testing::AssertionResult released_after_dropping(Stream& s, DeviceBuffer& buf, std::vector<Op>& ops,
+                                                   const std::weak_ptr<Device>& device) {
+  buf = DeviceBuffer();
+  s = Stream();
+  ops.clear();
+  return released(device);
+}
+
 void expect_settled(const std::vector<Op>& ops) {
   for (const Op& op : ops) {
     ASSERT_TRUE(op.done()) << "op " << op.id();
@@ -83,10 +93,7 @@ TEST(Lifetime, EngineDestroyedInItsCompletionCallback) {
   expect_settled(ops);
   EXPECT_TRUE(log.exactly_once());
   EXPECT_THROW(s.fill(buf, 0, 128, 0), Closed);
-  buf = DeviceBuffer();
-  s = Stream();
-  ops.clear();
-  EXPECT_TRUE(released(device));
+  EXPECT_TRUE(released_after_dropping(s, buf, ops, device));
 }
 
 // The same from a host callback, which runs on a thread inside the engine in stream order.
@@ -113,10 +120,7 @@ TEST(Lifetime, EngineDestroyedInAHostCallback) {
   expect_settled(ops);
   EXPECT_TRUE(log.exactly_once());
   EXPECT_EQ(ops[0].status().code(), ErrorCode::kOk);  // it finished before the callback ran
-  buf = DeviceBuffer();
-  s = Stream();
-  ops.clear();
-  EXPECT_TRUE(released(device));
+  EXPECT_TRUE(released_after_dropping(s, buf, ops, device));
 }
 
 // The same from the observer, whose on_complete runs where completion callbacks run.
@@ -151,10 +155,7 @@ TEST(Lifetime, EngineDestroyedInTheObserver) {
   ASSERT_TRUE(closer->destroyed.wait(kWait));
   expect_settled(ops);
   EXPECT_EQ(closer->calls.load(), 8);  // the cancelled ones are still reported, once each
-  buf = DeviceBuffer();
-  s = Stream();
-  ops.clear();
-  EXPECT_TRUE(released(device));
+  EXPECT_TRUE(released_after_dropping(s, buf, ops, device));
 }
 
 // Handles dropped from several threads at once while their ops run, then the engine destroyed
