@@ -378,6 +378,41 @@ Status EngineCore::reset(std::chrono::nanoseconds timeout) {
   Work work;
   Lock lock(mu_);
   if (closed_) return Status(ErrorCode::kClosed, "reset: engine closed");
+  if (resetting_) {
+    // Another thread's reset() is under way: this one follows it (and cancels what was submitted
+    // before this call, which that one may have missed).
+    ++cv_waiters_;
+    ++quiet_waiters_;
+    const bool over = done_cv_.wait_for(lock, timeout, [&] { return !resetting_ || closed_; });
+    --quiet_waiters_;
+    --cv_waiters_;
+    if (!over) return Status(ErrorCode::kDeviceTimeout, "reset: another reset() was still running at the timeout");
+    if (closed_) return Status(ErrorCode::kClosed, "reset: engine closed");
+  }
+  // From here until the rings are reprogrammed nothing is issued, though the lock is dropped on
+  // the way (to wait for spinners and staging threads): ops submitted meanwhile wait, and start
+  // on the reset device.
+  resetting_ = true;
+  struct Resume {
+    EngineCore& core;
+    Work& work;
+    ~Resume() {
+      core.resetting_ = false;
+      work.repump = true;  // the streams pump() skipped meanwhile
+      if (core.quiet_waiters_ > 0) core.done_cv_.notify_all();  // a reset() waiting on this one (rare: under the lock)
+    }
+  };
+  Status result;
+  {
+    const Resume resume{*this, work};
+    result = reset_device(lock, work, timeout);
+  }
+  run_work(lock, work);
+  ring_doorbells();  // what the skipped streams issued
+  return result;
+}
+
+Status EngineCore::reset_device(Lock& lock, Work& work, std::chrono::nanoseconds timeout) {
   wait_for_spinners(lock);  // they read the RB rings, which are reprogrammed below
   device_->write32(hw::reg::kControl, hw::kControlReset);
   const auto deadline = deadline_after<Clock>(Clock::now(), timeout);
@@ -396,7 +431,6 @@ Status EngineCore::reset(std::chrono::nanoseconds timeout) {
   fatal_suspect_ = false;
   fatal_ = Status();
   device_->write32(hw::reg::kControl, hw::kControlEnable);
-  run_work(lock, work);
   return Status();
 }
 

@@ -209,6 +209,8 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   // copy-outs copied) on this thread, and the ones running are waited for, so every op is
   // settled when they return.
   void settle_staging_jobs(Lock& lock, Work& work, std::chrono::nanoseconds timeout);
+  // reset()'s steps on the device and the rings, with resetting_ set.
+  Status reset_device(Lock& lock, Work& work, std::chrono::nanoseconds timeout);
   void drop_staging_jobs(Work& work);  // the queued jobs (not the running ones), as above
   bool wait_for_quiet(Lock& lock, std::chrono::nanoseconds timeout);  // no work outside the lock
   // Notifies done_cv_ when a thread waits on it, with the lock dropped for the notify (a woken
@@ -258,6 +260,10 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   std::condition_variable poller_cv_;
   bool closed_ = false;
   bool torn_down_ = false;
+  // Within reset(), which drops the lock while it waits: pump() issues nothing then (a CB pushed
+  // between cancelling everything and reprogramming the rings would be lost, and a slot reserved
+  // for a copy-in forgotten); the streams it skips are pumped when the reset is over.
+  bool resetting_ = false;
   bool stop_poller_ = false;
   bool draining_ = false;  // one thread at a time consumes RBs (copy-outs stay in order)
   // The staging threads. A stream's copies always go to the same thread (stream id modulo their

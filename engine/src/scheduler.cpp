@@ -51,6 +51,10 @@ bool EngineCore::can_start(StreamState& s, std::size_t index, const OpState& op)
 
 void EngineCore::pump(const std::shared_ptr<StreamState>& s, Work& work, bool from_submit) {
   if (s->busy) return;  // the thread copying into staging for it pumps again when done
+  if (resetting_) {
+    set_blocked(s, true);  // pump_blocked() takes it up once reset() is done
+    return;
+  }
   if (from_submit && higher_priority_blocked(*s)) {
     set_blocked(s, true);
     return;

@@ -9,6 +9,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -157,9 +158,34 @@ class SpyDevice final : public Device {
     inner_->write64(offset, value);
   }
 
+  // A staging copy's report: held while hold_host_copies(true), so that a test can keep the
+  // engine's staging thread mid-copy (bounded: released after 10 s whatever the test does).
+  void host_copied(std::uint64_t bytes) override {
+    {
+      std::unique_lock lock(mu_);
+      ++copies_held_;
+      hold_cv_.notify_all();
+      hold_cv_.wait_for(lock, std::chrono::seconds(10), [&] { return !hold_copies_; });
+      --copies_held_;
+    }
+    inner_->host_copied(bytes);
+  }
+  void hold_host_copies(bool hold) {
+    std::lock_guard lock(mu_);
+    hold_copies_ = hold;
+    hold_cv_.notify_all();
+  }
+  // Waits (up to `timeout`) until a staging copy is held.
+  bool wait_for_held_copy(std::chrono::nanoseconds timeout) {
+    std::unique_lock lock(mu_);
+    return hold_cv_.wait_for(lock, timeout, [&] { return copies_held_ > 0; });
+  }
+  std::uint64_t resets_seen() const noexcept { return resets_seen_.load(); }
+
   void write32(std::uint64_t offset, std::uint32_t value) override {
     {
       std::lock_guard lock(mu_);
+      if (offset == hw::reg::kControl && (value & hw::kControlReset)) ++resets_seen_;
       for (unsigned p = 0; p < hw::kNumPipelines; ++p) {
         const auto pipe = static_cast<hw::Pipeline>(p);
         Ring& r = rings_[p];
@@ -236,6 +262,10 @@ class SpyDevice final : public Device {
   std::shared_ptr<refdev::RefDevice> ref_;  // null on other backends
   std::shared_ptr<Device> inner_;
   mutable std::mutex mu_;
+  std::condition_variable hold_cv_;
+  bool hold_copies_ = false;
+  unsigned copies_held_ = 0;
+  std::atomic<std::uint64_t> resets_seen_{0};
   std::map<std::uint64_t, std::pair<std::uint8_t*, std::size_t>> maps_;
   std::array<Ring, hw::kNumPipelines> rings_{};
   std::vector<SeenCb> seen_;

@@ -448,5 +448,82 @@ TEST(Reset, RacesStagedCopies) {
   EXPECT_TRUE(bytes_equal(in.data(), out.data(), n));
 }
 
+// reset() drops the engine lock while it waits for a staging thread mid-copy. An op submitted in
+// that window is issued once the rings are reprogrammed, not into the rings being reset (where it
+// was lost, and the slot reserved for a copy-in with it).
+TEST(Reset, OpsSubmittedWhileItWaitsRunOnTheResetDevice) {
+  Rig rig = make_rig();
+  Engine& e = *rig.engine;
+  Stream staged = e.create_stream(), other = e.create_stream();
+  constexpr std::uint64_t n = 4 * MiB;
+  DeviceBuffer a = e.allocate(n), b = e.allocate(n);
+  std::vector<std::uint8_t> src = pattern(n, 93);
+
+  const std::uint64_t resets = rig.spy->resets_seen();  // the engine's own, at start
+  rig.spy->hold_host_copies(true);
+  Op held = staged.copy_h2d(a, 0, src.data(), n);  // pageable: the staging thread copies it in
+  ASSERT_TRUE(rig.spy->wait_for_held_copy(5s));
+  Status reset;
+  std::thread resetter([&] { reset = e.reset(); });
+  ASSERT_TRUE(eventually([&] { return rig.spy->resets_seen() == resets + 1; }));
+  // The resetter now waits for the staging thread, without the lock.
+  Op fill = other.fill(b, 0, n, 0x01020304u);
+  std::this_thread::sleep_for(20ms);  // time for a wrongly issued CB to reach the old rings
+  EXPECT_FALSE(fill.done());
+  rig.spy->hold_host_copies(false);
+  resetter.join();
+  SPYRE_EXPECT_OK(reset);
+  EXPECT_EQ(held.wait(kWait).code(), ErrorCode::kCancelled);
+  SPYRE_EXPECT_OK(fill.wait(5s));  // submitted after the reset cancelled everything: it runs
+
+  std::vector<std::uint8_t> out(n, 0);
+  other.copy_d2h(out.data(), b, 0, n);
+  SPYRE_ASSERT_OK(other.synchronize(kWait));
+  for (std::uint64_t i = 0; i < n; i += 4) {
+    ASSERT_EQ(out[i], 0x04) << i;
+    ASSERT_EQ(out[i + 3], 0x01) << i;
+  }
+  (void)staged.synchronize(kWait);  // clears the cancellation
+  staged.copy_h2d(a, 0, src.data(), n);
+  SPYRE_ASSERT_OK(staged.synchronize(kWait));
+  EXPECT_EQ(e.stats().tags_in_use, 0u);
+  EXPECT_EQ(rig.spy->overruns(), 0u);
+}
+
+// Two resets at once: the second waits for the first, then resets the device again.
+TEST(Reset, ConcurrentResetsFollowEachOther) {
+  Rig rig = make_rig();
+  Engine& e = *rig.engine;
+  Stream s = e.create_stream();
+  constexpr std::uint64_t n = 4 * MiB;
+  DeviceBuffer a = e.allocate(n);
+  std::vector<std::uint8_t> src = pattern(n, 94);
+
+  const std::uint64_t resets = rig.spy->resets_seen();
+  rig.spy->hold_host_copies(true);
+  Op held = s.copy_h2d(a, 0, src.data(), n);
+  ASSERT_TRUE(rig.spy->wait_for_held_copy(5s));
+  Status first, second;
+  std::thread t1([&] { first = e.reset(); });
+  ASSERT_TRUE(eventually([&] { return rig.spy->resets_seen() == resets + 1; }));
+  std::thread t2([&] { second = e.reset(); });
+  std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(rig.spy->resets_seen(), resets + 1);  // the second has not touched the device
+  rig.spy->hold_host_copies(false);
+  t1.join();
+  t2.join();
+  SPYRE_EXPECT_OK(first);
+  SPYRE_EXPECT_OK(second);
+  EXPECT_EQ(rig.spy->resets_seen(), resets + 2);
+  EXPECT_EQ(held.wait(kWait).code(), ErrorCode::kCancelled);
+  (void)s.synchronize(kWait);
+  std::vector<std::uint8_t> out(n, 0);
+  s.copy_h2d(a, 0, src.data(), n);
+  s.copy_d2h(out.data(), a, 0, n);
+  SPYRE_ASSERT_OK(s.synchronize(kWait));
+  EXPECT_TRUE(bytes_equal(src.data(), out.data(), n));
+  EXPECT_EQ(e.stats().tags_in_use, 0u);
+}
+
 }  // namespace
 }  // namespace spyre_dma::test
