@@ -34,6 +34,7 @@ std::string_view kind_name(OpKind k) {
 bool EngineCore::progress(Lock& lock) {
   Work work;
   bool moved = false;
+  if (device_->failed()) moved |= device_lost(work);
   if (!draining_) moved |= drain_rbs(work);
   if (fatal_suspect_) moved |= check_fatal(work);
   moved |= expire_timeouts(work);
@@ -130,6 +131,21 @@ void EngineCore::device_misbehaved(hw::Pipeline p, std::uint32_t tag, std::uint6
   }
   ++epoch_;
   fail_everything(fatal_, work);
+}
+
+bool EngineCore::device_lost(Work& work) {
+  if (device_lost_) return false;
+  device_lost_ = true;
+  ++stats_.device_faults;
+  fatal_ = lost_device_status();
+  ++epoch_;  // copy-ins still running are abandoned
+  fail_everything(fatal_, work);
+  return true;
+}
+
+Status EngineCore::lost_device_status() const {
+  return Status(ErrorCode::kDeviceFault,
+                "the device failed (" + device_->failure() + "); open the engine on a new device");
 }
 
 bool EngineCore::check_indices(unsigned p, Work& work) {

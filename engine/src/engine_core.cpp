@@ -28,9 +28,10 @@ std::uint32_t pick_slots(std::uint32_t requested, std::uint32_t depth, hw::Pipel
 }  // namespace
 
 EngineCore::EngineCore(std::shared_ptr<Device> device, EngineOptions options)
-    : device_(std::move(device)), options_(options), inflight_(hw::kMaxTag + 1) {
+    : options_(options), inflight_(hw::kMaxTag + 1) {
   spin_budget_ = options_.poll_spin;
-  if (!device_) throw InvalidArgument("Engine::open: null device");
+  if (!device) throw InvalidArgument("Engine::open: null device");
+  device_ = std::make_shared<DeviceGuard>(std::move(device));
 }
 
 EngineCore::~EngineCore() {
@@ -43,6 +44,7 @@ void EngineCore::start() {
   Device& d = *device_;
   limits_.id = d.read32(kId);
   limits_.version = d.read32(kVersion);
+  if (device_->failed()) throw DeviceFault("Engine::open: the device failed: " + device_->failure());
   if ((limits_.version >> 16) != (hw::kContractVersion >> 16)) {
     throw DeviceFault("device reports contract version " + std::to_string(limits_.version >> 16) +
                       "." + std::to_string(limits_.version & 0xFFFF) + ", the engine speaks " +
@@ -88,6 +90,7 @@ void EngineCore::start() {
   d.write32(kControl, hw::kControlReset);
   const auto deadline = Clock::now() + 5s;
   while (d.read32(kStatus) & hw::kStatusResetting) {
+    if (device_->failed()) throw DeviceFault("Engine::open: the device failed: " + device_->failure());
     if (Clock::now() > deadline) throw DeviceFault("device did not come out of reset within 5 s");
     std::this_thread::yield();
   }
@@ -97,6 +100,7 @@ void EngineCore::start() {
   }
   staging_ = std::make_unique<StagingPool>(d, options_.staging_buffer_bytes, options_.staging_buffers);
   d.write32(kControl, hw::kControlEnable);
+  if (device_->failed()) throw DeviceFault("Engine::open: the device failed: " + device_->failure());
 
   const Progress progress = d.describe().progress;
   caller_driven_ = options_.completion == CompletionMode::kCallerDriven ||
@@ -413,10 +417,18 @@ Status EngineCore::reset(std::chrono::nanoseconds timeout) {
 }
 
 Status EngineCore::reset_device(Lock& lock, Work& work, std::chrono::nanoseconds timeout) {
+  if (device_->failed()) {
+    (void)device_lost(work);
+    return lost_device_status();
+  }
   wait_for_spinners(lock);  // they read the RB rings, which are reprogrammed below
   device_->write32(hw::reg::kControl, hw::kControlReset);
   const auto deadline = deadline_after<Clock>(Clock::now(), timeout);
   while (device_->read32(hw::reg::kStatus) & hw::kStatusResetting) {
+    if (device_->failed()) {
+      (void)device_lost(work);
+      return lost_device_status();
+    }
     if (Clock::now() > deadline) {
       return Status(ErrorCode::kDeviceTimeout, "device did not come out of reset");
     }
@@ -431,6 +443,10 @@ Status EngineCore::reset_device(Lock& lock, Work& work, std::chrono::nanoseconds
   fatal_suspect_ = false;
   fatal_ = Status();
   device_->write32(hw::reg::kControl, hw::kControlEnable);
+  if (device_->failed()) {
+    (void)device_lost(work);
+    return lost_device_status();
+  }
   return Status();
 }
 

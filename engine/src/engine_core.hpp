@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "device_guard.hpp"
 #include "engine_state.hpp"
 #include "host_memory.hpp"
 #include "hw_queue.hpp"
@@ -72,8 +73,8 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   EngineStats stats();
   const DeviceLimits& limits() const noexcept { return limits_; }
   const EngineOptions& options() const noexcept { return options_; }
-  Device& device() noexcept { return *device_; }
-  const std::shared_ptr<Device>& device_ptr() const noexcept { return device_; }
+  Device& device() noexcept { return *device_->inner(); }  // the caller's, not the guard
+  const std::shared_ptr<Device>& device_ptr() const noexcept { return device_->inner(); }
   // A new op of this engine, its storage from the op pool.
   std::shared_ptr<OpState> make_op(OpKind kind);
   bool owns(const AllocationState& a) const noexcept { return a.allocator == allocator_; }
@@ -189,6 +190,10 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   // queued with kDeviceFault (exactly once each), and makes new work fail at once.
   void device_misbehaved(hw::Pipeline p, std::uint32_t tag, std::uint64_t index, const std::string& what,
                          Work& work);
+  // The device failed (DeviceGuard): fails everything with kDeviceFault, once, and new work at
+  // once; reset() cannot bring it back. True when this call reported it.
+  bool device_lost(Work& work);
+  Status lost_device_status() const;
   // On a CB timeout: reads the pipeline's CB_CI and RB_PI; an index no sane device can have is a
   // misbehaviour (true), else the timeout stands.
   bool check_indices(unsigned p, Work& work);
@@ -233,7 +238,7 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   Status status_from_rb(const OpState& op, const hw::ResponseBlock& rb) const;
   HwQueue& queue(hw::Pipeline p) { return *queues_[static_cast<std::size_t>(p)]; }
 
-  std::shared_ptr<Device> device_;
+  std::shared_ptr<DeviceGuard> device_;
   EngineOptions options_;
   DeviceLimits limits_;
   bool caller_driven_ = false;
@@ -264,6 +269,7 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   // between cancelling everything and reprogramming the rings would be lost, and a slot reserved
   // for a copy-in forgotten); the streams it skips are pumped when the reset is over.
   bool resetting_ = false;
+  bool device_lost_ = false;  // device_lost() has failed everything (for good)
   bool stop_poller_ = false;
   bool draining_ = false;  // one thread at a time consumes RBs (copy-outs stay in order)
   // The staging threads. A stream's copies always go to the same thread (stream id modulo their

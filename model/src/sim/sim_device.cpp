@@ -2,6 +2,7 @@
 // every Device call that touches the model is run on it, in call order.
 #include "spyre_dma/model/sim_device.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -9,7 +10,10 @@
 #include <future>
 #include <mutex>
 #include <stdexcept>
+#include <string>
 #include <thread>
+
+#include "spyre_dma/status.hpp"
 
 #include "fault/fault_kinds.hpp"
 #include "sim/debug_hooks.hpp"
@@ -55,13 +59,23 @@ class SimDevice::Impl {
   template <class F>
   auto call(F&& f) -> decltype(f()) {
     using R = decltype(f());
-    std::packaged_task<R()> task(std::forward<F>(f));
+    // An error SystemC raises (a process that threw, a kernel rule broken) stops this simulation
+    // for good: the device fails, typed, with the error's words, and refuses every later call
+    // (SystemC would only say it cannot restart after an error). A new SimDevice starts afresh.
+    std::packaged_task<R()> task([this, &f]() -> R {
+      try {
+        return f();
+      } catch (const sc_report& r) {
+        fail(std::string("SystemC: ") + r.what());
+      }
+    });
     std::future<R> result = task.get_future();
     // Shared: the caller may return (result ready) before the simulation thread sets it.
     auto done = std::make_shared<std::atomic<bool>>(false);
     {
       std::lock_guard lock(mu_);
       if (stop_) throw std::logic_error("SimDevice: the simulation thread has stopped");
+      if (!failure_.empty()) throw DeviceFault(failure_);
       commands_.emplace_back([&task, done] {
         task();
         done->store(true, std::memory_order_release);
@@ -104,18 +118,45 @@ class SimDevice::Impl {
     }
   }
 
+  // Simulated time stops at 2^63 ps (about 106 days): the model adds durations below 2^62 ps to
+  // times below this, so no time it computes wraps around its 64 bits before the horizon is
+  // reached, and nothing past it is simulated.
+  static constexpr pcie::Ps kHorizonPs = pcie::Ps{1} << 63;
+
   // Runs the model until `done()` or until nothing is left to simulate.
   void run_until(const std::function<bool()>& done) {
     while (!done()) {
       if (!sc_pending_activity()) return;
-      sc_start();
+      const pcie::Ps now = to_ps(sc_time_stamp());
+      if (to_ps(sc_time_to_pending_activity()) >= kHorizonPs - now) horizon_reached();
+      sc_start(from_ps(kHorizonPs - now), SC_EXIT_ON_STARVATION);
     }
   }
 
   // Runs the model until simulated time `at` (interrupts on the way stay pending for the next
   // wait_for_interrupt()).
   void run_to(pcie::Ps at) {
+    at = std::min(at, kHorizonPs);
     for (pcie::Ps now = to_ps(sc_time_stamp()); now < at; now = to_ps(sc_time_stamp())) sc_start(from_ps(at - now));
+    check_horizon();
+  }
+
+  void check_horizon() {
+    if (to_ps(sc_time_stamp()) >= kHorizonPs) horizon_reached();
+  }
+  [[noreturn]] void horizon_reached() {
+    fail("the model cannot simulate past 2^63 ps (about 106 days of simulated time)");
+  }
+
+  // On the simulation thread: the simulation cannot go on. Every later call throws the same.
+  [[noreturn]] void fail(const std::string& why) {
+    const std::string message = "sim: the simulation stopped at " + std::to_string(to_ps(sc_time_stamp()) / 1000) +
+                                " ns of simulated time: " + why + "; a new device starts a fresh simulation";
+    {
+      std::lock_guard lock(mu_);
+      if (failure_.empty()) failure_ = message;
+    }
+    throw DeviceFault(message);
   }
 
   std::uint64_t read_register(std::uint64_t offset, unsigned width) {
@@ -223,6 +264,7 @@ class SimDevice::Impl {
   std::atomic<bool> queued_{false};  // commands_ is not empty (read without the lock by the spin)
   std::vector<QueuedWrite> writes_;
   std::exception_ptr elaboration_error_;
+  std::string failure_;  // why the simulation stopped for good (empty: it did not); under mu_
   bool stop_ = false;
 };
 

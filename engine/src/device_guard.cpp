@@ -1,0 +1,104 @@
+#include "device_guard.hpp"
+
+#include <algorithm>
+#include <exception>
+#include <thread>
+
+#include "spyre_dma/status.hpp"
+
+namespace spyre_dma::detail {
+
+std::string DeviceGuard::failure() const {
+  std::lock_guard lock(mu_);
+  return failure_;
+}
+
+void DeviceGuard::fail(const char* call) noexcept {
+  std::string what;
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+    what = "an exception that is not a std::exception";
+  }
+  try {
+    std::lock_guard lock(mu_);
+    if (failure_.empty()) failure_ = std::string(call) + ": " + what;
+  } catch (...) {  // no memory for the words: the failure stands without them
+  }
+  failed_.store(true, std::memory_order_release);
+}
+
+std::uint32_t DeviceGuard::read32(std::uint64_t offset) {
+  if (failed()) return ~std::uint32_t{0};
+  try {
+    return inner_->read32(offset);
+  } catch (...) {
+    fail("read32");
+    return ~std::uint32_t{0};
+  }
+}
+
+void DeviceGuard::write32(std::uint64_t offset, std::uint32_t value) {
+  if (failed()) return;
+  try {
+    inner_->write32(offset, value);
+  } catch (...) {
+    fail("write32");
+  }
+}
+
+std::uint64_t DeviceGuard::read64(std::uint64_t offset) {
+  if (failed()) return ~std::uint64_t{0};
+  try {
+    return inner_->read64(offset);
+  } catch (...) {
+    fail("read64");
+    return ~std::uint64_t{0};
+  }
+}
+
+void DeviceGuard::write64(std::uint64_t offset, std::uint64_t value) {
+  if (failed()) return;
+  try {
+    inner_->write64(offset, value);
+  } catch (...) {
+    fail("write64");
+  }
+}
+
+std::uint64_t DeviceGuard::map(void* host, std::size_t bytes, DmaAccess access) {
+  if (failed()) throw DeviceFault("the device failed (" + failure() + "): nothing can be mapped");
+  return inner_->map(host, bytes, access);
+}
+
+void DeviceGuard::unmap(std::uint64_t iova) {
+  if (!failed()) inner_->unmap(iova);
+}
+
+std::uint32_t DeviceGuard::wait_for_interrupt(std::chrono::nanoseconds timeout) {
+  if (!failed()) {
+    try {
+      return inner_->wait_for_interrupt(timeout);
+    } catch (...) {
+      fail("wait_for_interrupt");
+      return 0;  // the caller's next step finds the failure
+    }
+  }
+  // No interrupt comes from a failed device; a short sleep keeps a polling thread from spinning.
+  std::this_thread::sleep_for(std::clamp<std::chrono::nanoseconds>(timeout, std::chrono::nanoseconds::zero(),
+                                                                    std::chrono::milliseconds(1)));
+  return 0;
+}
+
+void DeviceGuard::host_copied(std::uint64_t bytes) {
+  if (failed()) return;
+  try {
+    inner_->host_copied(bytes);
+  } catch (...) {
+    fail("host_copied");
+  }
+}
+
+}  // namespace spyre_dma::detail
