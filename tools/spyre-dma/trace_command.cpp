@@ -119,7 +119,11 @@ int run_replay(const TraceOptions& o) {
       return 2;
     }
   }
-  return r.data_ok ? 0 : 1;
+  if (!r.data_ok) {
+    fmt::print(stderr, "spyre-dma trace replay: error: {}\n", r.data_error);
+    return 1;
+  }
+  return 0;
 }
 
 int run_capture(const TraceOptions& o) {

@@ -399,7 +399,7 @@ nlohmann::json ReplayResult::to_json() const {
 
 std::string ReplayResult::summary() const {
   return fmt::format("{} ops, {:.0f} ns device time span, data {}{}\n", ops.size(), total_ns,
-                     data_ok ? "ok" : "MISMATCH", data_ok ? "" : ": " + data_error);
+                     data_ok ? "ok" : "NOT OK", data_ok ? "" : ": " + data_error);
 }
 
 ReplayResult replay(const Trace& trace, spyre_dma::backend::Instance backend, const ReplayOptions& options) {

@@ -86,9 +86,30 @@ Rule non_negative() {
   r.rhi = std::numeric_limits<double>::infinity();
   return r;
 }
-Rule positive() {
+// A time the model adds per TLP, per CB or per register write: at most 1000 s. Past that it is no
+// device, and such times summed over a run could not be kept in the model's 64-bit picoseconds.
+constexpr double kLongestCostNs = 1e12;
+Rule duration_ns() {
   Rule r = non_negative();
+  r.rhi = kLongestCostNs;
+  return r;
+}
+Rule positive_duration_ns() {
+  Rule r = duration_ns();
   r.lo_open = true;
+  return r;
+}
+// A bandwidth: 1 MB/s to 1 PB/s. Slower would make one TLP take longer than any time above.
+Rule bandwidth_gbps() {
+  Rule r = non_negative();
+  r.rlo = 1e-3;
+  r.rhi = 1e6;
+  return r;
+}
+// The same, or 0 for "no limit".
+Rule bandwidth_or_zero_gbps() {
+  Rule r = bandwidth_gbps();
+  r.or_zero = true;
   return r;
 }
 Rule unit_interval() {
@@ -157,7 +178,8 @@ std::string describe(const Rule& rule, ValueType type) {
     case K::kMask: return "0.." + hex(rule.step) + ", no bits outside " + hex(rule.step);
     case K::kRealRange: {
       if (std::isinf(rule.rhi)) return rule.lo_open ? "> 0" : ">= 0";
-      return real_text(rule.rlo) + ".." + real_text(rule.rhi);
+      if (rule.lo_open) return "> " + real_text(rule.rlo) + ", <= " + real_text(rule.rhi);
+      return std::string(rule.or_zero ? "0, or " : "") + real_text(rule.rlo) + ".." + real_text(rule.rhi);
     }
     case K::kNames: return join_quoted(rule.names);
   }
@@ -183,6 +205,7 @@ bool allows_int(const Rule& rule, std::uint64_t v) {
 bool allows_real(const Rule& rule, double v) {
   if (rule.kind == Rule::Kind::kAny) return std::isfinite(v);
   if (!std::isfinite(v)) return false;
+  if (rule.or_zero && v == 0.0) return true;
   if (rule.lo_open ? !(v > rule.rlo) : !(v >= rule.rlo)) return false;
   return v <= rule.rhi;
 }
@@ -348,13 +371,13 @@ std::vector<Field> build_fields() {
                     "64-bit addressing: 16-byte MRd/MWr headers (12 bytes when false)."));
   f.push_back(field("link.dllp_overhead", SPYRE_FIELD(link.dllp_overhead), any(), "",
                     "Charge ACK and UpdateFC DLLPs and SKP ordered sets on the wire."));
-  f.push_back(field("link.latency_ns", SPYRE_FIELD(link.latency_ns), non_negative(), "ns",
+  f.push_back(field("link.latency_ns", SPYRE_FIELD(link.latency_ns), duration_ns(), "ns",
                     "One-way latency of the link in each direction: PHY, wire and data-link "
                     "layer."));
   add_credits(f, "device_rx", "the device's receiver (host -> device traffic)",
               &LinkConfig::device_rx);
   add_credits(f, "host_rx", "the root complex (device -> host traffic)", &LinkConfig::host_rx);
-  f.push_back(field("link.credit_update_ns", SPYRE_FIELD(link.credit_update_ns), non_negative(),
+  f.push_back(field("link.credit_update_ns", SPYRE_FIELD(link.credit_update_ns), duration_ns(),
                     "ns",
                     "From a TLP's arrival at a receiver until its credits are back at the "
                     "sender."));
@@ -362,17 +385,17 @@ std::vector<Field> build_fields() {
                     "per TLP",
                     "Probability that a TLP arrives with a bad LCRC and is replayed "
                     "(timing only: data is never corrupted)."));
-  f.push_back(field("link.replay_ns", SPYRE_FIELD(link.replay_ns), non_negative(), "ns",
+  f.push_back(field("link.replay_ns", SPYRE_FIELD(link.replay_ns), duration_ns(), "ns",
                     "Replay timer: the extra delay of a replayed TLP."));
 
   // --- host ------------------------------------------------------------------------------
-  f.push_back(field("host.memory_latency_ns", SPYRE_FIELD(host.memory_latency_ns), non_negative(),
+  f.push_back(field("host.memory_latency_ns", SPYRE_FIELD(host.memory_latency_ns), duration_ns(),
                     "ns", "Host DRAM read latency behind the root complex."));
-  f.push_back(field("host.root_complex_ns", SPYRE_FIELD(host.root_complex_ns), non_negative(), "ns",
+  f.push_back(field("host.root_complex_ns", SPYRE_FIELD(host.root_complex_ns), duration_ns(), "ns",
                     "Root-complex processing of one read request (completer side)."));
-  f.push_back(field("host.iommu_ns", SPYRE_FIELD(host.iommu_ns), non_negative(), "ns",
+  f.push_back(field("host.iommu_ns", SPYRE_FIELD(host.iommu_ns), duration_ns(), "ns",
                     "Translation cost added per TLP; 0: IOMMU off or every lookup an IOTLB hit."));
-  f.push_back(field("host.memory_gbps", SPYRE_FIELD(host.memory_gbps), positive(), "GB/s",
+  f.push_back(field("host.memory_gbps", SPYRE_FIELD(host.memory_gbps), bandwidth_gbps(), "GB/s",
                     "Host memory bandwidth available to DMA."));
 
   // --- device ----------------------------------------------------------------------------
@@ -395,13 +418,13 @@ std::vector<Field> build_fields() {
                     int_range(1, hw::kMaxTag), "CBs",
                     "CBs the controller fetches ahead per "
                     "pipeline."));
-  f.push_back(field("device.cb_overhead_ns", SPYRE_FIELD(device.cb_overhead_ns), non_negative(),
+  f.push_back(field("device.cb_overhead_ns", SPYRE_FIELD(device.cb_overhead_ns), duration_ns(),
                     "ns", "Controller work per CB: decode, XLAT, RB build."));
-  f.push_back(field("device.dma_engine_gbps", SPYRE_FIELD(device.dma_engine_gbps), non_negative(),
+  f.push_back(field("device.dma_engine_gbps", SPYRE_FIELD(device.dma_engine_gbps), bandwidth_or_zero_gbps(),
                     "GB/s", "The device's own DMA data-path limit; 0: no limit beyond the link."));
-  f.push_back(field("device.dram_gbps", SPYRE_FIELD(device.dram_gbps), positive(), "GB/s",
+  f.push_back(field("device.dram_gbps", SPYRE_FIELD(device.dram_gbps), bandwidth_gbps(), "GB/s",
                     "Device memory (LPDDR5) bandwidth into the on-chip ring."));
-  f.push_back(field("device.dram_latency_ns", SPYRE_FIELD(device.dram_latency_ns), non_negative(),
+  f.push_back(field("device.dram_latency_ns", SPYRE_FIELD(device.dram_latency_ns), duration_ns(),
                     "ns", "Device memory access latency."));
   constexpr std::uint64_t kAddressable = 8ull * (16ull << 30);  // 8 segments of 16 GiB
   f.push_back(field("device.memory_bytes", SPYRE_FIELD(device.memory_bytes),
@@ -418,14 +441,14 @@ std::vector<Field> build_fields() {
 
   // --- host_cost -------------------------------------------------------------------------
   f.push_back(field("host_cost.register_write_ns", SPYRE_FIELD(host_cost.register_write_ns),
-                    non_negative(), "ns",
+                    duration_ns(), "ns",
                     "Simulated time from the engine issuing a register write (doorbell) until "
                     "it reaches the device."));
-  f.push_back(field("host_cost.interrupt_ns", SPYRE_FIELD(host_cost.interrupt_ns), non_negative(),
+  f.push_back(field("host_cost.interrupt_ns", SPYRE_FIELD(host_cost.interrupt_ns), duration_ns(),
                     "ns",
                     "Simulated time from the MSI-X write until the engine's wait "
                     "returns."));
-  f.push_back(field("host_cost.staging_gbps", SPYRE_FIELD(host_cost.staging_gbps), non_negative(),
+  f.push_back(field("host_cost.staging_gbps", SPYRE_FIELD(host_cost.staging_gbps), bandwidth_or_zero_gbps(),
                     "GB/s",
                     "Host memcpy bandwidth into and out of staging buffers (pageable copies): "
                     "the next register write after a staged piece of N bytes takes effect "
@@ -450,7 +473,7 @@ std::vector<Field> build_fields() {
                     "Probability that no completion comes for a DMAI read request: its tag stays "
                     "held until faults.completion_timeout_ns expires, then completion timeout."));
   f.push_back(field("faults.completion_timeout_ns", SPYRE_FIELD(faults.completion_timeout_ns),
-                    positive(), "ns",
+                    positive_duration_ns(), "ns",
                     "The read engine's completion timer, from a read request's issue."));
   f.push_back(field("faults.iommu_fault_rate", SPYRE_FIELD(faults.iommu_fault_rate),
                     unit_interval(), "per CB",

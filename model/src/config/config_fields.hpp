@@ -39,6 +39,7 @@ struct Rule {
   double rlo = 0.0;
   double rhi = 0.0;
   bool lo_open = false;
+  bool or_zero = false;  // kRealRange: 0 is allowed too (a setting whose 0 means "none")
   std::vector<std::uint64_t> values;
   std::vector<std::string> names;
 };
