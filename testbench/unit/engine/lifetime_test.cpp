@@ -14,10 +14,9 @@ namespace {
 class Flag {
  public:
   void set() {
-    {
-      std::lock_guard lock(mu_);
-      set_ = true;
-    }
+    // Notified under the lock: the waiter may destroy the flag as soon as it sees it set.
+    std::lock_guard lock(mu_);
+    set_ = true;
     cv_.notify_all();
   }
   bool wait(std::chrono::nanoseconds timeout) {
@@ -54,9 +53,11 @@ class Flag {
   return released(device);
 }
 
+// Every op completes, ok or cancelled. Waited for: what the closing callback cancelled completes
+// once that callback has returned (a host callback holds its stream's later ops until then).
 void expect_settled(const std::vector<Op>& ops) {
   for (const Op& op : ops) {
-    ASSERT_TRUE(op.done()) << "op " << op.id();
+    ASSERT_TRUE(eventually([&] { return op.done(); })) << "op " << op.id();
     const ErrorCode c = op.status().code();
     EXPECT_TRUE(c == ErrorCode::kOk || c == ErrorCode::kCancelled) << "op " << op.id() << ": " << to_string(c);
   }
@@ -91,6 +92,8 @@ TEST(Lifetime, EngineDestroyedInItsCompletionCallback) {
   (void)ops.back().wait(kWait);
   ASSERT_TRUE(destroyed.wait(kWait));
   expect_settled(ops);
+  // The cancelled ops' callbacks run after the one that closed the engine has returned.
+  ASSERT_TRUE(eventually([&] { return log.order().size() == 17; }));
   EXPECT_TRUE(log.exactly_once());
   EXPECT_THROW(s.fill(buf, 0, 128, 0), Closed);
   EXPECT_TRUE(released_after_dropping(s, buf, ops, device));
@@ -118,6 +121,7 @@ TEST(Lifetime, EngineDestroyedInAHostCallback) {
   (void)ops.back().wait(kWait);
   ASSERT_TRUE(destroyed.wait(kWait));
   expect_settled(ops);
+  ASSERT_TRUE(eventually([&] { return log.order().size() == 3; }));
   EXPECT_TRUE(log.exactly_once());
   EXPECT_EQ(ops[0].status().code(), ErrorCode::kOk);  // it finished before the callback ran
   EXPECT_TRUE(released_after_dropping(s, buf, ops, device));
@@ -154,7 +158,9 @@ TEST(Lifetime, EngineDestroyedInTheObserver) {
   (void)ops.back().wait(kWait);
   ASSERT_TRUE(closer->destroyed.wait(kWait));
   expect_settled(ops);
-  EXPECT_EQ(closer->calls.load(), 8);  // the cancelled ones are still reported, once each
+  // The cancelled ones are still reported, once each, after the call that closed the engine.
+  EXPECT_TRUE(eventually([&] { return closer->calls.load() >= 8; }));
+  EXPECT_EQ(closer->calls.load(), 8);
   EXPECT_TRUE(released_after_dropping(s, buf, ops, device));
 }
 
