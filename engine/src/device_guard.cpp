@@ -30,42 +30,37 @@ void DeviceGuard::fail(const char* call) noexcept {
   failed_.store(true, std::memory_order_release);
 }
 
-std::uint32_t DeviceGuard::read32(std::uint64_t offset) {
-  if (failed()) return ~std::uint32_t{0};
+namespace {
+constexpr std::uint32_t kAllOnes32 = ~std::uint32_t{0};
+constexpr std::uint64_t kAllOnes64 = ~std::uint64_t{0};
+}  // namespace
+
+// Calls that return nothing pass `true` for `dead` and return it.
+template <class R, class Call>
+R DeviceGuard::attempt(const char* name, R dead, Call&& call) noexcept {
+  if (failed()) return dead;
   try {
-    return inner_->read32(offset);
+    return call();
   } catch (...) {
-    fail("read32");
-    return ~std::uint32_t{0};
+    fail(name);
+    return dead;
   }
+}
+
+std::uint32_t DeviceGuard::read32(std::uint64_t offset) {
+  return attempt("read32", kAllOnes32, [&] { return inner_->read32(offset); });
 }
 
 void DeviceGuard::write32(std::uint64_t offset, std::uint32_t value) {
-  if (failed()) return;
-  try {
-    inner_->write32(offset, value);
-  } catch (...) {
-    fail("write32");
-  }
+  (void)attempt("write32", true, [&] { inner_->write32(offset, value); return true; });
 }
 
 std::uint64_t DeviceGuard::read64(std::uint64_t offset) {
-  if (failed()) return ~std::uint64_t{0};
-  try {
-    return inner_->read64(offset);
-  } catch (...) {
-    fail("read64");
-    return ~std::uint64_t{0};
-  }
+  return attempt("read64", kAllOnes64, [&] { return inner_->read64(offset); });
 }
 
 void DeviceGuard::write64(std::uint64_t offset, std::uint64_t value) {
-  if (failed()) return;
-  try {
-    inner_->write64(offset, value);
-  } catch (...) {
-    fail("write64");
-  }
+  (void)attempt("write64", true, [&] { inner_->write64(offset, value); return true; });
 }
 
 std::uint64_t DeviceGuard::map(void* host, std::size_t bytes, DmaAccess access) {
@@ -78,14 +73,8 @@ void DeviceGuard::unmap(std::uint64_t iova) {
 }
 
 std::uint32_t DeviceGuard::wait_for_interrupt(std::chrono::nanoseconds timeout) {
-  if (!failed()) {
-    try {
-      return inner_->wait_for_interrupt(timeout);
-    } catch (...) {
-      fail("wait_for_interrupt");
-      return 0;  // the caller's next step finds the failure
-    }
-  }
+  // A call that throws answers 0: the caller's next step finds the failure.
+  if (!failed()) return attempt("wait_for_interrupt", 0u, [&] { return inner_->wait_for_interrupt(timeout); });
   // No interrupt comes from a failed device; a short sleep keeps a polling thread from spinning.
   std::this_thread::sleep_for(std::clamp<std::chrono::nanoseconds>(timeout, std::chrono::nanoseconds::zero(),
                                                                     std::chrono::milliseconds(1)));
@@ -93,12 +82,7 @@ std::uint32_t DeviceGuard::wait_for_interrupt(std::chrono::nanoseconds timeout) 
 }
 
 void DeviceGuard::host_copied(std::uint64_t bytes) {
-  if (failed()) return;
-  try {
-    inner_->host_copied(bytes);
-  } catch (...) {
-    fail("host_copied");
-  }
+  (void)attempt("host_copied", true, [&] { inner_->host_copied(bytes); return true; });
 }
 
 }  // namespace spyre_dma::detail

@@ -37,6 +37,9 @@ class DeviceGuard final : public Device {
 
  private:
   void fail(const char* call) noexcept;  // in a catch block: records the exception in flight
+  // One call of the inner device; a failed device, or a call that throws, answers `dead`.
+  template <class R, class Call>
+  R attempt(const char* name, R dead, Call&& call) noexcept;
 
   std::shared_ptr<Device> inner_;
   std::atomic<bool> failed_{false};
