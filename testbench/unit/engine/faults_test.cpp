@@ -408,6 +408,26 @@ TEST(Reset, CancelsInFlightWorkExactlyOnce) {
   EXPECT_EQ(rig.spy->overruns(), 0u);
 }
 
+// An H2D of `in` through `buf` on `s`, then a D2H back: the engine works (after a reset).
+::testing::AssertionResult round_trips(Stream& s, const DeviceBuffer& buf, const std::vector<std::uint8_t>& in) {
+  std::vector<std::uint8_t> out(in.size(), 0);
+  s.copy_h2d(buf, 0, in.data(), in.size());
+  s.copy_d2h(out.data(), buf, 0, out.size());
+  const Status st = s.synchronize(kWait);
+  if (!st.ok()) return ::testing::AssertionFailure() << "round trip: " << st.to_string();
+  return bytes_equal(in.data(), out.data(), in.size());
+}
+
+// A staged (pageable) H2D of `src` on `s`, held by the spy mid-copy: the engine's staging thread
+// stays inside the copy, outside the engine lock, until hold_host_copies(false).
+::testing::AssertionResult hold_a_staged_copy(Rig& rig, Stream& s, const DeviceBuffer& dst,
+                                              const std::vector<std::uint8_t>& src, Op& held) {
+  rig.spy->hold_host_copies(true);
+  held = s.copy_h2d(dst, 0, src.data(), src.size());
+  if (!rig.spy->wait_for_held_copy(5s)) return ::testing::AssertionFailure() << "no staging copy was held within 5 s";
+  return ::testing::AssertionSuccess();
+}
+
 // Resets racing a submitter whose staged H2Ds are being copied into staging outside the engine
 // lock: every op completes exactly once (ok or cancelled), nothing leaks, and the engine works
 // afterwards.
@@ -441,11 +461,7 @@ TEST(Reset, RacesStagedCopies) {
   EXPECT_TRUE(eventually([&] { return e.stats().tags_in_use == 0; }));
   EXPECT_EQ(e.stats().quarantined_staging, 0u);
   (void)s.synchronize(kWait);  // clears a cancellation
-  std::vector<std::uint8_t> out(n, 0), in = pattern(n, 92);
-  s.copy_h2d(buf, 0, in.data(), n);
-  s.copy_d2h(out.data(), buf, 0, n);
-  SPYRE_ASSERT_OK(s.synchronize(kWait));
-  EXPECT_TRUE(bytes_equal(in.data(), out.data(), n));
+  EXPECT_TRUE(round_trips(s, buf, pattern(n, 92)));
 }
 
 // reset() drops the engine lock while it waits for a staging thread mid-copy. An op submitted in
@@ -460,9 +476,8 @@ TEST(Reset, OpsSubmittedWhileItWaitsRunOnTheResetDevice) {
   std::vector<std::uint8_t> src = pattern(n, 93);
 
   const std::uint64_t resets = rig.spy->resets_seen();  // the engine's own, at start
-  rig.spy->hold_host_copies(true);
-  Op held = staged.copy_h2d(a, 0, src.data(), n);  // pageable: the staging thread copies it in
-  ASSERT_TRUE(rig.spy->wait_for_held_copy(5s));
+  Op held;
+  ASSERT_TRUE(hold_a_staged_copy(rig, staged, a, src, held));
   Status reset;
   std::thread resetter([&] { reset = e.reset(); });
   ASSERT_TRUE(eventually([&] { return rig.spy->resets_seen() == resets + 1; }));
@@ -484,8 +499,7 @@ TEST(Reset, OpsSubmittedWhileItWaitsRunOnTheResetDevice) {
     ASSERT_EQ(out[i + 3], 0x01) << i;
   }
   (void)staged.synchronize(kWait);  // clears the cancellation
-  staged.copy_h2d(a, 0, src.data(), n);
-  SPYRE_ASSERT_OK(staged.synchronize(kWait));
+  EXPECT_TRUE(round_trips(staged, a, src));
   EXPECT_EQ(e.stats().tags_in_use, 0u);
   EXPECT_EQ(rig.spy->overruns(), 0u);
 }
@@ -500,9 +514,8 @@ TEST(Reset, ConcurrentResetsFollowEachOther) {
   std::vector<std::uint8_t> src = pattern(n, 94);
 
   const std::uint64_t resets = rig.spy->resets_seen();
-  rig.spy->hold_host_copies(true);
-  Op held = s.copy_h2d(a, 0, src.data(), n);
-  ASSERT_TRUE(rig.spy->wait_for_held_copy(5s));
+  Op held;
+  ASSERT_TRUE(hold_a_staged_copy(rig, s, a, src, held));
   Status first, second;
   std::thread t1([&] { first = e.reset(); });
   ASSERT_TRUE(eventually([&] { return rig.spy->resets_seen() == resets + 1; }));
@@ -516,12 +529,8 @@ TEST(Reset, ConcurrentResetsFollowEachOther) {
   SPYRE_EXPECT_OK(second);
   EXPECT_EQ(rig.spy->resets_seen(), resets + 2);
   EXPECT_EQ(held.wait(kWait).code(), ErrorCode::kCancelled);
-  (void)s.synchronize(kWait);
-  std::vector<std::uint8_t> out(n, 0);
-  s.copy_h2d(a, 0, src.data(), n);
-  s.copy_d2h(out.data(), a, 0, n);
-  SPYRE_ASSERT_OK(s.synchronize(kWait));
-  EXPECT_TRUE(bytes_equal(src.data(), out.data(), n));
+  (void)s.synchronize(kWait);  // clears the cancellation
+  EXPECT_TRUE(round_trips(s, a, src));
   EXPECT_EQ(e.stats().tags_in_use, 0u);
 }
 
