@@ -1,8 +1,9 @@
 // HostCopyExecutor: copies with memcpy on one thread per lane (see host_copy_executor.hpp).
 #include "spyre_dma/cuda/host_copy_executor.hpp"
 
+#include <sys/mman.h>
+
 #include <cstring>
-#include <new>
 #include <stdexcept>
 #include <string>
 
@@ -13,13 +14,18 @@ namespace spyre_dma::cuda {
 HostCopyExecutor::HostCopyExecutor(HostCopyExecutorConfig config)
     : config_(config), t0_(std::chrono::steady_clock::now()) {
   if (config_.device_memory_bytes == 0) throw std::invalid_argument("HostCopyExecutorConfig: device_memory_bytes is zero");
-  memory_.reset(new (std::nothrow) std::uint8_t[config_.device_memory_bytes]());
-  if (!memory_) {
+  void* p = ::mmap(nullptr, config_.device_memory_bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) {
     throw OutOfMemory("HostCopyExecutor: cannot hold " + std::to_string(config_.device_memory_bytes) +
                       " bytes of device memory in host RAM");
   }
+  memory_ = std::unique_ptr<std::uint8_t, Unmap>(static_cast<std::uint8_t*>(p),
+                                                  Unmap{config_.device_memory_bytes});
   for (unsigned l = 0; l < hw::kNumPipelines; ++l) lanes_[l].thread = std::thread([this, l] { lane_main(l); });
 }
+
+void HostCopyExecutor::Unmap::operator()(std::uint8_t* p) const { ::munmap(p, bytes); }
 
 HostCopyExecutor::~HostCopyExecutor() {
   stop_.store(true);

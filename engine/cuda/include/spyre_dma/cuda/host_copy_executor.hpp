@@ -72,7 +72,13 @@ class HostCopyExecutor final : public CopyExecutor {
 
   const HostCopyExecutorConfig config_;
   const std::chrono::steady_clock::time_point t0_;
-  std::unique_ptr<std::uint8_t[]> memory_;
+  // Anonymous pages, zero until first written: a large device memory costs nothing until used
+  // (a value-initialised array would write every byte up front).
+  struct Unmap {
+    std::uint64_t bytes;
+    void operator()(std::uint8_t* p) const;
+  };
+  std::unique_ptr<std::uint8_t, Unmap> memory_;
   std::array<Lane, hw::kNumPipelines> lanes_;
   std::atomic<bool> stop_{false};
   std::atomic<std::uint64_t> counter_{0};
