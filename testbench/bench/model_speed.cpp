@@ -15,7 +15,9 @@ namespace {
 
 using namespace spyre_dma;
 
-void run_sim(benchmark::State& state, model::Fidelity fidelity) {
+enum class Direction { kH2d, kD2h, kBoth };
+
+void run_sim(benchmark::State& state, model::Fidelity fidelity, Direction direction) {
   const std::size_t bytes = static_cast<std::size_t>(state.range(0));
   model::SimConfig config;
   config.fidelity = fidelity;
@@ -25,13 +27,14 @@ void run_sim(benchmark::State& state, model::Fidelity fidelity) {
   auto buf = engine->allocate(bytes);
   auto host = engine->allocate_host(bytes);
   std::memset(host.data(), 0x5A, bytes);
-  // Warm up: touch device pages and the staging-free path once.
+  // Warm up: touch device and host pages once in both directions.
   stream.copy_h2d(buf, 0, host.data(), bytes);
+  stream.copy_d2h(host.data(), buf, 0, bytes);
   if (!stream.synchronize(std::chrono::seconds(600)).ok()) state.SkipWithError("warm-up failed");
   const auto before = dev->statistics();
   for (auto _ : state) {
-    stream.copy_h2d(buf, 0, host.data(), bytes);
-    stream.copy_d2h(host.data(), buf, 0, bytes);
+    if (direction != Direction::kD2h) stream.copy_h2d(buf, 0, host.data(), bytes);
+    if (direction != Direction::kH2d) stream.copy_d2h(host.data(), buf, 0, bytes);
     if (!stream.synchronize(std::chrono::seconds(600)).ok()) state.SkipWithError("transfer failed");
   }
   const auto after = dev->statistics();
@@ -39,14 +42,17 @@ void run_sim(benchmark::State& state, model::Fidelity fidelity) {
     const auto& t = j["link"]["tlps"];
     return t["MWr"].get<double>() + t["MRd"].get<double>() + t["CplD"].get<double>() + t["Cpl"].get<double>();
   };
-  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * 2 * bytes));
+  const std::int64_t copies = direction == Direction::kBoth ? 2 : 1;
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * copies * static_cast<std::int64_t>(bytes));
   state.counters["tlps_per_s"] = benchmark::Counter(tlps(after) - tlps(before), benchmark::Counter::kIsRate);
   state.counters["sim_ns_per_iter"] =
       (after["time_ns"].get<double>() - before["time_ns"].get<double>()) / double(state.iterations());
 }
 
-void BM_SimTlpFidelity(benchmark::State& state) { run_sim(state, model::Fidelity::kTlp); }
-void BM_SimBurstFidelity(benchmark::State& state) { run_sim(state, model::Fidelity::kBurst); }
+void BM_SimTlpFidelity(benchmark::State& state) { run_sim(state, model::Fidelity::kTlp, Direction::kBoth); }
+void BM_SimTlpFidelityH2d(benchmark::State& state) { run_sim(state, model::Fidelity::kTlp, Direction::kH2d); }
+void BM_SimTlpFidelityD2h(benchmark::State& state) { run_sim(state, model::Fidelity::kTlp, Direction::kD2h); }
+void BM_SimBurstFidelity(benchmark::State& state) { run_sim(state, model::Fidelity::kBurst, Direction::kBoth); }
 
 // The baseline: one H2D and one D2H worth of single-thread memcpy between pre-faulted buffers.
 void BM_Memcpy(benchmark::State& state) {
@@ -63,6 +69,8 @@ void BM_Memcpy(benchmark::State& state) {
 
 BENCHMARK(BM_Memcpy)->Arg(64 << 20)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_SimTlpFidelity)->Arg(64 << 20)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_SimTlpFidelityH2d)->Arg(64 << 20)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_SimTlpFidelityD2h)->Arg(64 << 20)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_SimBurstFidelity)->Arg(64 << 20)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace

@@ -122,31 +122,13 @@ CreditPool::CreditPool(std::uint32_t header_capacity, std::uint32_t data_capacit
   if (max_events_ < 2) throw std::invalid_argument("pcie: CreditPool needs max_events >= 2");
 }
 
-bool CreditPool::fits(std::int64_t used_h, std::int64_t used_d, std::uint32_t h,
-                      std::uint32_t d) const {
-  return (header_cap_ == 0 || used_h + h <= static_cast<std::int64_t>(header_cap_)) &&
-         (data_cap_ == 0 || used_d + d <= static_cast<std::int64_t>(data_cap_));
-}
-
 std::optional<Ps> CreditPool::find(Ps earliest_ps, std::uint32_t h, std::uint32_t d) const {
   const Ps start = std::max(earliest_ps, floor_);
-  // Walk the usage steps from the last one back: the answer is the end of the last step that
-  // does not leave room, or start if none from start on does.
-  std::int64_t used_h = total_.header;
-  std::int64_t used_d = total_.data;
-  std::optional<Ps> next;  // time of the step after the current one
-  for (auto it = events_.rbegin(); it != events_.rend(); ++it) {
-    if (!fits(used_h, used_d, h, d)) {
-      if (!next) return std::nullopt;  // short of credits forever: an unreleased grant holds them
-      return *next;
-    }
-    if (it->first <= start) return start;
-    used_h -= it->second.header;
-    used_d -= it->second.data;
-    next = it->first;
-  }
-  if (!fits(used_h, used_d, h, d)) return next;  // the step before the first event: base_
-  return start;
+  std::optional<std::int64_t> header_limit, data_limit;
+  if (header_cap_ != 0) header_limit = static_cast<std::int64_t>(header_cap_) - h;
+  if (data_cap_ != 0) data_limit = static_cast<std::int64_t>(data_cap_) - d;
+  // nullopt: short of credits for ever, an unreleased grant holds them.
+  return changes_.earliest_within(start, base_, header_limit, data_limit);
 }
 
 std::optional<CreditGrant> CreditPool::try_acquire(Ps earliest_ps, std::uint32_t header,
@@ -164,29 +146,44 @@ std::optional<CreditGrant> CreditPool::try_acquire(Ps earliest_ps, std::uint32_t
   const std::uint32_t td = data_cap_ != 0 ? data : 0;
   const std::optional<Ps> at = find(earliest_ps, th, td);
   if (!at) return std::nullopt;
-  CreditGrant grant{*at, header, data, next_id_};
-  open_.emplace(next_id_, Open{*at, th, td});
-  ++next_id_;
+  std::uint32_t slot;
+  if (!free_slots_.empty()) {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    if (open_.size() >= std::numeric_limits<std::uint32_t>::max()) {
+      throw std::length_error("pcie: too many credit grants outstanding");
+    }
+    slot = static_cast<std::uint32_t>(open_.size());
+    open_.emplace_back();
+  }
+  Open& open = open_[slot];
+  ++open.generation;  // from 1: no id is 0
+  open.at_ps = *at;
+  open.header = th;
+  open.data = td;
+  open.live = true;
+  ++open_count_;
   if (th != 0 || td != 0) add_event(*at, th, td);
-  return grant;
+  return CreditGrant{*at, header, data, (std::uint64_t{open.generation} << 32) | slot};
 }
 
 CreditGrant CreditPool::acquire(Ps earliest_ps, std::uint32_t header, std::uint32_t data) {
   std::optional<CreditGrant> grant = try_acquire(earliest_ps, header, data);
   if (!grant) {
     throw std::logic_error("pcie: credits can only come from grants not yet released (" +
-                           std::to_string(open_.size()) + " open): release them first");
+                           std::to_string(open_count_) + " open): release them first");
   }
   return *grant;
 }
 
 void CreditPool::release(const CreditGrant& grant, Ps at_ps) {
-  const auto it = open_.find(grant.id);
-  if (it == open_.end()) {
+  const std::uint64_t slot = grant.id & 0xffffffffu;
+  if (slot >= open_.size() || !open_[slot].live || open_[slot].generation != grant.id >> 32) {
     throw std::logic_error("pcie: credit grant " + std::to_string(grant.id) +
                            " was never acquired or is already released");
   }
-  const Open open = it->second;
+  Open& open = open_[slot];
   if (grant.at_ps != open.at_ps) {
     throw std::logic_error("pcie: credit grant " + std::to_string(grant.id) + " does not match");
   }
@@ -194,7 +191,9 @@ void CreditPool::release(const CreditGrant& grant, Ps at_ps) {
     throw std::logic_error("pcie: credits released at " + std::to_string(at_ps) +
                            " ps, before their grant at " + std::to_string(open.at_ps) + " ps");
   }
-  open_.erase(it);
+  open.live = false;
+  free_slots_.push_back(static_cast<std::uint32_t>(slot));
+  --open_count_;
   if (open.header == 0 && open.data == 0) return;
   if (at_ps <= floor_) {  // the past is folded: it is back by the floor
     base_.header -= open.header;
@@ -211,21 +210,16 @@ void CreditPool::release(const CreditGrant& grant, Ps at_ps) {
 }
 
 void CreditPool::add_event(Ps t, std::int64_t header, std::int64_t data) {
-  Delta& delta = events_[t];
-  delta.header += header;
-  delta.data += data;
+  changes_.add(t, header, data);
   total_.header += header;
   total_.data += data;
-  if (delta.header == 0 && delta.data == 0) events_.erase(t);
-  while (events_.size() > max_events_) fold_before(events_.begin()->first);
+  while (changes_.size() > max_events_) fold_before(*changes_.first_time());
 }
 
 void CreditPool::fold_before(Ps t) {
-  while (!events_.empty() && events_.begin()->first <= t) {
-    base_.header += events_.begin()->second.header;
-    base_.data += events_.begin()->second.data;
-    events_.erase(events_.begin());
-  }
+  const Usage folded = changes_.take_through(t);
+  base_.header += folded.header;
+  base_.data += folded.data;
   floor_ = std::max(floor_, t);
 }
 
@@ -236,20 +230,12 @@ void CreditPool::prune(Ps before_ps) {
 
 std::uint64_t CreditPool::header_in_use_at(Ps t) const {
   if (t < floor_) throw std::invalid_argument("pcie: credit history before the floor is pruned");
-  std::int64_t used = base_.header;
-  for (auto it = events_.begin(); it != events_.end() && it->first <= t; ++it) {
-    used += it->second.header;
-  }
-  return static_cast<std::uint64_t>(used);
+  return static_cast<std::uint64_t>(base_.header + changes_.sum_through(t).header);
 }
 
 std::uint64_t CreditPool::data_in_use_at(Ps t) const {
   if (t < floor_) throw std::invalid_argument("pcie: credit history before the floor is pruned");
-  std::int64_t used = base_.data;
-  for (auto it = events_.begin(); it != events_.end() && it->first <= t; ++it) {
-    used += it->second.data;
-  }
-  return static_cast<std::uint64_t>(used);
+  return static_cast<std::uint64_t>(base_.data + changes_.sum_through(t).data);
 }
 
 // ---------------------------------------------------------------------------------------------

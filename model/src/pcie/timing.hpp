@@ -13,17 +13,15 @@
 
 #include <cstdint>
 #include <deque>
-#include <map>
 #include <optional>
 #include <set>
 #include <vector>
 
 #include "pcie/link_math.hpp"
+#include "pcie/ps.hpp"
+#include "pcie/usage_timeline.hpp"
 
 namespace spyre_dma::model::pcie {
-
-using Ps = std::uint64_t;
-inline constexpr Ps kPsPerNs = 1000;
 
 // ns (as LinkConfig and HostConfig hold them) to whole ps, rounded to nearest. Throws
 // std::invalid_argument for a negative or non-finite value, std::overflow_error if too large.
@@ -103,7 +101,7 @@ struct CreditGrant {
   Ps at_ps = 0;
   std::uint32_t header = 0;
   std::uint32_t data = 0;
-  std::uint64_t id = 0;  // unique per pool; identifies the grant to release()
+  std::uint64_t id = 0;  // identifies the grant to release(); never 0
 };
 
 class CreditPool {
@@ -123,33 +121,33 @@ class CreditPool {
   // Only tracked kinds (capacity > 0); t >= floor.
   std::uint64_t header_in_use_at(Ps t) const;
   std::uint64_t data_in_use_at(Ps t) const;
-  std::size_t unreleased_grants() const { return open_.size(); }
-  std::size_t event_count() const { return events_.size(); }
+  std::size_t unreleased_grants() const { return open_count_; }
+  std::size_t event_count() const { return changes_.size(); }
   Ps floor_ps() const { return floor_; }
 
  private:
-  struct Delta {
-    std::int64_t header = 0;
-    std::int64_t data = 0;
-  };
+  // A grant's slot; the grant's id is (generation << 32) | slot, so a slot can be reused
+  // (no allocation per grant) while a stale or forged id is still recognised.
   struct Open {
-    Ps at_ps;
-    std::uint32_t header;  // tracked amounts (0 for an infinite kind)
-    std::uint32_t data;
+    Ps at_ps = 0;
+    std::uint32_t header = 0;  // tracked amounts (0 for an infinite kind)
+    std::uint32_t data = 0;
+    std::uint32_t generation = 0;
+    bool live = false;
   };
   std::optional<Ps> find(Ps earliest_ps, std::uint32_t header, std::uint32_t data) const;
   void add_event(Ps t, std::int64_t header, std::int64_t data);
   void fold_before(Ps t);
-  bool fits(std::int64_t used_h, std::int64_t used_d, std::uint32_t h, std::uint32_t d) const;
 
   std::uint32_t header_cap_;
   std::uint32_t data_cap_;
   std::size_t max_events_;
-  std::map<Ps, Delta> events_;  // usage changes, all at times > floor_
-  Delta base_;                  // usage at floor_ (history folded in)
-  Delta total_;                 // base_ + all deltas: usage after the last event
-  std::map<std::uint64_t, Open> open_;
-  std::uint64_t next_id_ = 1;
+  UsageTimeline changes_;  // usage changes, all at times > floor_
+  Usage base_;             // usage at floor_ (history folded in)
+  Usage total_;            // base_ + all changes: usage after the last one
+  std::vector<Open> open_;
+  std::vector<std::uint32_t> free_slots_;
+  std::size_t open_count_ = 0;
   Ps floor_ = 0;
 };
 

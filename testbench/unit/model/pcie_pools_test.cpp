@@ -5,6 +5,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
+#include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <stdexcept>
@@ -129,6 +132,106 @@ TEST(PcieCredits, ReleaseIntoThePrunedPast) {
   pool.release(g, 500);  // before the floor: it counts as back by the floor
   EXPECT_EQ(pool.header_in_use_at(1000), 0u);
   EXPECT_EQ(pool.acquire(0, 1, 0).at_ps, 1000u);
+}
+
+// The pool against its definition, written the plain way: usage as a sorted list of changes, and
+// a grant at the earliest time from which every later step leaves room. Random grants and
+// releases in and out of time order, both kinds limited, pruning and the bounded history folding
+// the past; every answer and every usage figure must agree.
+TEST(PcieCredits, AgreesWithThePlainDefinition) {
+  struct Reference {
+    std::uint32_t cap_h, cap_d;
+    std::map<Ps, std::pair<std::int64_t, std::int64_t>> changes;
+    std::int64_t base_h = 0, base_d = 0;
+    Ps floor = 0;
+    std::optional<Ps> find(Ps earliest, std::uint32_t h, std::uint32_t d) const {
+      const Ps start = std::max(earliest, floor);
+      auto over = [&](std::int64_t uh, std::int64_t ud) {
+        return uh + h > std::int64_t{cap_h} || ud + d > std::int64_t{cap_d};
+      };
+      std::int64_t uh = base_h, ud = base_d;
+      std::optional<Ps> answer = over(uh, ud) ? std::optional<Ps>(changes.empty() ? 0 : changes.begin()->first)
+                                              : std::optional<Ps>(start);
+      if (over(uh, ud) && changes.empty()) return std::nullopt;
+      for (auto it = changes.begin(); it != changes.end(); ++it) {
+        uh += it->second.first;
+        ud += it->second.second;
+        if (over(uh, ud)) {
+          const auto next = std::next(it);
+          if (next == changes.end()) return std::nullopt;
+          answer = next->first;
+        }
+      }
+      return std::max(start, *answer);
+    }
+    void add(Ps t, std::int64_t h, std::int64_t d) {
+      auto& c = changes[t];
+      c.first += h;
+      c.second += d;
+      if (c.first == 0 && c.second == 0) changes.erase(t);
+    }
+    void fold(Ps t) {
+      while (!changes.empty() && changes.begin()->first <= t) {
+        base_h += changes.begin()->second.first;
+        base_d += changes.begin()->second.second;
+        changes.erase(changes.begin());
+      }
+      floor = std::max(floor, t);
+    }
+    std::int64_t header_at(Ps t) const {
+      std::int64_t u = base_h;
+      for (const auto& [at, c] : changes) if (at <= t) u += c.first;
+      return u;
+    }
+  };
+  for (std::uint32_t seed = 1; seed <= 20; ++seed) {
+    std::mt19937_64 rng(seed);
+    const std::uint32_t cap_h = 2 + static_cast<std::uint32_t>(rng() % 12);
+    const std::uint32_t cap_d = 8 + static_cast<std::uint32_t>(rng() % 200);
+    const std::size_t history = 16 + rng() % 64;
+    CreditPool pool(cap_h, cap_d, history);
+    Reference ref{cap_h, cap_d, {}, 0, 0, 0};
+    std::vector<CreditGrant> held;
+    Ps now = 0;
+    for (int step = 0; step < 3000; ++step) {
+      const auto choice = rng() % 10;
+      if (choice < 5) {
+        const Ps earliest = now + rng() % 400;
+        const auto h = static_cast<std::uint32_t>(1 + rng() % 2);
+        const auto d = static_cast<std::uint32_t>(rng() % (cap_d / 2 + 1));
+        const std::optional<Ps> want = ref.find(earliest, h, d);
+        const std::optional<CreditGrant> got = pool.try_acquire(earliest, h, d);
+        ASSERT_EQ(got.has_value(), want.has_value()) << "seed " << seed << " step " << step;
+        if (!got) continue;
+        ASSERT_EQ(got->at_ps, *want) << "seed " << seed << " step " << step;
+        ref.add(got->at_ps, h, d);
+        held.push_back(*got);
+      } else if (choice < 9 && !held.empty()) {
+        const std::size_t i = rng() % held.size();
+        const CreditGrant g = held[i];
+        held.erase(held.begin() + static_cast<std::ptrdiff_t>(i));
+        const Ps at = g.at_ps + rng() % 3000;
+        pool.release(g, at);
+        if (at <= ref.floor) {
+          ref.base_h -= g.header;
+          ref.base_d -= g.data;
+        } else {
+          ref.add(at, -std::int64_t{g.header}, -std::int64_t{g.data});
+        }
+      } else {
+        now += rng() % 500;
+        pool.prune(now);
+        if (now > ref.floor) ref.fold(now);
+      }
+      while (ref.changes.size() > history) ref.fold(ref.changes.begin()->first);
+      ASSERT_EQ(pool.event_count(), ref.changes.size()) << "seed " << seed << " step " << step;
+      ASSERT_EQ(pool.floor_ps(), ref.floor) << "seed " << seed << " step " << step;
+      const Ps probe = ref.floor + rng() % 4000;
+      ASSERT_EQ(pool.header_in_use_at(probe), static_cast<std::uint64_t>(ref.header_at(probe)))
+          << "seed " << seed << " step " << step;
+    }
+    ASSERT_EQ(pool.unreleased_grants(), held.size());
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
