@@ -70,11 +70,7 @@ json Report::to_json() const {
     tests.push_back({{"name", c.name},         {"suite", c.suite},   {"backend", c.backend},
                      {"seed", c.seed},         {"status", c.status}, {"findings", f},
                      {"finding_count", c.finding_count}, {"metrics", c.metrics.to_json()}, {"repro", c.repro}});
-    sum.ops += c.metrics.ops, sum.data_ops += c.metrics.data_ops, sum.bytes += c.metrics.bytes;
-    sum.cbs += c.metrics.cbs, sum.failed_ops += c.metrics.failed_ops, sum.resets += c.metrics.resets;
-    sum.sim_time_ns += c.metrics.sim_time_ns, sum.wall_s += c.metrics.wall_s;
-    sum.bytes_checked += c.metrics.bytes_checked, sum.epochs += c.metrics.epochs;
-    for (const auto& [k, n] : c.metrics.faults_injected) sum.faults_injected[k] += n;
+    sum += c.metrics;
   }
   totals["metrics"] = sum.to_json();
   json out = {{"format", "spyre-dma-regress/1"}, {"version", version}, {"suite", suite},   {"backend", backend},
@@ -134,6 +130,11 @@ Report Report::from_json(const json& j, const std::string& file) {
     c.metrics.bytes_checked = get<std::uint64_t>(m, "bytes_checked", mat);
     c.metrics.sim_time_ns = get<double>(m, "sim_time_ns", mat);
     c.metrics.wall_s = get<double>(m, "wall_s", mat);
+    const json& phases = get<json>(m, "phases_s", mat);
+    c.metrics.setup_s = get<double>(phases, "setup", mat + ".phases_s");
+    c.metrics.run_s = get<double>(phases, "run", mat + ".phases_s");
+    c.metrics.check_s = get<double>(phases, "check", mat + ".phases_s");
+    c.metrics.teardown_s = get<double>(phases, "teardown", mat + ".phases_s");
     c.metrics.faults_injected = get<std::map<std::string, std::uint64_t>>(m, "faults_injected", mat);
     r.cases.push_back(std::move(c));
   }
@@ -205,10 +206,7 @@ std::string Report::summary() const {
         ++by_kind[k];
       }
     }
-    sum.ops += c.metrics.ops, sum.data_ops += c.metrics.data_ops, sum.bytes += c.metrics.bytes;
-    sum.failed_ops += c.metrics.failed_ops, sum.sim_time_ns += c.metrics.sim_time_ns, sum.wall_s += c.metrics.wall_s;
-    sum.resets += c.metrics.resets, sum.bytes_checked += c.metrics.bytes_checked;
-    for (const auto& [k, n] : c.metrics.faults_injected) sum.faults_injected[k] += n;
+    sum += c.metrics;
   }
   std::string out;
   out += fmt::format("regression: suite {}, backend {}, seeds {}{}\n", suite, backend, seeds,
@@ -231,7 +229,12 @@ std::string Report::summary() const {
   out += fmt::format("  {:<24} {:.3f} ms\n", "simulated time", sum.sim_time_ns / 1e6);
   out += fmt::format("  {:<24} {:.2f} s in tests, {:.2f} s elapsed\n", "wall time", sum.wall_s, wall_s);
   if (sum.wall_s > 0) {
-    out += fmt::format("  {:<24} {:.0f} ops/s per process\n", "throughput", static_cast<double>(sum.ops) / sum.wall_s);
+    auto share = [&](double s) { return fmt::format("{:.2f} s ({:.0f}%)", s, 100.0 * s / sum.wall_s); };
+    out += fmt::format("  {:<24} set-up {}, run {}, check {}, teardown {}\n", "time by phase", share(sum.setup_s),
+                       share(sum.run_s), share(sum.check_s), share(sum.teardown_s));
+    out += fmt::format("  {:<24} {:.0f} ops/s per process", "throughput", static_cast<double>(sum.ops) / sum.wall_s);
+    if (sum.run_s > 0) out += fmt::format(", {:.0f} in the run phase", static_cast<double>(sum.ops) / sum.run_s);
+    out += "\n";
   }
   for (const CaseResult& c : cases) {
     if (c.passed()) continue;

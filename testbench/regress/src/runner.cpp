@@ -23,11 +23,19 @@ TestResult TestRun::run() {
     return finish(t0);
   }
   try {
+    auto lap = [t = t0](double* phase) mutable {
+      const auto now = Clock::now();
+      *phase = std::chrono::duration<double>(now - t).count();
+      t = now;
+    };
     setup();
+    lap(&metrics_.setup_s);
     for (std::size_t i = 0; i < p_.ops.size(); ++i) step(i);
     end_epoch(p_.ops.size());
+    lap(&metrics_.run_s);
     scoreboard_.verify_all();
     final_checks();
+    lap(&metrics_.check_s);
   } catch (const std::exception& e) {
     findings_.add(FindingKind::kSetup, -1, fmt::format("the test stopped: {}", e.what()));
   }
@@ -174,6 +182,7 @@ void TestRun::step(std::size_t i) {
 
 TestResult TestRun::finish(Clock::time_point t0) {
   metrics_.bytes_checked = scoreboard_.bytes_checked();
+  const auto teardown = Clock::now();
   // The engine goes first: it drains, resets and unmaps through the device.
   streams_.clear();
   events_.clear();
@@ -184,7 +193,9 @@ TestResult TestRun::finish(Clock::time_point t0) {
   } catch (const std::exception& e) {
     findings_.add(FindingKind::kSetup, -1, fmt::format("closing the engine: {}", e.what()));
   }
-  metrics_.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  const auto end = Clock::now();
+  metrics_.teardown_s = std::chrono::duration<double>(end - teardown).count();
+  metrics_.wall_s = std::chrono::duration<double>(end - t0).count();
   TestResult r;
   r.findings = findings_.list();
   r.finding_count = findings_.total();
@@ -200,7 +211,16 @@ nlohmann::json TestMetrics::to_json() const {
   return {{"ops", ops},           {"data_ops", data_ops},   {"bytes", bytes},
           {"cbs", cbs},           {"failed_ops", failed_ops}, {"epochs", epochs},
           {"resets", resets},     {"bytes_checked", bytes_checked}, {"sim_time_ns", sim_time_ns},
-          {"wall_s", wall_s},     {"faults_injected", faults_injected}};
+          {"wall_s", wall_s},     {"faults_injected", faults_injected},
+          {"phases_s", {{"setup", setup_s}, {"run", run_s}, {"check", check_s}, {"teardown", teardown_s}}}};
+}
+
+TestMetrics& TestMetrics::operator+=(const TestMetrics& o) {
+  ops += o.ops, data_ops += o.data_ops, bytes += o.bytes, cbs += o.cbs, failed_ops += o.failed_ops;
+  epochs += o.epochs, resets += o.resets, bytes_checked += o.bytes_checked, sim_time_ns += o.sim_time_ns;
+  wall_s += o.wall_s, setup_s += o.setup_s, run_s += o.run_s, check_s += o.check_s, teardown_s += o.teardown_s;
+  for (const auto& [k, n] : o.faults_injected) faults_injected[k] += n;
+  return *this;
 }
 
 TestResult run_program(const Program& program, const BackendFactory& open, const RunOptions& options) {

@@ -49,8 +49,13 @@ struct TestMetrics {
   std::uint64_t bytes_checked = 0;
   double sim_time_ns = 0;       // 0 when the backend is not simulated
   double wall_s = 0;
+  // wall_s by phase: opening the backend, engine, streams and buffers (each buffer's scoreboard
+  // region filled); running the ops (submission, completion and the checks at each epoch's end);
+  // the final check of every region and of the device; closing the engine and the backend.
+  double setup_s = 0, run_s = 0, check_s = 0, teardown_s = 0;
   std::map<std::string, std::uint64_t> faults_injected;  // sim: by kind
   nlohmann::json to_json() const;
+  TestMetrics& operator+=(const TestMetrics& o);  // totals over tests
 };
 
 struct TestResult {

@@ -13,6 +13,7 @@ CaseResult a_case(std::uint64_t seed, bool pass) {
   c.suite = "smoke", c.backend = "refdev", c.seed = seed, c.name = "seed " + std::to_string(seed);
   c.status = pass ? "pass" : "fail";
   c.metrics.ops = 10, c.metrics.bytes = 1000, c.metrics.wall_s = 0.5;
+  c.metrics.setup_s = 0.25, c.metrics.run_s = 0.125, c.metrics.check_s = 0.0625, c.metrics.teardown_s = 0.0625;
   c.metrics.faults_injected["poisoned"] = 2;
   if (!pass) {
     c.findings.push_back(Finding{FindingKind::kCorrupted, 3, "device buffer 0: 1 of 64 destination byte(s) wrong <&>"});
@@ -50,6 +51,10 @@ TEST(Report, JsonRoundTripsAndJunitMarksFailures) {
   EXPECT_NE(x.find("<failure type=\"corrupted\""), std::string::npos) << x;
   EXPECT_NE(x.find("&lt;&amp;&gt;"), std::string::npos);  // escaped
   EXPECT_NE(r.summary().find("reproduce: spyre-dma regress --suite smoke --backend refdev --seeds 2..2"), std::string::npos);
+  // Time by phase, summed over the tests, and the ops per second of the run phase alone.
+  EXPECT_NE(r.summary().find("set-up 0.50 s (50%), run 0.25 s (25%), check 0.12 s (12%), teardown 0.12 s (12%)"),
+            std::string::npos) << r.summary();
+  EXPECT_NE(r.summary().find("20 ops/s per process, 80 in the run phase"), std::string::npos) << r.summary();
 }
 
 TEST(Report, AnInterruptedRunSaysSoEverywhere) {

@@ -25,6 +25,10 @@ TEST(Runner, ARandomProgramPassesOnRefdev) {
     EXPECT_GT(r.metrics.bytes_checked, r.metrics.bytes);
     EXPECT_GT(r.coverage.count("dir.h2d"), 0u);
     EXPECT_GT(r.coverage.count("rb.good"), 0u);
+    // The phases are laps of one clock: each took some time and together they are the test's.
+    const TestMetrics& m = r.metrics;
+    for (double phase : {m.setup_s, m.run_s, m.check_s, m.teardown_s}) EXPECT_GT(phase, 0.0);
+    EXPECT_NEAR(m.setup_s + m.run_s + m.check_s + m.teardown_s, m.wall_s, 1e-3);
   }
 }
 
