@@ -16,10 +16,17 @@ namespace {
 constexpr std::uint64_t kPage = SparseMemory::kPageBytes;
 
 std::uint8_t* map_page() {
-  void* p = ::mmap(nullptr, kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+  // Twice the size, then the unaligned head and tail given back: a page aligned to its size.
+  void* p = ::mmap(nullptr, 2 * kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                    -1, 0);
   if (p == MAP_FAILED) throw std::bad_alloc();
-  return static_cast<std::uint8_t*>(p);
+  auto* raw = static_cast<std::uint8_t*>(p);
+  const std::uint64_t head = (kPage - reinterpret_cast<std::uintptr_t>(raw) % kPage) % kPage;
+  if (head != 0) ::munmap(raw, head);
+  ::munmap(raw + head + kPage, kPage - head);
+  std::uint8_t* page = raw + head;
+  (void)::madvise(page, kPage, MADV_HUGEPAGE);  // a hint: without it (or THP) the page still works
+  return page;
 }
 
 bool is_little_endian() noexcept {
