@@ -113,6 +113,7 @@ std::uint64_t Sweep::transfer(Direction d, std::uint8_t* host, std::uint64_t byt
     if (!st.ok()) fail(fmt::format("{}: failed on stream {}: {}", what, i, st.to_string()));
   }
   const auto wall = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
+  transfer_wall_ns_ += wall;
   if (!config_.device_clock) return wall;
   std::uint64_t first = UINT64_MAX, last = 0;
   for (const spyre_dma::Op& op : ops) {

@@ -65,6 +65,10 @@ class Sweep {
 
   const std::vector<PointResult>& results() const noexcept { return results_; }
   const SweepConfig& config() const noexcept { return config_; }
+  // Wall time spent moving data (submitting and waiting for every transfer, warm-ups included):
+  // on a simulated device, the simulation. The rest of a sweep is its own work: filling, clearing
+  // and comparing host buffers.
+  double transfer_wall_s() const noexcept { return static_cast<double>(transfer_wall_ns_) / 1e9; }
 
  private:
   struct HostSide;
@@ -77,6 +81,7 @@ class Sweep {
   spyre_dma::DeviceBuffer device_;
   std::unique_ptr<HostSide> registered_, pageable_;
   std::vector<PointResult> results_;
+  std::uint64_t transfer_wall_ns_ = 0;
 };
 
 }  // namespace spyre_dma_cli
