@@ -1,29 +1,13 @@
-// The memories behind the runner's scoreboard regions: unregistered (pageable) host buffers,
-// direct host access, and device allocations walked chunk by chunk through the memory backdoor.
+// The memories behind the runner's scoreboard regions: direct host access (pageable buffers are
+// in memory_ports.hpp), and device allocations walked chunk by chunk through the memory backdoor.
 #include "memory_ports.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <utility>
 
-#include <fmt/format.h>
-
 
 namespace spyre_dma::regress::detail {
-namespace {
-
-std::size_t round_up(std::uint64_t n) { return static_cast<std::size_t>((n + 4095) / 4096 * 4096); }
-
-}  // namespace
-
-PageableBuffer::PageableBuffer(std::uint64_t bytes, std::uint32_t misalign)
-    : raw_(static_cast<std::uint8_t*>(std::aligned_alloc(4096, round_up(bytes + misalign)))) {
-  if (!raw_) throw OutOfMemory(fmt::format("pageable host buffer of {} bytes", bytes));
-  data_ = raw_ + misalign;
-}
-
-PageableBuffer::~PageableBuffer() { std::free(raw_); }
 
 void HostPort::read(std::uint64_t off, std::uint8_t* dst, std::size_t n) const { std::memcpy(dst, base_ + off, n); }
 

@@ -12,18 +12,16 @@
 
 namespace spyre_dma::regress::detail {
 
-// Host memory the engine has not registered: plain heap memory placed `misalign` bytes past a
-// 128-byte boundary.
+// Host memory the engine has not registered: plain heap memory (reused from an earlier test of
+// the process where it can be) placed `misalign` bytes past a 4 KiB boundary.
 class PageableBuffer {
  public:
-  PageableBuffer(std::uint64_t bytes, std::uint32_t misalign);
-  ~PageableBuffer();
-  PageableBuffer(const PageableBuffer&) = delete;
-  PageableBuffer& operator=(const PageableBuffer&) = delete;
+  PageableBuffer(std::uint64_t bytes, std::uint32_t misalign)
+      : buffer_(bytes + misalign), data_(buffer_.data() + misalign) {}
   std::uint8_t* data() const noexcept { return data_; }
 
  private:
-  std::uint8_t* raw_;
+  PooledBuffer buffer_;
   std::uint8_t* data_;
 };
 

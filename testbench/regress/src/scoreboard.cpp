@@ -23,10 +23,7 @@ Scoreboard::Scoreboard(Findings& findings, std::uint32_t margin) : findings_(fin
 
 int Scoreboard::add_region(std::string name, std::unique_ptr<MemoryPort> port, std::uint64_t bytes,
                            std::uint64_t seed) {
-  Region r;
-  r.name = std::move(name);
-  r.port = std::move(port);
-  r.shadow.resize(bytes);
+  Region r{std::move(name), std::move(port), Shadow(bytes), {}, {}, {}};
   // Each 8-byte word names its region and offset: no two places hold the same bytes, so a byte
   // that lands in the wrong place cannot match by accident.
   const std::uint64_t salt = mix64(seed ^ (0xA5A5ull << 32) ^ regions_.size());

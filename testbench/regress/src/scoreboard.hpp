@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "buffer_pool.hpp"
 #include "findings.hpp"
 
 namespace spyre_dma::regress {
@@ -76,10 +77,24 @@ class Scoreboard {
     std::uint64_t lo, hi;
     std::int64_t op;
   };
+  // A region's expected bytes, in a buffer reused from an earlier test of the process where one
+  // is free (add_region writes every byte first).
+  class Shadow {
+   public:
+    explicit Shadow(std::uint64_t bytes) : buffer_(bytes), size_(bytes) {}
+    std::uint8_t* data() noexcept { return buffer_.data(); }
+    const std::uint8_t* data() const noexcept { return buffer_.data(); }
+    std::uint64_t size() const noexcept { return size_; }
+    std::uint8_t operator[](std::uint64_t i) const noexcept { return buffer_.data()[i]; }
+
+   private:
+    PooledBuffer buffer_;
+    std::uint64_t size_;
+  };
   struct Region {
     std::string name;
     std::unique_ptr<MemoryPort> port;
-    std::vector<std::uint8_t> shadow;
+    Shadow shadow;
     std::vector<Range> unknown;  // unordered, small: only failed ops add to it
     std::vector<Range> touched;  // this epoch
     std::vector<Pending> pending;

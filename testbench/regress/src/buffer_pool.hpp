@@ -1,0 +1,37 @@
+// Large buffers kept from one test for the next in the same process. A regression worker runs test
+// after test, each filling tens of megabytes of shadow copies and host buffers: fresh memory costs a
+// page fault per 4 KiB and the kernel's clearing of every page, which was most of a small test's
+// set-up. A buffer given back is handed to the next test that asks for as much or less; its
+// contents are whatever the last test left, so a taker writes every byte it reads.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace spyre_dma::regress {
+
+class PooledBuffer {
+ public:
+  // At least `bytes` (rounded up to 4 KiB), aligned to 4 KiB; contents undefined. Throws
+  // OutOfMemory when no memory can be had.
+  explicit PooledBuffer(std::uint64_t bytes);
+  ~PooledBuffer();
+  PooledBuffer(PooledBuffer&& other) noexcept;
+  PooledBuffer& operator=(PooledBuffer&& other) noexcept;
+  PooledBuffer(const PooledBuffer&) = delete;
+  PooledBuffer& operator=(const PooledBuffer&) = delete;
+
+  std::uint8_t* data() const noexcept { return data_; }
+  std::uint64_t capacity() const noexcept { return capacity_; }
+
+  // How many bytes the pool holds for reuse now (for tests), and its bound: beyond it a buffer
+  // given back is freed.
+  static std::uint64_t pooled_bytes();
+  static constexpr std::uint64_t kMaxPooledBytes = 1ull << 30;
+
+ private:
+  std::uint8_t* data_ = nullptr;
+  std::uint64_t capacity_ = 0;
+};
+
+}  // namespace spyre_dma::regress

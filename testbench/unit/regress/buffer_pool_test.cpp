@@ -1,0 +1,56 @@
+// PooledBuffer: a buffer given back is handed to the next test that asks for as much or somewhat
+// less, aligned as promised; one far larger than asked is not; and the pool stays within its bound.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "buffer_pool.hpp"
+
+namespace spyre_dma::regress {
+namespace {
+
+TEST(BufferPool, AGivenBackBufferIsReused) {
+  // An odd size, so that no buffer another test of this process gave back fits it as well.
+  constexpr std::uint64_t kBytes = (97ull << 20) + 12288;
+  std::uint8_t* first = nullptr;
+  const std::uint64_t pooled_before = PooledBuffer::pooled_bytes();
+  std::uint64_t capacity = 0;
+  {
+    PooledBuffer b(kBytes);
+    first = b.data();
+    capacity = b.capacity();
+    EXPECT_GE(capacity, kBytes);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(b.data()) % (2u << 20), 0u);  // huge-page aligned
+    b.data()[kBytes - 1] = 1;                                                // all of it is usable
+  }
+  ASSERT_EQ(PooledBuffer::pooled_bytes(), pooled_before + capacity);
+  PooledBuffer again(97ull << 20);  // a little smaller: the same buffer
+  EXPECT_EQ(again.data(), first);
+  EXPECT_EQ(PooledBuffer::pooled_bytes(), pooled_before);
+  PooledBuffer small(4096);  // far smaller: not that one
+  EXPECT_NE(small.data(), first);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(small.data()) % 4096, 0u);
+}
+
+TEST(BufferPool, MovesKeepOneOwner) {
+  PooledBuffer a(1 << 20);
+  std::uint8_t* p = a.data();
+  PooledBuffer b(std::move(a));
+  EXPECT_EQ(b.data(), p);
+  EXPECT_EQ(a.data(), nullptr);  // NOLINT(bugprone-use-after-move): moved-from is empty
+  PooledBuffer c(8192);
+  c = std::move(b);
+  EXPECT_EQ(c.data(), p);
+}
+
+TEST(BufferPool, StaysWithinItsBound) {
+  {
+    std::vector<PooledBuffer> many;
+    for (int i = 0; i < 24; ++i) many.emplace_back(64ull << 20);  // 1.5 GiB in all
+  }
+  EXPECT_LE(PooledBuffer::pooled_bytes(), PooledBuffer::kMaxPooledBytes);
+}
+
+}  // namespace
+}  // namespace spyre_dma::regress
