@@ -9,6 +9,8 @@
 #include <malloc.h>
 #include <unistd.h>
 
+#include "buffer_pool.hpp"
+
 namespace spyre_dma_cli {
 
 using spyre_dma::regress::CaseResult;
@@ -26,9 +28,11 @@ void prepare_soak_worker() {
 }
 
 void add_heap_in_use(nlohmann::json& result) {
-  // The parent samples this process's RSS between tests: hand freed heap back to the system
-  // first, so that what it sees is what the process still holds, not the allocator's cache;
-  // and tell it the bytes still allocated, which tell a leak from fragmentation.
+  // The parent samples this process's RSS between tests: hand freed heap (and the regression
+  // bench's buffer pool) back to the system first, so that what it sees is what the process still
+  // holds, not the allocators' caches; and tell it the bytes still allocated, which tell a leak
+  // from fragmentation.
+  spyre_dma::regress::PooledBuffer::release_pooled();
   ::malloc_trim(0);
   const struct mallinfo2 mi = ::mallinfo2();
   result[kHeapInUseKey] = mi.uordblks + mi.hblkhd;

@@ -81,6 +81,14 @@ PooledBuffer& PooledBuffer::operator=(PooledBuffer&& other) noexcept {
   return *this;
 }
 
+void PooledBuffer::release_pooled() {
+  Pool& p = pool();
+  std::lock_guard<std::mutex> g(p.mu);
+  for (const auto& [capacity, data] : p.free) std::free(data);
+  p.free.clear();
+  p.bytes = 0;
+}
+
 std::uint64_t PooledBuffer::pooled_bytes() {
   Pool& p = pool();
   std::lock_guard<std::mutex> g(p.mu);

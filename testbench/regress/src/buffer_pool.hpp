@@ -27,6 +27,9 @@ class PooledBuffer {
   // How many bytes the pool holds for reuse now (for tests), and its bound: beyond it a buffer
   // given back is freed.
   static std::uint64_t pooled_bytes();
+  // Frees every pooled buffer: for a process about to have its memory measured (a soak samples
+  // each worker's RSS between tests, and the pool is a cache, not memory in use).
+  static void release_pooled();
   static constexpr std::uint64_t kMaxPooledBytes = 1ull << 30;
 
  private:
