@@ -12,8 +12,8 @@ namespace spyre_dma::regress {
 
 class PooledBuffer {
  public:
-  // At least `bytes` (rounded up to 4 KiB), aligned to 4 KiB; contents undefined. Throws
-  // OutOfMemory when no memory can be had.
+  // At least `bytes` (rounded up to 4 KiB), aligned to 4 KiB (2 MiB from 2 MiB on); contents
+  // undefined. Throws OutOfMemory when no memory can be had.
   explicit PooledBuffer(std::uint64_t bytes);
   ~PooledBuffer();
   PooledBuffer(PooledBuffer&& other) noexcept;

@@ -6,7 +6,6 @@
 #include <cstring>
 #include <utility>
 
-
 namespace spyre_dma::regress::detail {
 
 void HostPort::read(std::uint64_t off, std::uint8_t* dst, std::size_t n) const { std::memcpy(dst, base_ + off, n); }

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "buffer_pool.hpp"
 #include "scoreboard.hpp"
 #include "spyre_dma/backend/capabilities.hpp"
 #include "spyre_dma/spyre_dma.hpp"
