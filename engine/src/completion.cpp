@@ -193,7 +193,7 @@ void EngineCore::finish_cb(std::uint32_t tag, const hw::ResponseBlock& rb, Work&
   OpState* const op = f.op;
   auto& order = ring_order_[static_cast<std::size_t>(f.pipe)];
   if (!order.empty() && order.front() == tag) order.pop_front();
-  else order.erase(std::remove(order.begin(), order.end(), tag), order.end());
+  else order.erase(tag);
 
   ++stats_.cbs_completed;
   if (rb.start_ns && (op->start_ns == 0 || rb.start_ns < op->start_ns)) op->start_ns = rb.start_ns;

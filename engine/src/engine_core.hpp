@@ -24,6 +24,7 @@
 #include "spyre_dma/engine.hpp"
 #include "spyre_dma/observer.hpp"
 #include "staging_pool.hpp"
+#include "tag_fifo.hpp"
 #include "tag_pool.hpp"
 
 namespace spyre_dma::detail {
@@ -228,6 +229,10 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   // Spins, without the lock, until an RB lands in a ring that has CBs outstanding or `until`;
   // false, at once and with the lock held, when no ring has CBs outstanding.
   bool spin_for_rb(Lock& lock, Clock::time_point until);
+  // The watch itself, shared with the poller: without the lock, until an RB lands in a ring with
+  // CBs outstanding or `until` (yielding between looks, or pausing the CPU); with it held again.
+  enum class RbSpin : std::uint8_t { kNothingDue, kLanded, kSpent };
+  RbSpin watch_rbs(Lock& lock, Clock::time_point until, bool yield);
   // The adaptive spin: how long a wait spins before it sleeps, and how a spin's outcome moves it.
   std::chrono::nanoseconds spin_budget();
   void adapt_spin(bool landed);
@@ -296,11 +301,11 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   int batch_depth_ = 0;            // open submission batches: submit() defers doorbells
   std::uint64_t epoch_ = 0;  // bumped by reset() and shutdown(): copy-ins of an older one are abandoned
   std::array<std::unique_ptr<HwQueue>, hw::kNumPipelines> queues_;
-  std::array<std::deque<std::uint32_t>, hw::kNumPipelines> ring_order_;  // tags, oldest first
+  std::array<TagFifo, hw::kNumPipelines> ring_order_;  // tags, oldest first
   std::array<bool, hw::kNumPipelines> timed_out_{};  // a pipeline with a timed-out CB
   // Tags in ring order whose RB is still due (live and timed-out CBs): a device answers the CBs
   // of a pipeline in index order, so the next RB must carry the front tag.
-  std::array<std::deque<std::uint32_t>, hw::kNumPipelines> answer_order_;
+  std::array<TagFifo, hw::kNumPipelines> answer_order_;
   std::array<std::uint32_t, hw::kNumPipelines> last_answered_{};  // tag of the last RB matched
   // The device reset itself: an Abend RB of kind kReset makes the engine watch STATUS; once it
   // reads FATAL, everything in flight fails and new work fails at once until reset().

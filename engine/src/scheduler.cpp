@@ -129,17 +129,41 @@ void EngineCore::pump(const std::shared_ptr<StreamState>& s, Work& work, bool fr
   }
 }
 
+namespace {
+// Field by field, never through a temporary: a struct copied from a temporary is read back with
+// loads wider than the stores that built it, which the CPU cannot forward from its store buffer
+// (each such load stalls until the stores retire). The CB is built and encoded once per op.
+void clear(hw::DmaSection& s) noexcept {
+  s.type = hw::DmaType::kSkip;
+  s.device.segment = 0;
+  s.device.flit_offset = 0;
+  s.length_flits = 0;
+  s.last_flit_bytes = 0;
+  s.host_iova_flits = 0;
+  s.fill_pattern = 0;
+  s.source.segment = 0;
+  s.source.flit_offset = 0;
+}
+void clear(hw::XlatEntry& e) noexcept {
+  e.mode = hw::XlatMode::kInvalid;
+  e.base_flits = 0;
+  e.length_flits = 0;
+}
+}  // namespace
+
 hw::ControlBlock& EngineCore::build_cb(StreamState& s, const OpState& op, int slot, std::uint64_t& piece) {
   // Built in a CB kept for the purpose, clearing only what a previous CB set (sections and the
   // two XLAT entries the engine uses): a fresh ControlBlock is 312 bytes zeroed with a string
-  // store, which encode()'s loads right after cannot be forwarded from; it stalled them for a
-  // third of the per-CB cost.
+  // store, which encode()'s loads right after cannot be forwarded from.
   hw::ControlBlock& cb = cb_scratch_;
   cb.tag = 0;
   cb.barrier = cb.interrupt = false;
-  cb.dmi = cb.dmo = hw::DmaSection{};
-  cb.cmpt = hw::ComputeSection{};
-  cb.xlat[0] = cb.xlat[1] = hw::XlatEntry{};
+  clear(cb.dmi);
+  clear(cb.dmo);
+  cb.cmpt.type = hw::ComputeType::kSkip;
+  cb.cmpt.duration_ns = 0;
+  clear(cb.xlat[0]);
+  clear(cb.xlat[1]);
   const bool first = op.kind == OpKind::kCompute ? !op.compute_issued : op.next == 0;
   if (first && s.options.ordering == Ordering::kStrict) {
     cb.barrier = s.has_last_pipe && s.last_pipe != op.pipe;
@@ -147,7 +171,8 @@ hw::ControlBlock& EngineCore::build_cb(StreamState& s, const OpState& op, int sl
     s.last_pipe = op.pipe;
   }
   if (op.kind == OpKind::kCompute) {
-    cb.cmpt = {hw::ComputeType::kTimed, op.duration_ns};
+    cb.cmpt.type = hw::ComputeType::kTimed;
+    cb.cmpt.duration_ns = op.duration_ns;
     piece = 0;
     return cb;
   }
@@ -157,47 +182,49 @@ hw::ControlBlock& EngineCore::build_cb(StreamState& s, const OpState& op, int sl
 
   // The chunk a CB writes (or reads, for D2H) sits in XLAT entry 0, the source of a device copy in
   // entry 1; each entry spans exactly its chunk, so the device's bounds check confines the CB.
-  auto place = [&](const AllocationState& a, std::uint64_t offset, unsigned entry, hw::XlatMode mode) {
+  auto place = [&](const AllocationState& a, std::uint64_t offset, unsigned entry, hw::XlatMode mode,
+                   hw::DeviceVa& va) {
     const CompositeAddress::Position pos = a.address.locate(offset);
     const DeviceChunk& c = a.address.chunks()[pos.chunk];
     piece = std::min(piece, c.size - pos.offset_in_chunk);
-    cb.xlat[entry] = {mode, c.physical() / hw::kFlitBytes,
-                      static_cast<std::uint32_t>(c.size / hw::kFlitBytes)};
-    return hw::DeviceVa{static_cast<std::uint8_t>(entry),
-                        static_cast<std::uint32_t>(pos.offset_in_chunk / hw::kFlitBytes)};
+    hw::XlatEntry& e = cb.xlat[entry];
+    e.mode = mode;
+    e.base_flits = c.physical() / hw::kFlitBytes;
+    e.length_flits = static_cast<std::uint32_t>(c.size / hw::kFlitBytes);
+    va.segment = static_cast<std::uint8_t>(entry);
+    va.flit_offset = static_cast<std::uint32_t>(pos.offset_in_chunk / hw::kFlitBytes);
   };
   auto host_iova = [&](const std::uint8_t* p) -> std::uint64_t {
     if (op.staged) return staging_->iova(slot);
     return op.host->iova + static_cast<std::uint64_t>(p - op.host->data);
   };
 
-  hw::DmaSection sec;
+  hw::DmaSection& sec = op.kind == OpKind::kD2H ? cb.dmo : cb.dmi;
   switch (op.kind) {
     case OpKind::kH2D:
       sec.type = hw::DmaType::kImmediate;
-      sec.device = place(*op.dst, op.dst_offset + op.next, 0, hw::XlatMode::kReadWrite);
+      place(*op.dst, op.dst_offset + op.next, 0, hw::XlatMode::kReadWrite, sec.device);
       sec.host_iova_flits = host_iova(op.host_src + op.next) / hw::kFlitBytes;
       break;
     case OpKind::kFill:
       sec.type = hw::DmaType::kMemoryFill;
-      sec.device = place(*op.dst, op.dst_offset + op.next, 0, hw::XlatMode::kReadWrite);
+      place(*op.dst, op.dst_offset + op.next, 0, hw::XlatMode::kReadWrite, sec.device);
       sec.fill_pattern = op.pattern;
       break;
     case OpKind::kD2D:
       sec.type = hw::DmaType::kDeviceCopy;
-      sec.device = place(*op.dst, op.dst_offset + op.next, 0, hw::XlatMode::kReadWrite);
-      sec.source = place(*op.src, op.src_offset + op.next, 1, hw::XlatMode::kReadOnly);
+      place(*op.dst, op.dst_offset + op.next, 0, hw::XlatMode::kReadWrite, sec.device);
+      place(*op.src, op.src_offset + op.next, 1, hw::XlatMode::kReadOnly, sec.source);
       break;
     case OpKind::kD2H:
       sec.type = hw::DmaType::kImmediate;
-      sec.device = place(*op.src, op.src_offset + op.next, 0, hw::XlatMode::kReadOnly);
+      place(*op.src, op.src_offset + op.next, 0, hw::XlatMode::kReadOnly, sec.device);
       sec.host_iova_flits = host_iova(op.host_dst + op.next) / hw::kFlitBytes;
       break;
     default: break;
   }
   sec.length_flits = static_cast<std::uint32_t>(hw::flits_for(piece));
   sec.last_flit_bytes = static_cast<std::uint8_t>(piece % hw::kFlitBytes);
-  (op.kind == OpKind::kD2H ? cb.dmo : cb.dmi) = sec;
   return cb;
 }
 

@@ -8,9 +8,9 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 
 #include "spyre_dma/hw/contract.hpp"
+#include "tag_fifo.hpp"
 
 namespace spyre_dma::detail {
 
@@ -29,7 +29,7 @@ class TagPool {
   std::size_t available() const noexcept { return free_.size(); }
 
  private:
-  std::deque<std::uint32_t> free_;
+  TagFifo free_;
 };
 
 }  // namespace spyre_dma::detail

@@ -77,24 +77,36 @@ void EngineCore::block(Lock& lock, Clock::time_point deadline, Clock::time_point
 }
 
 bool EngineCore::spin_for_rb(Lock& lock, Clock::time_point until) {
+  const RbSpin r = watch_rbs(lock, until, false);
+  if (r == RbSpin::kNothingDue) return false;
+  adapt_spin(r == RbSpin::kLanded);
+  return true;
+}
+
+EngineCore::RbSpin EngineCore::watch_rbs(Lock& lock, Clock::time_point until, bool yield) {
   std::array<HwQueue::RbWatch, hw::kNumPipelines> watch{};
   std::size_t n = 0;
   for (auto& q : queues_) {
     if (q && q->occupied() > 0) watch[n++] = q->rb_watch();
   }
-  if (n == 0) return false;  // no RB is due: the wait is for something else
+  if (n == 0) return RbSpin::kNothingDue;  // no RB is due: the wait is for something else
   ++spinning_;  // reset() and shutdown() leave the rings alone until it is back
   lock.unlock();
   bool landed = false;
   for (unsigned round = 0; !landed; ++round) {
     for (std::size_t i = 0; i < n && !landed; ++i) landed = watch[i].landed();
-    if (!landed && round % 64 == 63 && Clock::now() >= until) break;
-    HwQueue::cpu_relax();
+    if (landed) break;
+    if (yield) {
+      if (Clock::now() >= until) break;
+      std::this_thread::yield();
+    } else {
+      if (round % 64 == 63 && Clock::now() >= until) break;
+      HwQueue::cpu_relax();
+    }
   }
   lock.lock();
-  adapt_spin(landed);
   if (--spinning_ == 0) wake_waiters(lock);
-  return true;
+  return landed ? RbSpin::kLanded : RbSpin::kSpent;
 }
 
 std::chrono::nanoseconds EngineCore::spin_budget() {
@@ -239,10 +251,12 @@ void EngineCore::poller_main() {
       idle_since = Clock::now();
       continue;
     }
-    if (Clock::now() - idle_since < options_.poll_spin) {
-      lock.unlock();
-      std::this_thread::yield();
-      lock.lock();
+    // A short spin on the RB rings before sleeping, without the engine lock: a poller that took
+    // the lock to look would meet every submitting thread on it. It yields between looks (the
+    // device may need this core).
+    // With no RB due it sleeps at once.
+    if (Clock::now() - idle_since < options_.poll_spin && spinning_ == 0 &&
+        watch_rbs(lock, idle_since + options_.poll_spin, true) != RbSpin::kNothingDue) {
       continue;
     }
     // Sleep until the device raises an interrupt; the bound keeps CB timeouts checked. A thread
