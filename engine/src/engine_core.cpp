@@ -329,7 +329,7 @@ std::shared_ptr<OpState> EngineCore::submit(const std::shared_ptr<StreamState>& 
   Lock lock(mu_);
   enqueue(lock, "submit", stream, op, nullptr);
   pump(stream, work, true);
-  run_work(lock, work);
+  if (!work.idle() || !completions_.empty()) run_work(lock, work);  // most submissions: nothing
   if (batch_depth_ == 0) ring_doorbells();
   return op;
 }

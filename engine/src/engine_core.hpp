@@ -120,7 +120,7 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   struct CopyIn {
     OpState* op;
     std::uint32_t tag;
-    hw::ControlBlock cb;
+    hw::DmaCb cb;
     std::uint8_t* staging;
     const std::uint8_t* src;
     std::uint64_t len;
@@ -155,6 +155,8 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
     bool host_work() const noexcept {
       return !copy_ins.empty() || !copy_outs.empty() || !callbacks.empty();
     }
+    // Nothing for run_work() to do (with no completions queued either).
+    bool idle() const noexcept { return !host_work() && touched.empty() && !completed_any && !repump; }
   };
 
   // All of these run with the lock held.
@@ -170,9 +172,14 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   void pump_blocked(Work& work);
   bool can_start(StreamState& s, std::size_t index, const OpState& op) const;
   bool issue_cb(StreamState& s, OpState& op, std::vector<CopyIn>& copy_ins);
-  // The next CB of `op` (its tag still 0), valid until the next call; `piece`: the bytes it moves.
-  hw::ControlBlock& build_cb(StreamState& s, const OpState& op, int slot, std::uint64_t& piece);
-  void push_cb(std::uint32_t tag, const hw::ControlBlock& cb, bool from_reservation);
+  // kStrict: whether the next CB of `op` must wait for everything before it (its first CB, on
+  // another pipeline than the stream's previous device op); records the pipeline.
+  bool barrier_before(StreamState& s, const OpState& op);
+  // The next CB of a copy or fill `op` (tag and barrier the caller's), valid until the next call;
+  // `piece`: the bytes it moves.
+  hw::DmaCb& build_dma_cb(const OpState& op, int slot, std::uint64_t& piece);
+  template <class Cb>  // hw::DmaCb or, for compute, hw::ControlBlock
+  void push_cb(std::uint32_t tag, const Cb& cb, bool from_reservation);
   void finish_cb(std::uint32_t tag, const hw::ResponseBlock& rb, Work& work);
   void maybe_complete(OpState& op, Work& work);
   void complete(OpState& op, Status status, Work& work);
@@ -314,7 +321,8 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   std::unique_ptr<StagingPool> staging_;
   TagPool tags_;
   std::vector<Inflight> inflight_;  // indexed by tag
-  hw::ControlBlock cb_scratch_;     // build_cb's
+  hw::DmaCb dma_scratch_;               // build_dma_cb's
+  hw::ControlBlock compute_scratch_;    // issue_cb's for compute ops
   std::vector<std::shared_ptr<StreamState>> streams_;
   std::set<std::pair<int, std::uint64_t>> blocked_;  // (-priority, stream id)
   std::shared_ptr<DeviceAllocator> allocator_;

@@ -59,18 +59,16 @@ void HwQueue::program() {
   device_.write32(pipe(pipe_, kQueueControl), hw::kQueueEnable);
 }
 
-std::uint32_t HwQueue::push(const hw::ControlBlock& cb, bool from_reservation) noexcept {
-  const std::uint32_t index = pi_++;
-  hw::encode(cb, cb_ring_ + std::size_t(index & (slots_ - 1)) * hw::kCbBytes);
+void HwQueue::advance(bool from_reservation) noexcept {
+  ++pi_;
+  if (from_reservation) --reserved_;
+  ++outstanding_;
   // The next slot is fetched for writing now. A ring larger than the cache is cold where the
   // producer writes, and the locked instructions of a submission (the engine lock, the handles'
   // counts) wait for pending stores: without this every CB's cache misses would be paid in turn.
-  const std::uint8_t* next = cb_ring_ + std::size_t(pi_ & (slots_ - 1)) * hw::kCbBytes;
+  const std::uint8_t* next = slot(pi_);
   __builtin_prefetch(next, 1);
   __builtin_prefetch(next + 64, 1);
-  if (from_reservation) --reserved_;
-  ++outstanding_;
-  return index;
 }
 
 bool HwQueue::doorbell() {

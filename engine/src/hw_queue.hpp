@@ -32,7 +32,13 @@ class HwQueue {
 
   // Encodes the CB into the next ring slot; returns its ring index. The device sees it at the next
   // doorbell. A reserved slot is consumed when `from_reservation`.
-  std::uint32_t push(const hw::ControlBlock& cb, bool from_reservation) noexcept;
+  template <class Cb>  // hw::DmaCb or hw::ControlBlock
+  std::uint32_t push(const Cb& cb, bool from_reservation) noexcept {
+    const std::uint32_t index = pi_;
+    hw::encode(cb, slot(index));
+    advance(from_reservation);
+    return index;
+  }
   // Publishes every pushed CB (the CB_PI write). Returns false when there was nothing new.
   bool doorbell();
 
@@ -62,6 +68,11 @@ class HwQueue {
   std::uint32_t rb_consumer_index() const noexcept { return rb_ci_; }
 
  private:
+  std::uint8_t* slot(std::uint32_t index) const noexcept {
+    return cb_ring_ + std::size_t(index & (slots_ - 1)) * hw::kCbBytes;
+  }
+  void advance(bool from_reservation) noexcept;  // after a CB is written at pi_
+
   Device& device_;
   hw::Pipeline pipe_;
   std::uint32_t slots_;

@@ -33,6 +33,7 @@ CompositeAddress::Position CompositeAddress::locate(std::uint64_t offset) const 
     throw std::out_of_range("offset " + std::to_string(offset) + " past a " + std::to_string(size_) +
                             "-byte device address");
   }
+  if (starts_.size() == 1) return Position{0, offset};  // one chunk: most allocations
   const auto it = std::upper_bound(starts_.begin(), starts_.end(), offset);
   const auto index = static_cast<std::size_t>(it - starts_.begin()) - 1;
   return Position{index, offset - starts_[index]};

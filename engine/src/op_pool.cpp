@@ -14,6 +14,9 @@ constexpr std::size_t kThreadBlocks = 256;
 // Set once the thread's cache is destroyed: an op freed later in that thread's exit (by another
 // thread-local object) goes straight to the shared list.
 thread_local bool t_cache_gone = false;
+// The thread's cache once made: a plain pointer, read once per op without the guard that a
+// thread-local with a constructor costs on every access.
+thread_local std::vector<void*>* t_blocks = nullptr;
 
 struct ThreadCache {
   std::vector<void*> blocks;
@@ -25,15 +28,18 @@ struct ThreadCache {
   }
   ~ThreadCache() {  // the thread ends: its blocks go back to the shared list
     t_cache_gone = true;
+    t_blocks = nullptr;
     OpPool::instance().give_many(blocks.data(), blocks.size());
   }
 };
 
 // The thread's cache; null once it is gone, or if it could not be made.
 std::vector<void*>* cache() noexcept {
+  if (t_blocks) return t_blocks;
   if (t_cache_gone) return nullptr;
   thread_local ThreadCache c;
-  return c.blocks.capacity() >= kThreadBlocks ? &c.blocks : nullptr;
+  if (c.blocks.capacity() >= kThreadBlocks) t_blocks = &c.blocks;
+  return t_blocks;
 }
 
 }  // namespace

@@ -132,7 +132,7 @@ void EngineCore::pump(const std::shared_ptr<StreamState>& s, Work& work, bool fr
 namespace {
 // Field by field, never through a temporary: a struct copied from a temporary is read back with
 // loads wider than the stores that built it, which the CPU cannot forward from its store buffer
-// (each such load stalls until the stores retire). The CB is built and encoded once per op.
+// (each such load stalls until the stores retire).
 void clear(hw::DmaSection& s) noexcept {
   s.type = hw::DmaType::kSkip;
   s.device.segment = 0;
@@ -151,31 +151,24 @@ void clear(hw::XlatEntry& e) noexcept {
 }
 }  // namespace
 
-hw::ControlBlock& EngineCore::build_cb(StreamState& s, const OpState& op, int slot, std::uint64_t& piece) {
-  // Built in a CB kept for the purpose, clearing only what a previous CB set (sections and the
-  // two XLAT entries the engine uses): a fresh ControlBlock is 312 bytes zeroed with a string
-  // store, which encode()'s loads right after cannot be forwarded from.
-  hw::ControlBlock& cb = cb_scratch_;
-  cb.tag = 0;
-  cb.barrier = cb.interrupt = false;
-  clear(cb.dmi);
-  clear(cb.dmo);
-  cb.cmpt.type = hw::ComputeType::kSkip;
-  cb.cmpt.duration_ns = 0;
+bool EngineCore::barrier_before(StreamState& s, const OpState& op) {
+  const bool first = op.kind == OpKind::kCompute ? !op.compute_issued : op.next == 0;
+  if (!first || s.options.ordering != Ordering::kStrict) return false;
+  const bool barrier = s.has_last_pipe && s.last_pipe != op.pipe;
+  s.has_last_pipe = true;
+  s.last_pipe = op.pipe;
+  return barrier;
+}
+
+hw::DmaCb& EngineCore::build_dma_cb(const OpState& op, int slot, std::uint64_t& piece) {
+  // Built in a CB kept for the purpose (tag and barrier are the caller's).
+  hw::DmaCb& cb = dma_scratch_;
+  cb.interrupt = false;
+  cb.outbound = op.kind == OpKind::kD2H;
+  hw::DmaSection& sec = cb.section;
+  clear(sec);
   clear(cb.xlat[0]);
   clear(cb.xlat[1]);
-  const bool first = op.kind == OpKind::kCompute ? !op.compute_issued : op.next == 0;
-  if (first && s.options.ordering == Ordering::kStrict) {
-    cb.barrier = s.has_last_pipe && s.last_pipe != op.pipe;
-    s.has_last_pipe = true;
-    s.last_pipe = op.pipe;
-  }
-  if (op.kind == OpKind::kCompute) {
-    cb.cmpt.type = hw::ComputeType::kTimed;
-    cb.cmpt.duration_ns = op.duration_ns;
-    piece = 0;
-    return cb;
-  }
   std::uint64_t cap = limits_.max_cb_bytes;
   if (op.staged) cap = std::min<std::uint64_t>(cap, staging_->buffer_bytes());
   piece = std::min(op.bytes - op.next, cap);
@@ -199,7 +192,6 @@ hw::ControlBlock& EngineCore::build_cb(StreamState& s, const OpState& op, int sl
     return op.host->iova + static_cast<std::uint64_t>(p - op.host->data);
   };
 
-  hw::DmaSection& sec = op.kind == OpKind::kD2H ? cb.dmo : cb.dmi;
   switch (op.kind) {
     case OpKind::kH2D:
       sec.type = hw::DmaType::kImmediate;
@@ -248,20 +240,33 @@ bool EngineCore::issue_cb(StreamState& s, OpState& op, std::vector<CopyIn>& copy
       return true;
     }
   }
-  std::uint64_t piece = 0;
   const std::uint32_t tag = tags_.acquire();
-  hw::ControlBlock& cb = build_cb(s, op, slot, piece);
-  cb.tag = tag;
+  const bool barrier = barrier_before(s, op);
   Inflight& f = inflight_[tag];
   f.op = &op;
   f.pipe = op.pipe;
   f.staging = slot;
-  f.bytes = piece;
   f.copy_out = nullptr;
+  ++op.cbs_live;
+  if (op.kind == OpKind::kCompute) {
+    // Its own scratch CB, which only ever holds a compute section: nothing else to clear.
+    hw::ControlBlock& cb = compute_scratch_;
+    cb.tag = tag;
+    cb.barrier = barrier;
+    cb.cmpt.type = hw::ComputeType::kTimed;
+    cb.cmpt.duration_ns = op.duration_ns;
+    f.bytes = 0;
+    op.compute_issued = true;
+    push_cb(tag, cb, false);
+    return true;
+  }
+  std::uint64_t piece = 0;
+  hw::DmaCb& cb = build_dma_cb(op, slot, piece);
+  cb.tag = tag;
+  cb.barrier = barrier;
+  f.bytes = piece;
   const std::uint64_t start = op.next;
   op.next += piece;
-  if (op.kind == OpKind::kCompute) op.compute_issued = true;
-  ++op.cbs_live;
   if (op.staged && op.kind == OpKind::kH2D) {
     f.state = CbState::kStaging;
     q.reserve();
@@ -273,7 +278,8 @@ bool EngineCore::issue_cb(StreamState& s, OpState& op, std::vector<CopyIn>& copy
   return true;
 }
 
-void EngineCore::push_cb(std::uint32_t tag, const hw::ControlBlock& cb, bool from_reservation) {
+template <class Cb>
+void EngineCore::push_cb(std::uint32_t tag, const Cb& cb, bool from_reservation) {
   // A barrier orders a CB after the CBs of *earlier doorbells*: hand over everything pushed so
   // far first, or a CB pushed before it on another pipeline could share a later doorbell.
   if (cb.barrier) ring_doorbells();

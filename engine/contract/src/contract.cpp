@@ -233,31 +233,58 @@ CbBytes encode(const ControlBlock& cb) noexcept {
   return out;
 }
 
+namespace {
+std::uint64_t ctrl_word(std::uint32_t tag, bool barrier, bool interrupt) noexcept {
+  return place(kCbFormat, ctrl::kFormatLo, ctrl::kFormatBits) | place(tag, ctrl::kTagLo, ctrl::kTagBits) |
+         (barrier ? 1ull << ctrl::kBarrierBit : 0) | (interrupt ? 1ull << ctrl::kIrqBit : 0);
+}
+std::uint64_t xlat_word(const XlatEntry& e) noexcept {
+  if (e.mode == XlatMode::kInvalid) return 0;
+  return place(static_cast<std::uint64_t>(e.mode), xl::kModeLo, xl::kModeBits) |
+         place(e.length_flits, xl::kLengthLo, xl::kLengthBits) | place(e.base_flits, xl::kBaseLo, xl::kBaseBits);
+}
+}  // namespace
+
+// Both encoders store every one of the 16 words exactly once (reserved words and skipped
+// sections as zero), with no memset first: a driver encodes straight into a ring slot that is
+// usually not in cache, and a string store ahead of the field stores cost as much as the rest.
+static_assert(kXlatOffset + kNumXlatEntries * kXlatEntryBytes == kCbBytes, "the words cover the CB");
+
 void encode(const ControlBlock& cb, std::uint8_t* out) noexcept {
-  // Every one of the 16 words is stored exactly once (reserved words and skipped sections as
-  // zero): no memset first. A driver encodes straight into a ring slot that is usually not in
-  // cache, and a string store ahead of the field stores cost as much as the rest of the CB.
-  static_assert(kXlatOffset + kNumXlatEntries * kXlatEntryBytes == kCbBytes, "the words cover the CB");
-  const std::uint64_t ctrl = place(kCbFormat, ctrl::kFormatLo, ctrl::kFormatBits) |
-                             place(cb.tag, ctrl::kTagLo, ctrl::kTagBits) |
-                             (cb.barrier ? 1ull << ctrl::kBarrierBit : 0) |
-                             (cb.interrupt ? 1ull << ctrl::kIrqBit : 0);
-  store_le64(out + kCtrlOffset, ctrl);
+  store_le64(out + kCtrlOffset, ctrl_word(cb.tag, cb.barrier, cb.interrupt));
   store_le64(out + kReservedOffset, 0);
   encode_dma(out + kDmiOffset, cb.dmi);
   encode_dma(out + kDmoOffset, cb.dmo);
   const bool compute = cb.cmpt.type != ComputeType::kSkip;
   store_le64(out + kCmptOffset, compute ? static_cast<std::uint64_t>(cb.cmpt.type) & mask(4) : 0);
   store_le64(out + kCmptOffset + 8, compute ? cb.cmpt.duration_ns : 0);
-  for (unsigned i = 0; i < kNumXlatEntries; ++i) {
-    const XlatEntry& e = cb.xlat[i];
-    const std::uint64_t w = e.mode == XlatMode::kInvalid
-                                ? 0
-                                : place(static_cast<std::uint64_t>(e.mode), xl::kModeLo, xl::kModeBits) |
-                                      place(e.length_flits, xl::kLengthLo, xl::kLengthBits) |
-                                      place(e.base_flits, xl::kBaseLo, xl::kBaseBits);
-    store_le64(out + kXlatOffset + i * kXlatEntryBytes, w);
-  }
+  for (unsigned i = 0; i < kNumXlatEntries; ++i) store_le64(out + kXlatOffset + i * kXlatEntryBytes, xlat_word(cb.xlat[i]));
+}
+
+void encode(const DmaCb& cb, std::uint8_t* out) noexcept {
+  store_le64(out + kCtrlOffset, ctrl_word(cb.tag, cb.barrier, cb.interrupt));
+  store_le64(out + kReservedOffset, 0);
+  const std::size_t used = cb.outbound ? kDmoOffset : kDmiOffset;
+  const std::size_t skipped = cb.outbound ? kDmiOffset : kDmoOffset;
+  encode_dma(out + used, cb.section);
+  store_le64(out + skipped, 0);
+  store_le64(out + skipped + 8, 0);
+  store_le64(out + kCmptOffset, 0);
+  store_le64(out + kCmptOffset + 8, 0);
+  store_le64(out + kXlatOffset, xlat_word(cb.xlat[0]));
+  store_le64(out + kXlatOffset + kXlatEntryBytes, xlat_word(cb.xlat[1]));
+  for (unsigned i = 2; i < kNumXlatEntries; ++i) store_le64(out + kXlatOffset + i * kXlatEntryBytes, 0);
+}
+
+ControlBlock to_control_block(const DmaCb& cb) noexcept {
+  ControlBlock c;
+  c.tag = cb.tag;
+  c.barrier = cb.barrier;
+  c.interrupt = cb.interrupt;
+  (cb.outbound ? c.dmo : c.dmi) = cb.section;
+  c.xlat[0] = cb.xlat[0];
+  c.xlat[1] = cb.xlat[1];
+  return c;
 }
 
 CbDecodeResult decode_cb(const std::uint8_t* in) noexcept {

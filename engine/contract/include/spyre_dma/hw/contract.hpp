@@ -201,6 +201,22 @@ CbBytes encode(const ControlBlock& cb) noexcept;
 // ring slot, without an image to copy.
 void encode(const ControlBlock& cb, std::uint8_t* out) noexcept;
 
+// The CB a driver issues for a copy or a fill: one DMA section, DMI (host to device, device to
+// device, fill) or DMO (device to host), the other two sections SKIP, and XLAT entries 0 and 1
+// (the rest invalid). Its encode() writes the bytes encode() writes for the same CB as a
+// ControlBlock (to_control_block), without a 312-byte structure to clear and read back for
+// every CB of a submission.
+struct DmaCb {
+  std::uint32_t tag = 0;
+  bool barrier = false;
+  bool interrupt = false;
+  bool outbound = false;  // the section is DMO (device to host); else DMI
+  DmaSection section;
+  std::array<XlatEntry, 2> xlat{};
+};
+ControlBlock to_control_block(const DmaCb& cb) noexcept;
+void encode(const DmaCb& cb, std::uint8_t* out) noexcept;
+
 // Decodes and validates. On failure returns the first offending field; a device answers such a CB
 // with an Error RB naming that field and touches no memory.
 struct CbDecodeResult {
