@@ -84,6 +84,9 @@ bool EngineCore::spin_for_rb(Lock& lock, Clock::time_point until) {
 }
 
 EngineCore::RbSpin EngineCore::watch_rbs(Lock& lock, Clock::time_point until, bool yield) {
+  // reset() reprograms the rings after waiting for spinners, and drops the lock on the way (for
+  // staging threads): no spin may start in between.
+  if (resetting_ || closed_) return RbSpin::kNothingDue;
   std::array<HwQueue::RbWatch, hw::kNumPipelines> watch{};
   std::size_t n = 0;
   for (auto& q : queues_) {
