@@ -28,12 +28,11 @@ CompositeAddress::CompositeAddress(std::vector<DeviceChunk> chunks) : chunks_(st
   }
 }
 
-CompositeAddress::Position CompositeAddress::locate(std::uint64_t offset) const {
+CompositeAddress::Position CompositeAddress::locate_among_chunks(std::uint64_t offset) const {
   if (offset >= size_) {
     throw std::out_of_range("offset " + std::to_string(offset) + " past a " + std::to_string(size_) +
                             "-byte device address");
   }
-  if (starts_.size() == 1) return Position{0, offset};  // one chunk: most allocations
   const auto it = std::upper_bound(starts_.begin(), starts_.end(), offset);
   const auto index = static_cast<std::size_t>(it - starts_.begin()) - 1;
   return Position{index, offset - starts_[index]};

@@ -65,9 +65,12 @@ void EngineCore::pump(const std::shared_ptr<StreamState>& s, Work& work, bool fr
   }
   std::vector<CopyIn> copy_ins;
   bool blocked = false;
-  while (!blocked && s->cursor < s->window.size()) {
-    // A reference: nothing in this loop pops the window (retire() runs from settle()).
-    OpState& op = *s->window[s->cursor];
+  // Nothing in this loop pushes to or pops the window (submit() pushes before, retire() runs
+  // from settle()): its size holds, and references into it stay valid.
+  auto& window = s->window;
+  const std::size_t queued = window.size();
+  while (!blocked && s->cursor < queued) {
+    OpState& op = *window[s->cursor];
     // The staged CBs collected so far reach the ring only after their copy-in, outside the lock.
     // A later device op pushed now would overtake them: an earlier ring index on the same
     // pipeline, a BARRIER rung before the CBs it must follow, a D2H writing host memory the

@@ -58,7 +58,7 @@ DeviceVa decode_va(std::uint64_t raw) {
                   static_cast<std::uint32_t>(field(raw, 0, kSegmentOffsetBits))};
 }
 
-void encode_dma(std::uint8_t* out, const DmaSection& s) {
+inline void encode_dma(std::uint8_t* out, const DmaSection& s) {
   std::uint64_t w0 = 0, w1 = 0;
   if (s.type != DmaType::kSkip) {
     w0 = place(static_cast<std::uint64_t>(s.type), dma::kTypeLo, dma::kTypeBits) |

@@ -44,9 +44,16 @@ class CompositeAddress {
     std::size_t chunk = 0;
     std::uint64_t offset_in_chunk = 0;
   };
-  Position locate(std::uint64_t offset) const;  // throws std::out_of_range past size()
+  // Throws std::out_of_range past size(). Inline for the one-chunk case, which is most
+  // allocations and is looked up for every CB.
+  Position locate(std::uint64_t offset) const {
+    if (starts_.size() == 1 && offset < size_) return Position{0, offset};
+    return locate_among_chunks(offset);
+  }
 
  private:
+  Position locate_among_chunks(std::uint64_t offset) const;
+
   std::vector<DeviceChunk> chunks_;
   std::vector<std::uint64_t> starts_;  // logical start of each chunk
   std::uint64_t size_ = 0;
