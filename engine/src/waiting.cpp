@@ -256,8 +256,7 @@ void EngineCore::poller_main() {
     }
     // A short spin on the RB rings before sleeping, without the engine lock: a poller that took
     // the lock to look would meet every submitting thread on it. It yields between looks (the
-    // device may need this core).
-    // With no RB due it sleeps at once.
+    // device may need this core), and with no RB due it sleeps at once.
     if (Clock::now() - idle_since < options_.poll_spin && spinning_ == 0 &&
         watch_rbs(lock, idle_since + options_.poll_spin, true) != RbSpin::kNothingDue) {
       continue;
