@@ -136,17 +136,6 @@ namespace {
 // Field by field, never through a temporary: a struct copied from a temporary is read back with
 // loads wider than the stores that built it, which the CPU cannot forward from its store buffer
 // (each such load stalls until the stores retire).
-void clear(hw::DmaSection& s) noexcept {
-  s.type = hw::DmaType::kSkip;
-  s.device.segment = 0;
-  s.device.flit_offset = 0;
-  s.length_flits = 0;
-  s.last_flit_bytes = 0;
-  s.host_iova_flits = 0;
-  s.fill_pattern = 0;
-  s.source.segment = 0;
-  s.source.flit_offset = 0;
-}
 void clear(hw::XlatEntry& e) noexcept {
   e.mode = hw::XlatMode::kInvalid;
   e.base_flits = 0;
@@ -169,9 +158,15 @@ hw::DmaCb& EngineCore::build_dma_cb(const OpState& op, int slot, std::uint64_t& 
   cb.interrupt = false;
   cb.outbound = op.kind == OpKind::kD2H;
   hw::DmaSection& sec = cb.section;
-  clear(sec);
-  clear(cb.xlat[0]);
-  clear(cb.xlat[1]);
+  // Only what this CB's kind leaves unset is cleared: the type, the device address, the length and
+  // XLAT entry 0 are written below for every kind, the source and entry 1 only for a device copy.
+  sec.host_iova_flits = 0;
+  sec.fill_pattern = 0;
+  if (op.kind != OpKind::kD2D) {
+    sec.source.segment = 0;
+    sec.source.flit_offset = 0;
+    clear(cb.xlat[1]);
+  }
   std::uint64_t cap = limits_.max_cb_bytes;
   if (op.staged) cap = std::min<std::uint64_t>(cap, staging_->buffer_bytes());
   piece = std::min(op.bytes - op.next, cap);

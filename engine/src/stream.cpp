@@ -59,7 +59,7 @@ void check_capability(const char* what, const EngineCore& core, std::uint64_t ca
   if (!(core.limits().capabilities & cap)) reject(what, std::string("the device does not support ") + name);
 }
 
-std::shared_ptr<OpState> new_op(EngineCore& core, OpKind kind, Callback cb) {
+std::shared_ptr<OpState> new_op(EngineCore& core, OpKind kind, Callback&& cb) {
   auto op = core.make_op(kind);
   op->on_complete = std::move(cb);
   return op;
