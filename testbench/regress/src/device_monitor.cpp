@@ -78,15 +78,23 @@ std::uint8_t* DeviceMonitor::host_of(std::uint64_t iova, std::uint64_t bytes, co
 }
 
 std::uint64_t DeviceMonitor::hash(const std::uint8_t* p, std::uint64_t n) {
-  // FNV-1a over 8-byte words: cheap, and any change of a staging buffer under a live CB shows.
-  std::uint64_t h = 0xcbf29ce484222325ull;
+  // FNV-1a over 8-byte words in four interleaved lanes, folded at the end: any change of a
+  // staging buffer under a live CB shows, and the lanes' multiplies do not wait for each other
+  // (one chain ran at a multiply's latency per word; it was 5% of a sim regression's time).
+  constexpr std::uint64_t kPrime = 0x100000001b3ull;
+  std::uint64_t lane[4] = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull, 0x9ce484222325cbf2ull,
+                           0x2325cbf29ce48422ull};
   std::uint64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    std::uint64_t w;
-    std::memcpy(&w, p + i, 8);
-    h = (h ^ w) * 0x100000001b3ull;
+  for (; i + 32 <= n; i += 32) {
+    for (unsigned k = 0; k < 4; ++k) {
+      std::uint64_t w;
+      std::memcpy(&w, p + i + 8 * k, 8);
+      lane[k] = (lane[k] ^ w) * kPrime;
+    }
   }
-  for (; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+  std::uint64_t h = lane[0];
+  for (unsigned k = 1; k < 4; ++k) h = (h ^ lane[k]) * kPrime;
+  for (; i < n; ++i) h = (h ^ p[i]) * kPrime;
   counters_.bytes_hashed += n;
   return h;
 }
