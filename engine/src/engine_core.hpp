@@ -321,8 +321,8 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   std::unique_ptr<StagingPool> staging_;
   TagPool tags_;
   std::vector<Inflight> inflight_;  // indexed by tag
-  hw::DmaCb dma_scratch_;               // build_dma_cb's
-  hw::ControlBlock compute_scratch_;    // issue_cb's for compute ops
+  hw::DmaCb dma_scratch_;             // build_dma_cb's
+  hw::ControlBlock compute_scratch_;  // issue_cb's, for compute ops
   std::vector<std::shared_ptr<StreamState>> streams_;
   std::set<std::pair<int, std::uint64_t>> blocked_;  // (-priority, stream id)
   std::shared_ptr<DeviceAllocator> allocator_;
