@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
+#include <utility>
 
 namespace spyre_dma::rtl {
 
@@ -144,34 +145,40 @@ void RtlDataPath::clock_thread() {
     const bool rq = c.rq_valid && c.rq_ready, rcf = c.rc_valid && c.rc_ready, dw = c.dw_valid && c.dw_ready;
     const bool drq = c.drq_valid && c.drq_ready, dr = c.dr_valid && c.dr_ready, dc = c.dc_valid && c.dc_ready;
     const bool rb = c.rb_valid && c.rb_ready;
-    // The checker sees each stream's header fields and its first data words.
+    // The checker sees each stream's header fields and its first data words, packed only on the
+    // cycles it reads them.
     const auto pack = [&](std::initializer_list<std::uint64_t> fields, const std::uint32_t* data, std::size_t n) {
       std::size_t k = 0;
       for (std::uint64_t f : fields) words[k++] = static_cast<std::uint32_t>(f ^ (f >> 32));
       for (std::size_t i = 0; i < n; ++i) words[k++] = data[i];
-      return k;
+      return std::make_pair(static_cast<const std::uint32_t*>(words), k);
     };
-    checker_.observe(ch_cbi, cy, c.dmai_cb_valid, c.dmai_cb_ready, c.dmai_cb_data.m_storage, 32);
-    checker_.observe(ch_cbo, cy, c.dmao_cb_valid, c.dmao_cb_ready, c.dmao_cb_data.m_storage, 32);
-    checker_.observe(ch_atsi, cy, c.dmai_ats_valid, c.dmai_ats_ready, words,
-                     pack({c.dmai_ats_iova, c.dmai_ats_bytes}, nullptr, 0));
-    checker_.observe(ch_atso, cy, c.dmao_ats_valid, c.dmao_ats_ready, words,
-                     pack({c.dmao_ats_iova, c.dmao_ats_bytes}, nullptr, 0));
-    checker_.observe(ch_rq, cy, c.rq_valid, c.rq_ready, words,
-                     pack({c.rq_type, c.rq_sop, c.rq_eop, c.rq_addr, c.rq_len, c.rq_tag, c.rq_bytes},
-                          c.rq_data.m_storage, kWideWords));
-    checker_.observe(ch_rc, cy, c.rc_valid, c.rc_ready, words,
-                     pack({c.rc_tag, c.rc_offset, c.rc_bytes, c.rc_status, c.rc_eop}, c.rc_data.m_storage, kWideWords));
-    checker_.observe(ch_dw, cy, c.dw_valid, c.dw_ready, words,
-                     pack({c.dw_addr, c.dw_bytes, c.dw_last}, c.dw_data.m_storage, kWideWords));
-    checker_.observe(ch_drq, cy, c.drq_valid, c.drq_ready, words, pack({c.drq_addr, c.drq_len}, nullptr, 0));
-    checker_.observe(ch_dr, cy, c.dr_valid, c.dr_ready, words,
-                     pack({c.dr_bytes, c.dr_last}, c.dr_data.m_storage, kWideWords));
-    checker_.observe(ch_dc, cy, c.dc_valid, c.dc_ready, words,
-                     pack({c.dc_kind, c.dc_dst, c.dc_src, c.dc_len, c.dc_pattern}, nullptr, 0));
-    checker_.observe(ch_rb, cy, c.rb_valid, c.rb_ready, words,
-                     pack({c.rb_pipe, c.rb_tag, c.rb_status, c.rb_error, c.rb_field, c.rb_detail, c.rb_bytes},
-                          nullptr, 0));
+    const auto watch = [&](StreamChecker::Channel& ch, bool valid, bool ready, auto&& payload) {
+      if (!StreamChecker::wants_payload(ch, valid, ready)) return checker_.observe(ch, cy, valid, ready, nullptr, 0);
+      const auto [p, n] = payload();
+      checker_.observe(ch, cy, valid, ready, p, n);
+    };
+    const auto raw = [](const std::uint32_t* p, std::size_t n) { return [=] { return std::make_pair(p, n); }; };
+    watch(ch_cbi, c.dmai_cb_valid, c.dmai_cb_ready, raw(c.dmai_cb_data.m_storage, 32));
+    watch(ch_cbo, c.dmao_cb_valid, c.dmao_cb_ready, raw(c.dmao_cb_data.m_storage, 32));
+    watch(ch_atsi, c.dmai_ats_valid, c.dmai_ats_ready, [&] { return pack({c.dmai_ats_iova, c.dmai_ats_bytes}, nullptr, 0); });
+    watch(ch_atso, c.dmao_ats_valid, c.dmao_ats_ready, [&] { return pack({c.dmao_ats_iova, c.dmao_ats_bytes}, nullptr, 0); });
+    watch(ch_rq, c.rq_valid, c.rq_ready, [&] {
+      return pack({c.rq_type, c.rq_sop, c.rq_eop, c.rq_addr, c.rq_len, c.rq_tag, c.rq_bytes}, c.rq_data.m_storage,
+                  kWideWords);
+    });
+    watch(ch_rc, c.rc_valid, c.rc_ready, [&] {
+      return pack({c.rc_tag, c.rc_offset, c.rc_bytes, c.rc_status, c.rc_eop}, c.rc_data.m_storage, kWideWords);
+    });
+    watch(ch_dw, c.dw_valid, c.dw_ready,
+          [&] { return pack({c.dw_addr, c.dw_bytes, c.dw_last}, c.dw_data.m_storage, kWideWords); });
+    watch(ch_drq, c.drq_valid, c.drq_ready, [&] { return pack({c.drq_addr, c.drq_len}, nullptr, 0); });
+    watch(ch_dr, c.dr_valid, c.dr_ready, [&] { return pack({c.dr_bytes, c.dr_last}, c.dr_data.m_storage, kWideWords); });
+    watch(ch_dc, c.dc_valid, c.dc_ready,
+          [&] { return pack({c.dc_kind, c.dc_dst, c.dc_src, c.dc_len, c.dc_pattern}, nullptr, 0); });
+    watch(ch_rb, c.rb_valid, c.rb_ready, [&] {
+      return pack({c.rb_pipe, c.rb_tag, c.rb_status, c.rb_error, c.rb_field, c.rb_detail, c.rb_bytes}, nullptr, 0);
+    });
     // Capture what the edge transfers before the registers move.
     struct Rq {
       bool mwr, sop, eop;

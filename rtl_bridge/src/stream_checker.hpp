@@ -38,9 +38,16 @@ class StreamChecker {
 
   explicit StreamChecker(unsigned tags, bool strict = true) : outstanding_(tags, 0), strict_(strict) {}
 
-  // The handshake of `c` at the edge of `cycle`, with the payload it carried (words).
+  // The handshake of `c` at the edge of `cycle`, with the payload it carried (words). The payload
+  // is read only when wants_payload() says so (may be null otherwise).
   void observe(Channel& c, std::uint64_t cycle, bool valid, bool ready, const std::uint32_t* payload,
                std::size_t words);
+  // Whether observe() reads this cycle's payload: a beat that stalls now, or one that stalled
+  // before (its payload must not have changed). Most cycles need none, and packing a payload
+  // every cycle was a large part of the clock's own cost.
+  static bool wants_payload(const Channel& c, bool valid, bool ready) noexcept {
+    return valid && (c.stalled_ || !ready);
+  }
 
   // Tag life (at handshakes): an MRd of `bytes` issued with `tag`; a completion beat of `bytes`
   // for `tag`, with `error` set when it ends the request without data.
