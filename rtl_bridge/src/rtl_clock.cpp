@@ -20,8 +20,13 @@ Ps align_up(Ps t) { return (t + RtlDataPath::kClockPs - 1) / RtlDataPath::kClock
 
 template <std::size_t N>
 void put_bytes(VlWide<N>& w, const std::uint8_t* src, std::size_t n) {
-  std::memset(w.m_storage, 0, sizeof w.m_storage);
-  std::memcpy(w.m_storage, src, std::min(n, sizeof w.m_storage));
+  constexpr std::size_t kAll = sizeof w.m_storage;
+  if (n >= kAll) {  // a whole beat, the common case: a fixed-size copy the compiler inlines
+    std::memcpy(w.m_storage, src, kAll);
+    return;
+  }
+  std::memset(w.m_storage, 0, kAll);
+  std::memcpy(w.m_storage, src, n);
 }
 }  // namespace
 
@@ -150,8 +155,8 @@ void RtlDataPath::clock_thread() {
     const auto pack = [&](std::initializer_list<std::uint64_t> fields, const std::uint32_t* data, std::size_t n) {
       std::size_t k = 0;
       for (std::uint64_t f : fields) words[k++] = static_cast<std::uint32_t>(f ^ (f >> 32));
-      for (std::size_t i = 0; i < n; ++i) words[k++] = data[i];
-      return std::make_pair(static_cast<const std::uint32_t*>(words), k);
+      if (n != 0) std::memcpy(words + k, data, n * sizeof(std::uint32_t));
+      return std::make_pair(static_cast<const std::uint32_t*>(words), k + n);
     };
     const auto watch = [&](StreamChecker::Channel& ch, bool valid, bool ready, auto&& payload) {
       if (!StreamChecker::wants_payload(ch, valid, ready)) return checker_.observe(ch, cy, valid, ready, nullptr, 0);

@@ -8,15 +8,18 @@ namespace spyre_dma::rtl {
 void StreamChecker::observe(Channel& c, std::uint64_t cycle, bool valid, bool ready, const std::uint32_t* payload,
                             std::size_t words) {
   if (cycle != last_cycle_) ++cycles_, last_cycle_ = cycle;
+  bool same = false;  // the payload equals the one kept from the previous cycle
   if (c.stalled_) {
     if (!valid) {
       violate(c.name_, "valid held until ready", cycle, "valid dropped before the beat was taken");
     } else if (c.payload_.size() != words || std::memcmp(c.payload_.data(), payload, words * 4) != 0) {
       violate(c.name_, "payload stable while stalled", cycle, "payload changed while valid waited for ready");
+    } else {
+      same = true;
     }
   }
   c.stalled_ = valid && !ready;
-  if (c.stalled_) c.payload_.assign(payload, payload + words);
+  if (c.stalled_ && !same) c.payload_.assign(payload, payload + words);  // a stall that starts (or a changed beat)
 }
 
 void StreamChecker::read_issued(std::uint64_t cycle, unsigned tag, std::uint32_t bytes) {
