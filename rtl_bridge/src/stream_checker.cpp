@@ -5,9 +5,8 @@
 
 namespace spyre_dma::rtl {
 
-void StreamChecker::observe(Channel& c, std::uint64_t cycle, bool valid, bool ready, const std::uint32_t* payload,
-                            std::size_t words) {
-  if (cycle != last_cycle_) ++cycles_, last_cycle_ = cycle;
+void StreamChecker::observe_stall(Channel& c, std::uint64_t cycle, bool valid, bool ready,
+                                  const std::uint32_t* payload, std::size_t words) {
   bool same = false;  // the payload equals the one kept from the previous cycle
   if (c.stalled_) {
     if (!valid) {

@@ -41,7 +41,11 @@ class StreamChecker {
   // The handshake of `c` at the edge of `cycle`, with the payload it carried (words). The payload
   // is read only when wants_payload() says so (may be null otherwise).
   void observe(Channel& c, std::uint64_t cycle, bool valid, bool ready, const std::uint32_t* payload,
-               std::size_t words);
+               std::size_t words) {
+    if (cycle != last_cycle_) ++cycles_, last_cycle_ = cycle;
+    if (c.stalled_ || (valid && !ready)) observe_stall(c, cycle, valid, ready, payload, words);
+    // else: no beat waits, before or now; the rules have nothing to check (inline: most calls)
+  }
   // Whether observe() reads this cycle's payload: a beat that stalls now, or one that stalled
   // before (its payload must not have changed). Most cycles need none, and packing a payload
   // every cycle was a large part of the clock's own cost.
@@ -60,6 +64,9 @@ class StreamChecker {
   unsigned outstanding_tags() const noexcept;
 
  private:
+  // A beat that waited at the previous cycle, or one that waits now: the rules' checks.
+  void observe_stall(Channel& c, std::uint64_t cycle, bool valid, bool ready, const std::uint32_t* payload,
+                     std::size_t words);
   void violate(const std::string& stream, const char* rule, std::uint64_t cycle, const std::string& what);
 
   std::vector<std::uint32_t> outstanding_;  // bytes left per tag; 0: free
