@@ -69,3 +69,34 @@ elseif(SPYRE_DMA_RTL)
 else()
   message(STATUS "spyre-dma: RTL data path not built (SPYRE_DMA_RTL=OFF or Verilator not found)")
 endif()
+
+# Python bindings (python/: the spyre_dma package, pybind11). SPYRE_DMA_PYTHON: AUTO (default)
+# builds them when pybind11 and the interpreter's headers are found, ON requires them, OFF never
+# looks. The interpreter is Debian's (python3-torch, python3-pandas and python3-pytest are its
+# packages), not whichever python3 comes first on PATH; SPYRE_DMA_PYTHON_EXECUTABLE names another.
+set(SPYRE_DMA_PYTHON "AUTO" CACHE STRING "Build the Python package: AUTO (if pybind11 is found), ON, OFF")
+set_property(CACHE SPYRE_DMA_PYTHON PROPERTY STRINGS AUTO ON OFF)
+set(SPYRE_DMA_PYTHON_EXECUTABLE "/usr/bin/python3" CACHE FILEPATH
+    "The Python interpreter the package is built and tested for")
+set(SPYRE_DMA_HAVE_PYTHON OFF)
+if(SPYRE_DMA_PYTHON STREQUAL "AUTO" OR SPYRE_DMA_PYTHON STREQUAL "ON")
+  set(Python_EXECUTABLE "${SPYRE_DMA_PYTHON_EXECUTABLE}")
+  set(PYBIND11_FINDPYTHON ON)
+  find_package(Python 3.8 QUIET COMPONENTS Interpreter Development.Module)
+  if(Python_FOUND)
+    find_package(pybind11 2.6 CONFIG QUIET)
+  endif()
+  if(Python_FOUND AND pybind11_FOUND)
+    set(SPYRE_DMA_HAVE_PYTHON ON)
+    message(STATUS "spyre-dma: pybind11 ${pybind11_VERSION} and Python ${Python_VERSION} (${Python_EXECUTABLE}) found; "
+                   "Python package built")
+  elseif(SPYRE_DMA_PYTHON STREQUAL "ON")
+    message(FATAL_ERROR "spyre-dma: SPYRE_DMA_PYTHON=ON but pybind11 or the headers of ${SPYRE_DMA_PYTHON_EXECUTABLE} "
+                        "were not found: install the Debian packages 'pybind11-dev' and 'python3-dev' "
+                        "(scripts/setup does), or configure with -DSPYRE_DMA_PYTHON=OFF")
+  else()
+    message(STATUS "spyre-dma: pybind11 or Python headers not found; Python package not built")
+  endif()
+elseif(NOT SPYRE_DMA_PYTHON STREQUAL "OFF")
+  message(FATAL_ERROR "spyre-dma: SPYRE_DMA_PYTHON='${SPYRE_DMA_PYTHON}': expected AUTO, ON or OFF")
+endif()

@@ -58,19 +58,11 @@ int guarded(const std::function<int()>& body) {
 }
 
 spyre_dma::model::SimConfig model_config(const TraceAnalysisOptions& o, const traces::Trace* trace, std::string* note) {
-  using namespace spyre_dma::model;
-  if (!o.preset.empty() && !o.config.empty())
-    throw BadInput("--preset and --config: give one (a configuration file names its preset itself)");
-  SimConfig c;
-  if (!o.config.empty()) c = load_config(o.config);
-  else if (!o.preset.empty()) c = preset(o.preset);
-  else if (trace) c = traces::base_for_header(trace->header, note);
-  if (!o.fidelity.empty()) {
-    if (o.fidelity != "tlp" && o.fidelity != "burst")
-      throw BadInput(fmt::format("--fidelity \"{}\": expected tlp or burst", o.fidelity));
-    c.fidelity = o.fidelity == "tlp" ? Fidelity::kTlp : Fidelity::kBurst;
+  try {
+    return traces::model_config_for(o.preset, o.config, trace ? &trace->header : nullptr, o.fidelity, note);
+  } catch (const std::invalid_argument& e) {
+    throw BadInput(fmt::format("--{}", e.what()));  // the library names the option without its dashes
   }
-  return c;
 }
 
 std::size_t staging_piece(const TraceAnalysisOptions& o) {
@@ -184,15 +176,7 @@ int run_trace_calibrate(const TraceAnalysisOptions& o) {
     co.staging_buffer_bytes = staging_piece(o);
     const traces::CalibrationResult r = traces::calibrate(t, co);
     fmt::print("{}", r.summary());
-    // The loader accepts comments: the file says where it came from.
-    spyre_dma::traces::write_file_atomically(o.out, [&](std::ostream& out) {
-      out << fmt::format("// spyre-dma trace calibrate {} (fit: {}); rms log error {:.4f}\n", t.header.source,
-                         r.fit_selection, r.rms_log_error);
-      if (r.staging_buffer_bytes)
-        out << fmt::format("// replay with --staging-buffer {} (the fitted staging piece, a replay option)\n",
-                           r.staging_buffer_bytes);
-      out << r.preset_json().dump(2) << "\n";
-    });
+    r.write_config_file(o.out, t.header.source);
     fmt::print("wrote {}\n", o.out);
     if (!o.json.empty()) write_json_file(r.to_json(), o.json);
     return 0;

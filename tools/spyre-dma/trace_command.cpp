@@ -135,17 +135,8 @@ int run_capture(const TraceOptions& o) {
   if (!check_outputs("trace capture", {{"--out", o.out}})) return 2;
   const std::vector<std::uint64_t> sizes = parse_size_list(o.sizes);
   spyre_dma::backend::Instance instance = open_backend(backend);
+  const st::Header header = st::capture_header(backend.name, instance, backend_config(backend));
   std::shared_ptr<spyre_dma::Device> device = std::move(instance.device);
-  st::Header header;
-  header.source = "capture";
-  // A simulated device's description names its preset and link; the others go by their backend.
-  header.device = instance.clock ? device->describe().name : backend.name;
-  // A simulated device names its link in its configuration.
-  const nlohmann::json config = backend_config(backend);
-  if (config.contains("link") && config["link"].contains("generation") && config["link"].contains("lanes")) {
-    header.link = fmt::format("PCIe Gen{} x{}", config["link"]["generation"].get<int>(),
-                              config["link"]["lanes"].get<int>());
-  }
   auto recorder = std::make_shared<st::TraceRecorder>(header);
   spyre_dma::EngineOptions eo;
   eo.observer = recorder;

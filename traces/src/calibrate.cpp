@@ -15,6 +15,7 @@
 #include <unordered_set>
 
 #include "spyre_dma/model/config_loader.hpp"
+#include "spyre_dma/traces/output_file.hpp"
 #include "spyre_dma/traces/trace_io.hpp"
 
 namespace spyre_dma::traces {
@@ -229,6 +230,20 @@ model::SimConfig base_for_header(const Header& header, std::string* note) {
   c.link.generation = gen;
   c.link.lanes = lanes;
   if (note) *note = fmt::format("link \"{}\": base preset {} with generation {} x{}", header.link, c.preset, gen, lanes);
+  return c;
+}
+
+model::SimConfig model_config_for(const std::string& preset, const std::string& config_path, const Header* header,
+                                  const std::string& fidelity, std::string* note) {
+  if (!preset.empty() && !config_path.empty())
+    throw std::invalid_argument("preset and config: give one (a configuration file names its preset itself)");
+  if (!fidelity.empty() && fidelity != "tlp" && fidelity != "burst")
+    throw std::invalid_argument(fmt::format("fidelity \"{}\": expected tlp or burst", fidelity));
+  model::SimConfig c;
+  if (!config_path.empty()) c = model::load_config(config_path);
+  else if (!preset.empty()) c = model::preset(preset);
+  else if (header) c = base_for_header(*header, note);
+  if (!fidelity.empty()) c.fidelity = fidelity == "tlp" ? model::Fidelity::kTlp : model::Fidelity::kBurst;
   return c;
 }
 
@@ -449,6 +464,18 @@ json CalibrationResult::preset_json() const {
     out[p] = full[p];
   }
   return out;
+}
+
+void CalibrationResult::write_config_file(const std::string& path, const std::string& source) const {
+  // The loader accepts comments: the file says where it came from.
+  write_file_atomically(path, [&](std::ostream& out) {
+    out << fmt::format("// spyre-dma trace calibrate {} (fit: {}); rms log error {:.4f}\n", source, fit_selection,
+                       rms_log_error);
+    if (staging_buffer_bytes)
+      out << fmt::format("// replay with --staging-buffer {} (the fitted staging piece, a replay option)\n",
+                         staging_buffer_bytes);
+    out << preset_json().dump(2) << "\n";
+  });
 }
 
 json CalibrationResult::to_json() const {

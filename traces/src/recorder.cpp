@@ -1,6 +1,8 @@
 // TraceRecorder: OpObserver callbacks into trace records.
 #include "spyre_dma/traces/recorder.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <string>
 
@@ -107,6 +109,18 @@ std::size_t TraceRecorder::ops_seen() const {
 std::size_t TraceRecorder::ops_failed() const {
   std::lock_guard lock(mu_);
   return failed_;
+}
+
+Header capture_header(const std::string& backend, const spyre_dma::backend::Instance& instance,
+                      const nlohmann::json& configuration) {
+  Header h;
+  h.source = "capture";
+  // A simulated device's description names its preset and link; the others go by their backend.
+  h.device = instance.clock ? instance.device->describe().name : backend;
+  const auto link = configuration.find("link");
+  if (link != configuration.end() && link->is_object() && link->contains("generation") && link->contains("lanes"))
+    h.link = fmt::format("PCIe Gen{} x{}", (*link)["generation"].get<int>(), (*link)["lanes"].get<int>());
+  return h;
 }
 
 }  // namespace spyre_dma::traces

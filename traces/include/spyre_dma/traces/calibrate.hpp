@@ -94,6 +94,10 @@ struct CalibrationResult {
   // A configuration file: the base preset's name and every key whose value differs from it
   // (the staging piece is a replay option, not part of it: compare --staging-buffer).
   nlohmann::json preset_json() const;
+  // preset_json() as a configuration file, atomically, headed by comments saying where it came
+  // from (`source`, the trace's header.source), its fit and error, and the staging piece to replay
+  // it with; the model's loader reads it back (--config).
+  void write_config_file(const std::string& path, const std::string& source) const;
   nlohmann::json to_json() const;
   std::string summary() const;
 };
@@ -105,6 +109,15 @@ std::vector<FitParameter> default_parameters(const Trace& fit_trace, const spyre
 // ("PCIe Gen3 x16" -> gen3x16), else the default preset with that generation and width, else the
 // default preset. `note` says which.
 spyre_dma::model::SimConfig base_for_header(const Header& header, std::string* note);
+
+// The model configuration a tool runs a trace on: the configuration file `config_path` if given,
+// else the preset `preset` if given, else the base the trace's header suggests (base_for_header(),
+// which `note` then explains; the default preset when `header` is null), with `fidelity` applied
+// ("tlp" or "burst"; "" keeps the configuration's). Throws std::invalid_argument naming the option
+// ("preset and config: give one", "fidelity \"x\": expected tlp or burst"), ConfigError for an
+// unknown preset or a bad file.
+spyre_dma::model::SimConfig model_config_for(const std::string& preset, const std::string& config_path,
+                                             const Header* header, const std::string& fidelity, std::string* note);
 
 // Fits, then replays the whole trace once with the result for the fit and holdout comparisons.
 // Throws TraceError when the selection leaves no copy with a captured duration above resolution,

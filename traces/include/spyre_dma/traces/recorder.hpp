@@ -19,13 +19,23 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "spyre_dma/backend/registry.hpp"
 #include "spyre_dma/observer.hpp"
 #include "spyre_dma/traces/trace.hpp"
 
 namespace spyre_dma::traces {
+
+// The header a capture on `instance` writes: source "capture"; the device as it describes itself
+// when simulated (its preset and link), else the backend's name; the link ("PCIe Gen5 x16") when
+// the backend's resolved configuration (Registry::configuration) names its generation and lanes.
+Header capture_header(const std::string& backend, const spyre_dma::backend::Instance& instance,
+                      const nlohmann::json& configuration);
 
 class TraceRecorder : public spyre_dma::OpObserver {
  public:

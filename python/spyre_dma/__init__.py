@@ -1,0 +1,72 @@
+"""spyre_dma: the DMA engine of a Spyre-class PCIe accelerator, its simulated devices and trace tools.
+
+    import spyre_dma, numpy as np
+    with spyre_dma.Engine("sim") as engine:           # the SystemC model; "refdev", "rtl", ...
+        stream = engine.create_stream()
+        buf = engine.allocate(1 << 20)
+        src = np.arange(1 << 18, dtype=np.float32)     # any buffer-protocol object or CPU tensor
+        dst = np.empty_like(src)
+        stream.copy_h2d(buf, src)
+        stream.copy_d2h(dst, buf)
+        stream.synchronize()                           # raises the first error, typed
+
+Host memory is used in place: numpy arrays, bytes, bytearray, memoryview and contiguous CPU torch
+tensors are copied from (and into) without an extra copy, and stay alive until their op completes.
+The GIL is released while the engine submits and waits. Errors are spyre_dma.Error subclasses,
+one per Status kind, with the engine's messages. docs/python.md has the whole guide.
+"""
+
+import atexit as _atexit
+
+from . import _native
+from ._native import (
+    BackendError,
+    CalibrationResult,
+    Cancelled,
+    Closed,
+    Comparison,
+    ConfigError,
+    DeviceBuffer,
+    DeviceError,
+    DeviceFault,
+    DeviceTimeout,
+    Engine,
+    Error,
+    ErrorCode,
+    Event,
+    HostBuffer,
+    InvalidArgument,
+    IommuFault,
+    Op,
+    OpKind,
+    OutOfMemory,
+    OutputError,
+    ReplayResult,
+    Status,
+    Stream,
+    SubmitBatch,
+    Trace,
+    TraceError,
+    WaitTimeout,
+    backends,
+    calibrate,
+    compare,
+    import_bandwidth_test,
+    import_kineto,
+    model_config,
+    presets,
+    replay,
+)
+from .regress import read_regress_results, regress, regress_frame
+
+__all__ = [
+    "BackendError", "CalibrationResult", "Cancelled", "Closed", "Comparison", "ConfigError", "DeviceBuffer",
+    "DeviceError", "DeviceFault", "DeviceTimeout", "Engine", "Error", "ErrorCode", "Event", "HostBuffer",
+    "InvalidArgument", "IommuFault", "Op", "OpKind", "OutOfMemory", "OutputError", "ReplayResult", "Status",
+    "Stream", "SubmitBatch", "Trace", "TraceError", "WaitTimeout", "backends", "calibrate", "compare",
+    "import_bandwidth_test", "import_kineto", "model_config", "presets", "read_regress_results", "regress",
+    "regress_frame", "replay",
+]
+
+# Engines still open at exit are closed while the interpreter can still run their callbacks.
+_atexit.register(_native._close_all)

@@ -1,0 +1,342 @@
+// The trace tools in Python: import (Kineto, bandwidthTest), capture (Engine(capture=True)),
+// read and write, replay, compare and calibrate; the model's presets and the backends. Results
+// are objects with plain-data views (dicts and lists, the same keys as the command line's JSON)
+// and pandas DataFrames (to_frame(), pandas imported only then).
+#include <fmt/format.h>
+
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <pybind11/stl.h>
+
+#include "native.hpp"
+#include "spyre_dma/backend/builtin.hpp"
+#include "spyre_dma/model/config_loader.hpp"
+#include "spyre_dma/traces/bandwidth_test.hpp"
+#include "spyre_dma/traces/calibrate.hpp"
+#include "spyre_dma/traces/compare.hpp"
+#include "spyre_dma/traces/kineto.hpp"
+#include "spyre_dma/traces/output_file.hpp"
+#include "spyre_dma/traces/replay.hpp"
+#include "spyre_dma/traces/trace_io.hpp"
+#include "trace_object.hpp"
+
+namespace spyre_dma::python {
+namespace {
+
+using TracePtr = std::shared_ptr<traces::Trace>;
+
+// A trace's header, allocations and ops as the file format has them (traces/README.md): the
+// writer makes the JSON, so the Python view cannot drift from the format.
+struct Records {
+  nlohmann::json header;
+  std::vector<nlohmann::json> allocations, ops;
+};
+Records records(const traces::Trace& t) {
+  std::ostringstream out;
+  traces::write_trace(t, out);
+  std::istringstream in(out.str());
+  Records r;
+  std::string line;
+  bool first = true;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    nlohmann::json j = nlohmann::json::parse(line);
+    if (first) {
+      r.header = std::move(j);
+      first = false;
+    } else if (j.contains("alloc")) {
+      r.allocations.push_back(std::move(j["alloc"]));
+    } else if (j.contains("op")) {
+      r.ops.push_back(std::move(j["op"]));
+    }
+  }
+  return r;
+}
+
+py::list to_list(const std::vector<nlohmann::json>& v) {
+  py::list out;
+  for (const auto& j : v) out.append(to_python(j));
+  return out;
+}
+
+py::object data_frame(const py::object& rows) { return py::module_::import("pandas").attr("DataFrame")(rows); }
+
+// A model configuration named the way the command line names it; "" where not given.
+std::string or_empty(const std::optional<std::string>& s) { return s ? *s : std::string(); }
+
+// calibrate()'s result, with the source of the trace it was fitted on (its configuration file
+// says where it came from).
+struct Calibration {
+  traces::CalibrationResult result;
+  std::string source;
+};
+
+traces::ReplayResult replay_trace(const traces::Trace& trace, const std::string& backend,
+                                  const std::optional<std::string>& preset, const std::optional<std::string>& config,
+                                  const std::optional<std::string>& fidelity, const py::object& settings,
+                                  std::optional<std::uint64_t> seed, const traces::ReplayOptions& options) {
+  // On sim, as the command line's compare and calibrate: the configuration given, else the base
+  // the trace's header suggests (its link's generation and width).
+  if (backend == "sim" && settings.is_none() && !seed) {
+    const model::SimConfig c = traces::model_config_for(or_empty(preset), or_empty(config), &trace.header,
+                                                        or_empty(fidelity), nullptr);
+    py::gil_scoped_release nogil;
+    return traces::replay_on_sim(trace, c, options);
+  }
+  backend::Settings s;
+  if (!settings.is_none())
+    for (const auto& [k, v] : settings.cast<py::dict>()) s.values[py::str(k)] = std::string(py::str(v));
+  if (preset) s.values["preset"] = *preset;
+  if (config) s.values["config"] = *config;
+  if (fidelity) s.values["fidelity"] = *fidelity;
+  s.seed = seed;
+  py::gil_scoped_release nogil;
+  return traces::replay(trace, backend::builtin().open(backend, s), options);
+}
+
+}  // namespace
+
+py::object make_trace_object(traces::Trace trace) { return py::cast(std::make_shared<traces::Trace>(std::move(trace))); }
+
+void bind_traces(py::module_& m) {
+  py::class_<traces::Trace, TracePtr>(m, "Trace",
+                                      "A DMA workload: a header, device allocations and ops in issue order, in the\n"
+                                      "JSON Lines format of traces/README.md. header, allocations and ops are plain\n"
+                                      "data with the format's keys.")
+      .def_static(
+          "load",
+          [](const std::string& path) {
+            py::gil_scoped_release nogil;
+            return std::make_shared<traces::Trace>(traces::read_trace(path));
+          },
+          py::arg("path"), "Reads a trace file (plain or gzip). Raises TraceError naming line and field.")
+      .def_static(
+          "from_jsonl",
+          [](const std::string& text, const std::string& name) {
+            std::istringstream in(text);
+            return std::make_shared<traces::Trace>(traces::parse_trace(in, name));
+          },
+          py::arg("text"), py::arg("name") = "<string>", "Parses a trace from JSON Lines text.")
+      .def(
+          "to_jsonl",
+          [](const traces::Trace& t) {
+            std::ostringstream out;
+            traces::write_trace(t, out);
+            return out.str();
+          },
+          "The trace as JSON Lines text.")
+      .def(
+          "save",
+          [](const traces::Trace& t, const std::string& path) {
+            traces::check_output_path(path, "path");
+            py::gil_scoped_release nogil;
+            traces::write_trace_file(t, path);
+          },
+          py::arg("path"), "Writes the trace atomically (never half-written). Raises OutputError, TraceError.")
+      .def("check", &traces::check_trace, "'' when consistent, else what is wrong (op or allocation id, field, value).")
+      .def_property_readonly("header", [](const traces::Trace& t) { return to_python(records(t).header); })
+      .def_property_readonly("allocations", [](const traces::Trace& t) { return to_list(records(t).allocations); })
+      .def_property_readonly("ops", [](const traces::Trace& t) { return to_list(records(t).ops); })
+      .def(
+          "to_frame", [](const traces::Trace& t) { return data_frame(to_list(records(t).ops)); },
+          "The ops as a pandas DataFrame, one row per op, the format's keys as columns.")
+      .def("__len__", [](const traces::Trace& t) { return t.ops.size(); })
+      .def("__repr__", [](const traces::Trace& t) {
+        return fmt::format("<spyre_dma.Trace {}: {} ops, {} allocations>", t.header.source, t.ops.size(),
+                           t.allocations.size());
+      });
+
+  m.def(
+      "import_kineto",
+      [](const std::string& path, std::optional<std::string> device, std::optional<std::string> link) {
+        traces::ImportReport report;
+        traces::Trace t;
+        {
+          py::gil_scoped_release nogil;
+          t = traces::import_kineto(path, report);
+        }
+        if (device) t.header.device = *device;
+        if (link) t.header.link = *link;
+        py::dict r;
+        r["events_seen"] = report.events_seen;
+        r["memcpy"] = report.memcpy;
+        r["memset"] = report.memset;
+        r["kernels"] = report.kernels;
+        r["joined_to_host"] = report.joined_to_host;
+        r["ignored"] = report.ignored;
+        r["unknown"] = report.unknown;
+        r["malformed"] = report.malformed;
+        r["notes"] = report.notes;
+        return py::make_tuple(make_trace_object(std::move(t)), r);
+      },
+      py::arg("path"), py::kw_only(), py::arg("device") = py::none(), py::arg("link") = py::none(),
+      "Imports a PyTorch profiler (Kineto) Chrome-trace JSON file, plain or gzip. Returns (trace,\n"
+      "report): the report counts what was imported, ignored, unknown and malformed. link (e.g.\n"
+      "'PCIe Gen4 x16') tells replay and calibrate which preset to start from.");
+
+  m.def(
+      "import_bandwidth_test",
+      [](const std::string& path, const std::string& device, const std::string& link) {
+        py::gil_scoped_release nogil;
+        return std::make_shared<traces::Trace>(
+            traces::import_bandwidth_test(path, traces::BandwidthTestImport{device, link}));
+      },
+      py::arg("path"), py::kw_only(), py::arg("device") = "", py::arg("link") = "",
+      "Imports NVIDIA bandwidthTest result lines (--csv) as back-to-back copies per size.");
+
+  py::class_<traces::ReplayResult>(m, "ReplayResult", "A replay's per-op device times and its data check.")
+      .def_readonly("total_ns", &traces::ReplayResult::total_ns, "First device start to last device end (ns).")
+      .def_readonly("data_ok", &traces::ReplayResult::data_ok, "Whether every op's data checked out.")
+      .def_readonly("data_error", &traces::ReplayResult::data_error, "The first mismatch or failed op, else ''.")
+      .def_property_readonly("ops", [](const traces::ReplayResult& r) { return to_python(r.to_json()["ops"]); },
+                             "Per op: id, start_ns (from the first start), duration_ns.")
+      .def("to_dict", [](const traces::ReplayResult& r) { return to_python(r.to_json()); })
+      .def("to_frame", [](const traces::ReplayResult& r) { return data_frame(to_python(r.to_json()["ops"])); })
+      .def("summary", &traces::ReplayResult::summary)
+      .def("__repr__", [](const traces::ReplayResult& r) { return "<spyre_dma.ReplayResult " + r.summary() + ">"; });
+
+  m.def(
+      "replay",
+      [](const TracePtr& trace, const std::string& backend, std::optional<std::string> preset,
+         std::optional<std::string> config, std::optional<std::string> fidelity, const py::object& settings,
+         std::optional<std::uint64_t> seed, bool honour_start_times, bool verify_data, double timeout,
+         const std::string& perfetto, std::size_t staging_buffer_bytes) {
+        traces::ReplayOptions o;
+        o.honour_start_times = honour_start_times;
+        o.verify_data = verify_data;
+        o.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(timeout * 1000));
+        o.perfetto_path = perfetto;
+        o.staging_buffer_bytes = staging_buffer_bytes;
+        if (!perfetto.empty()) traces::check_output_path(perfetto, "perfetto");
+        return replay_trace(*trace, backend, preset, config, fidelity, settings, seed, o);
+      },
+      py::arg("trace"), py::arg("backend") = "sim", py::kw_only(), py::arg("preset") = py::none(),
+      py::arg("config") = py::none(), py::arg("fidelity") = py::none(), py::arg("settings") = py::none(),
+      py::arg("seed") = py::none(), py::arg("honour_start_times") = false, py::arg("verify_data") = true,
+      py::arg("timeout") = 60.0, py::arg("perfetto") = "", py::arg("staging_buffer_bytes") = 0,
+      "Replays a trace through the engine on a fresh device of `backend`. On sim without settings or\n"
+      "seed, the model configuration is config, else preset, else the base the trace's link suggests\n"
+      "(as spyre-dma trace compare). honour_start_times holds ops to their captured starts; perfetto\n"
+      "writes the op timeline; staging_buffer_bytes is the engine's staging piece (0: default).");
+
+  py::class_<traces::Comparison>(m, "Comparison",
+                                 "A captured trace against its replay: per-op relative error and statistics by\n"
+                                 "direction and size class.")
+      .def_readonly("source", &traces::Comparison::source)
+      .def_readonly("skipped", &traces::Comparison::skipped)
+      .def_property_readonly("ops", [](const traces::Comparison& c) { return to_python(c.to_json()["ops"]); })
+      .def_property_readonly("groups", [](const traces::Comparison& c) { return to_python(c.to_json()["groups"]); })
+      .def("to_dict", [](const traces::Comparison& c) { return to_python(c.to_json()); })
+      .def("to_frame", [](const traces::Comparison& c) { return data_frame(to_python(c.to_json()["ops"])); },
+           "The compared ops as a DataFrame (captured_ns, simulated_ns, rel_error, ...).")
+      .def("groups_frame", [](const traces::Comparison& c) { return data_frame(to_python(c.to_json()["groups"])); })
+      .def("table", &traces::Comparison::table, "The groups as the command line prints them.");
+
+  m.def(
+      "compare",
+      [](const TracePtr& captured, const traces::ReplayResult& replayed) { return traces::compare(*captured, replayed); },
+      py::arg("captured"), py::arg("replayed"),
+      "Compares every copy and fill of `captured` that has a captured duration with its replay.");
+
+  py::class_<Calibration>(m, "CalibrationResult", "A fitted model configuration and how well it fits.")
+      .def_property_readonly("rms_log_error", [](const Calibration& c) { return c.result.rms_log_error; })
+      .def_property_readonly("initial_rms_log_error", [](const Calibration& c) { return c.result.initial_rms_log_error; })
+      .def_property_readonly("replays", [](const Calibration& c) { return c.result.replays; })
+      .def_property_readonly("staging_buffer_bytes", [](const Calibration& c) { return c.result.staging_buffer_bytes; })
+      .def_property_readonly("config", [](const Calibration& c) { return to_python(model::to_json(c.result.config)); },
+                             "The fitted configuration, every key.")
+      .def_property_readonly("fit", [](const Calibration& c) { return c.result.fit; }, "A Comparison on the fit copies.")
+      .def_property_readonly("holdout", [](const Calibration& c) { return c.result.holdout; },
+                             "A Comparison on the held-out copies.")
+      .def("preset_json", [](const Calibration& c) { return to_python(c.result.preset_json()); },
+           "The configuration file's content: the base preset and what the fit changed.")
+      .def(
+          "save_config",
+          [](const Calibration& c, const std::string& path) {
+            traces::check_output_path(path, "path");
+            c.result.write_config_file(path, c.source);
+          },
+          py::arg("path"), "Writes the configuration file (atomically), as spyre-dma trace calibrate --out.")
+      .def("to_dict", [](const Calibration& c) { return to_python(c.result.to_json()); })
+      .def("summary", [](const Calibration& c) { return c.result.summary(); });
+
+  m.def(
+      "calibrate",
+      [](const TracePtr& trace, std::optional<std::string> preset, std::optional<std::string> config,
+         std::optional<std::string> fidelity, const std::string& fit, std::vector<std::string> parameters,
+         std::size_t max_replays, std::size_t fit_copies_per_size, std::size_t staging_buffer_bytes) {
+        traces::CalibrateOptions o;
+        o.base = traces::model_config_for(or_empty(preset), or_empty(config), &trace->header, or_empty(fidelity),
+                                          nullptr);
+        if (fidelity) o.fidelity = o.base.fidelity;
+        o.fit = traces::parse_selection(fit);
+        o.parameters = std::move(parameters);
+        o.max_replays = max_replays;
+        o.fit_copies_per_size = fit_copies_per_size;
+        o.staging_buffer_bytes = staging_buffer_bytes;
+        Calibration c;
+        c.source = trace->header.source;
+        {
+          py::gil_scoped_release nogil;
+          c.result = traces::calibrate(*trace, o);
+        }
+        return c;
+      },
+      py::arg("trace"), py::kw_only(), py::arg("preset") = py::none(), py::arg("config") = py::none(),
+      py::arg("fidelity") = py::none(), py::arg("fit") = "all", py::arg("parameters") = std::vector<std::string>{},
+      py::arg("max_replays") = 60, py::arg("fit_copies_per_size") = 2, py::arg("staging_buffer_bytes") = 0,
+      "Fits the model's parameters to the trace's captured durations (as spyre-dma trace calibrate).\n"
+      "fit selects the fit copies ('all', 'below:4MiB', 'atleast:1MB', 'range:64KiB:4MiB', 'even',\n"
+      "'odd'); the others are the holdout. parameters: configuration keys to fit (default: chosen\n"
+      "from the trace).");
+
+  m.def(
+      "model_config",
+      [](std::optional<std::string> preset, std::optional<std::string> config, std::optional<std::string> fidelity) {
+        return to_python(model::to_json(
+            traces::model_config_for(or_empty(preset), or_empty(config), nullptr, or_empty(fidelity), nullptr)));
+      },
+      py::kw_only(), py::arg("preset") = py::none(), py::arg("config") = py::none(), py::arg("fidelity") = py::none(),
+      "The model's resolved configuration (every key) for a preset or configuration file.");
+
+  m.def(
+      "presets",
+      [] {
+        py::list out;
+        for (const auto& p : model::preset_catalog()) {
+          py::dict d;
+          d["name"] = p.name;
+          d["summary"] = p.summary;
+          d["source"] = p.source;
+          out.append(std::move(d));
+        }
+        return out;
+      },
+      "The model's presets: name, what it models, where its numbers come from. The first is the default.");
+
+  m.def(
+      "backends",
+      [] {
+        const backend::Registry& r = backend::builtin();
+        py::list out;
+        for (const std::string& name : r.names()) {
+          const backend::Backend* b = r.find(name);
+          py::dict d;
+          d["name"] = name;
+          d["summary"] = b->summary();
+          d["unavailable"] = b->unavailable();
+          py::list settings;
+          for (const auto& s : b->settings()) settings.append(py::make_tuple(s.name, s.help));
+          d["settings"] = settings;
+          out.append(std::move(d));
+        }
+        return out;
+      },
+      "The backends of this build: name, summary, why it cannot open here ('' when it can), settings.");
+}
+
+}  // namespace spyre_dma::python
