@@ -1,0 +1,322 @@
+"""The engine from Python: copies, fills, events, polling, callbacks, registration, lifetimes."""
+
+import gc
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import spyre_dma
+from conftest import aligned
+
+
+def round_trip(engine, src, dst=None, **alloc):
+    src_bytes = memoryview(src).nbytes
+    buf = engine.allocate(max(128, (src_bytes + 127) // 128 * 128), **alloc)
+    dst = bytearray(src_bytes) if dst is None else dst
+    s = engine.create_stream()
+    s.copy_h2d(buf, src)
+    s.copy_d2h(dst, buf)
+    s.synchronize()
+    return dst
+
+
+@pytest.mark.parametrize("nbytes", [1, 4096, (1 << 20) + 3])
+def test_round_trip_is_bit_exact(engine, nbytes):
+    src = np.random.default_rng(nbytes).integers(0, 256, nbytes, dtype=np.uint8)
+    dst = np.zeros_like(src)
+    round_trip(engine, src, dst)
+    assert np.array_equal(src, dst)
+
+
+def test_buffer_protocol_objects(engine):
+    payload = bytes(range(256)) * 16
+    assert bytes(round_trip(engine, payload)) == payload
+    assert bytes(round_trip(engine, bytearray(payload))) == payload
+    assert bytes(round_trip(engine, memoryview(payload)[128:])) == payload[128:]
+    floats = np.linspace(0, 1, 1000, dtype=np.float64)
+    out = np.empty_like(floats)
+    round_trip(engine, floats, out)
+    assert np.array_equal(floats, out)
+
+
+def test_fill_d2d_and_offsets(engine):
+    s = engine.create_stream()
+    a = engine.allocate(8192)
+    b = engine.allocate(8192)
+    s.fill(a, 0x11223344)
+    s.fill(a, 0xAABBCCDD, offset=4096, nbytes=256)
+    s.copy_d2d(b, a, dst_offset=0, src_offset=0)
+    out = np.zeros(8192 // 4, dtype="<u4")
+    s.copy_d2h(out, b)
+    s.synchronize()
+    assert (out[:1024] == 0x11223344).all()
+    assert (out[1024:1088] == 0xAABBCCDD).all()
+    assert (out[1088:] == 0x11223344).all()
+
+
+def test_bad_requests_are_typed_and_submit_nothing(engine):
+    s = engine.create_stream()
+    buf = engine.allocate(4096)
+    src = np.zeros(4096, dtype=np.uint8)
+    with pytest.raises(spyre_dma.InvalidArgument, match="not a multiple of 128") as e:
+        s.copy_h2d(buf, src, dst_offset=3)
+    assert e.value.code == spyre_dma.ErrorCode.INVALID_ARGUMENT
+    assert isinstance(e.value, ValueError) and isinstance(e.value, spyre_dma.Error)
+    with pytest.raises(spyre_dma.InvalidArgument, match="read-only bytes"):
+        s.copy_d2h(b"\0" * 4096, buf)
+    with pytest.raises(spyre_dma.InvalidArgument, match="non-contiguous ndarray"):
+        s.copy_h2d(buf, np.zeros((64, 64), dtype=np.uint8)[:, ::2])
+    with pytest.raises(spyre_dma.InvalidArgument, match="a list is not host memory"):
+        s.copy_h2d(buf, [1, 2, 3])
+    with pytest.raises(spyre_dma.InvalidArgument, match="nbytes 8192: more than the 4096 bytes of src"):
+        s.copy_h2d(buf, src, nbytes=8192)
+    with pytest.raises(spyre_dma.InvalidArgument, match="ordering \"sideways\""):
+        engine.create_stream(ordering="sideways")
+    assert engine.stats()["ops_submitted"] == 0
+    s.synchronize()
+
+
+def test_out_of_memory_names_the_size(engine):
+    too_big = engine.limits()["device_memory_usable"] + (1 << 30)
+    with pytest.raises(spyre_dma.OutOfMemory, match=str(too_big)) as e:
+        engine.allocate(too_big)
+    assert isinstance(e.value, MemoryError)
+
+
+def test_scatter_gather_over_chunks(engine):
+    buf = engine.allocate(64 << 10, max_chunk_bytes=8192)
+    assert len(buf.chunks) == 8 and sum(c["size"] for c in buf.chunks) == 64 << 10
+    src = np.random.default_rng(3).integers(0, 256, 64 << 10, dtype=np.uint8)
+    dst = np.zeros_like(src)
+    s = engine.create_stream()
+    s.copy_h2d(buf, src)
+    s.copy_d2h(dst, buf)
+    s.synchronize()
+    assert np.array_equal(src, dst)
+
+
+def test_registered_memory_is_not_staged(engine):
+    pinned = engine.allocate_host(1 << 16)
+    view = np.frombuffer(pinned, dtype=np.uint8)
+    view[:] = np.arange(1 << 16, dtype=np.uint64).astype(np.uint8)
+    array = aligned(1 << 16)
+    registered = engine.register_host(array)
+    buf = engine.allocate(1 << 16)
+    s = engine.create_stream()
+    s.copy_h2d(buf, pinned)
+    s.copy_d2h(array, buf)
+    s.synchronize()
+    assert np.array_equal(array, view)
+    assert engine.stats()["bytes_staged"] == 0
+    registered.release()
+    s.copy_d2h(array, buf)  # released: staged now, still correct
+    s.synchronize()
+    assert engine.stats()["bytes_staged"] == 1 << 16
+
+
+def test_memory_of_a_dropped_object_lives_until_its_op_completes(engine):
+    buf = engine.allocate(1 << 20)
+    s = engine.create_stream()
+    s.copy_h2d(buf, np.full(1 << 20, 7, dtype=np.uint8))  # no reference kept
+    gc.collect()
+    out = np.zeros(1 << 20, dtype=np.uint8)
+    s.copy_d2h(out, buf)
+    s.synchronize()
+    assert (out == 7).all()
+
+
+def test_callbacks_run_once_with_the_status(engine):
+    seen = []
+    buf = engine.allocate(4096)
+    s = engine.create_stream()
+    s.fill(buf, 1, on_complete=lambda st: seen.append(("fill", st.ok, st.code)))
+    s.host_callback(lambda: seen.append(("host",)))
+    s.synchronize()
+    # A host callback runs once the fill has completed; the fill's on_complete may run before or
+    # after it (both run on engine threads, in no promised order).
+    assert sorted(seen) == [("fill", True, spyre_dma.ErrorCode.OK), ("host",)]
+
+
+def test_a_raising_on_complete_does_not_break_the_engine(engine, monkeypatch):
+    reported = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: reported.append((str(u.exc_value), str(u.object))))
+    buf = engine.allocate(4096)
+    s = engine.create_stream()
+
+    def bad(status):
+        raise RuntimeError("a bug in a completion callback")
+
+    s.fill(buf, 1, on_complete=bad)
+    s.synchronize()
+    assert bytes(round_trip(engine, b"q" * 256)) == b"q" * 256
+    # Reported the way Python reports exceptions it cannot raise (sys.unraisablehook).
+    assert len(reported) == 1 and "a bug in a completion callback" in reported[0][0]
+    assert "on_complete callback of a spyre_dma op" in reported[0][1]
+
+
+def test_a_failing_host_callback_fails_its_op(engine):
+    s = engine.create_stream()
+
+    def boom():
+        raise RuntimeError("boom from Python")
+
+    op = s.host_callback(boom)
+    with pytest.raises(spyre_dma.InvalidArgument, match="boom from Python"):
+        op.wait(timeout=30)
+    with pytest.raises(spyre_dma.InvalidArgument, match="boom from Python"):
+        s.synchronize()
+    assert op.status().code == spyre_dma.ErrorCode.INVALID_ARGUMENT
+    s.synchronize()  # cleared by the previous synchronize
+
+
+def test_events_order_streams_and_time_them(engine):
+    a, b = engine.create_stream(name="a"), engine.create_stream(name="b")
+    buf = engine.allocate(1 << 20)
+    start, end = engine.create_event(), engine.create_event()
+    a.record(start)
+    a.fill(buf, 0x01010101)
+    a.record(end)
+    b.wait(end)
+    out = np.zeros(1 << 20, dtype=np.uint8)
+    b.copy_d2h(out, buf)
+    b.synchronize()
+    assert (out == 1).all()
+    assert end.query()
+    assert end.elapsed_since(start) > 0
+    assert start.elapsed_since(end) == -end.elapsed_since(start)
+    with pytest.raises(spyre_dma.InvalidArgument):
+        engine.create_event().elapsed_since(start)
+
+
+def test_batch_rings_one_doorbell_per_pipeline(engine):
+    buf = engine.allocate(128 * 32)
+    s = engine.create_stream()
+    s.synchronize()
+    before = engine.stats()["doorbells"]
+    with engine.batch():
+        for i in range(16):
+            s.fill(buf, i, offset=128 * i, nbytes=128)
+    s.synchronize()
+    assert engine.stats()["doorbells"] - before < 16
+
+
+def test_reset_then_new_work_succeeds(engine):
+    engine.reset()
+    buf = engine.allocate(4096)
+    assert bytes(round_trip(engine, b"x" * 4096)) == b"x" * 4096
+    assert buf.size == 4096
+
+
+def test_closed_engine_fails_with_closed():
+    e = spyre_dma.Engine("refdev")
+    s = e.create_stream()
+    buf = e.allocate(4096)
+    e.close()
+    assert e.closed
+    with pytest.raises(spyre_dma.Closed):
+        s.fill(buf, 0)
+    with pytest.raises(spyre_dma.Closed):
+        e.allocate(4096)
+    e.close()  # idempotent
+
+
+def test_backend_errors_name_what_is_wrong():
+    with pytest.raises(spyre_dma.BackendError, match="nosuch"):
+        spyre_dma.Engine("nosuch")
+    with pytest.raises(spyre_dma.BackendError, match="preset"):
+        spyre_dma.Engine("refdev", preset="gen4x16")
+    with pytest.raises(spyre_dma.BackendError, match="gen9x99"):
+        spyre_dma.Engine("sim", preset="gen9x99")
+    with pytest.raises(spyre_dma.InvalidArgument, match="completion \"sometimes\""):
+        spyre_dma.Engine("refdev", completion="sometimes")
+
+
+def test_polling_alone_advances_a_simulated_device(sim):
+    buf = sim.allocate(1 << 20)
+    s = sim.create_stream()
+    before = sim.simulated_time_ns()
+    op = s.fill(buf, 5)
+    polls = 0
+    while not op.done():  # no thread waits: each poll is a step of the simulation
+        polls += 1
+        assert polls < 10_000_000
+    assert op.status().ok
+    assert s.query()
+    assert sim.simulated_time_ns() > before
+
+
+def test_simulated_times_are_deterministic():
+    def run():
+        with spyre_dma.Engine("sim") as e:
+            buf = e.allocate(1 << 20)
+            s = e.create_stream()
+            t0, t1 = e.create_event(), e.create_event()
+            s.record(t0)
+            s.copy_h2d(buf, np.ones(1 << 20, dtype=np.uint8))
+            s.record(t1)
+            s.synchronize()
+            return t1.elapsed_since(t0), e.simulated_time_ns()
+
+    assert run() == run()
+
+
+def test_the_gil_is_released_while_waiting(engine):
+    # The host callback needs the GIL on an engine thread (refdev) while this thread waits, and a
+    # second Python thread keeps running meanwhile.
+    s = engine.create_stream()
+    s.fill(engine.allocate(1 << 20), 0)  # so that the callback waits for the device, not runs at submit
+    s.host_callback(lambda: time.sleep(0.3))
+    ticks = []
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            ticks.append(1)
+            time.sleep(0.001)
+
+    t = threading.Thread(target=spin)
+    t.start()
+    s.synchronize(timeout=30)
+    stop.set()
+    t.join()
+    assert len(ticks) > 10
+
+
+def test_wait_timeout_is_typed(refdev):
+    # An op queued behind a host callback that another thread is running (and holds) cannot
+    # complete within a short wait.
+    s = refdev.create_stream()
+    buf = refdev.allocate(64 << 20)
+    started, release = threading.Event(), threading.Event()
+    s.fill(buf, 0)  # so that the callback waits for the device, not runs at submit
+    s.host_callback(lambda: (started.set(), release.wait(30)))
+    later = s.fill(buf, 1, nbytes=4096)
+    waiter = threading.Thread(target=lambda: s.synchronize(timeout=60))
+    waiter.start()
+    assert started.wait(30)
+    with pytest.raises(spyre_dma.WaitTimeout) as e:
+        later.wait(timeout=0.05)
+    assert e.value.code == spyre_dma.ErrorCode.WAIT_TIMEOUT
+    release.set()
+    waiter.join()
+    later.wait(timeout=30)
+    assert later.status().ok
+
+
+def test_stats_limits_and_options(engine):
+    limits = engine.limits()
+    assert limits["max_cb_bytes"] > 0 and len(limits["ring_slots"]) == 3
+    assert engine.options["staging_buffers"] == 8
+    assert engine.stats()["ops_submitted"] == 0
+    round_trip(engine, b"y" * 1024)
+    st = engine.stats()
+    assert st["ops_completed"] == 2 and st["bytes_h2d"] == 1024 and st["bytes_d2h"] == 1024
+
+
+def test_device_statistics_on_the_model(sim):
+    round_trip(sim, b"z" * 4096)
+    stats = sim.device_statistics()
+    assert isinstance(stats, dict) and stats

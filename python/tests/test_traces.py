@@ -1,0 +1,100 @@
+"""The trace tools from Python: capture, read and write, import, replay, compare, calibrate."""
+
+import os
+
+import numpy as np
+import pytest
+
+import spyre_dma
+from conftest import DATA, KINETO
+
+
+def capture_some(backend="sim"):
+    with spyre_dma.Engine(backend, capture=True) as e:
+        s = e.create_stream()
+        buf = e.allocate(1 << 20)
+        s.copy_h2d(buf, np.ones(1 << 20, dtype=np.uint8))
+        s.fill(buf, 3, nbytes=4096)
+        s.copy_d2h(np.zeros(1 << 16, dtype=np.uint8), buf)
+        s.synchronize()
+        return e.captured_trace()
+
+
+def test_capture_read_write(tmp_path):
+    t = capture_some()
+    assert len(t) == 3
+    assert [op["kind"] for op in t.ops] == ["h2d", "fill", "d2h"]
+    assert t.header["source"] == "capture" and "PCIe Gen" in t.header["link"]
+    assert all(op["duration_ns"] > 0 for op in t.ops)
+    assert t.check() == ""
+    path = str(tmp_path / "run.trace")
+    t.save(path)
+    again = spyre_dma.Trace.load(path)
+    assert again.to_jsonl() == t.to_jsonl()
+    assert spyre_dma.Trace.from_jsonl(t.to_jsonl()).ops == t.ops
+    frame = t.to_frame()
+    assert list(frame["kind"]) == ["h2d", "fill", "d2h"]
+
+
+def test_capture_needs_capture_true(sim):
+    with pytest.raises(spyre_dma.InvalidArgument, match="capture=True"):
+        sim.captured_trace()
+
+
+def test_trace_errors_name_line_and_field(tmp_path):
+    bad = tmp_path / "bad.trace"
+    bad.write_text('{"format": "spyre-dma-trace", "version": 1}\n{"op": {"id": 1, "kind": "sideways"}}\n')
+    with pytest.raises(spyre_dma.TraceError) as e:
+        spyre_dma.Trace.load(str(bad))
+    assert e.value.line == 2 and e.value.field == "op.kind" and "sideways" in str(e.value)
+    with pytest.raises(spyre_dma.OutputError):
+        capture_some().save(str(tmp_path / "no" / "such" / "folder" / "t.trace"))
+
+
+def test_kineto_import_replay_compare():
+    t, report = spyre_dma.import_kineto(KINETO, link="PCIe Gen4 x16")
+    assert report["memcpy"] == 16 and report["malformed"] == 0
+    assert t.header["link"] == "PCIe Gen4 x16"
+    r = spyre_dma.replay(t)
+    assert r.data_ok and r.total_ns > 0 and len(r.ops) == len(t)
+    c = spyre_dma.compare(t, r)
+    groups = c.groups_frame()
+    assert {"direction", "size_class", "median_abs_rel_error"} <= set(groups.columns)
+    assert "h2d pageable" in c.table()
+    frame = c.to_frame()
+    assert (frame["captured_ns"] > 0).all()
+
+
+def test_replay_on_refdev_checks_data():
+    t = capture_some()
+    r = spyre_dma.replay(t, "refdev")
+    assert r.data_ok, r.data_error
+    assert len(r.to_frame()) == len(t)
+
+
+def test_replay_is_deterministic_on_sim():
+    t = spyre_dma.Trace.load(os.path.join(DATA, "alexnet-a100.jsonl"))
+    assert spyre_dma.replay(t).to_dict() == spyre_dma.replay(t).to_dict()
+
+
+def test_bandwidth_test_import_and_calibrate(tmp_path):
+    t = spyre_dma.import_bandwidth_test(os.path.join(DATA, "cuda_memory_h2d_bw.log"), link="PCIe Gen3 x16")
+    assert len(t) > 0 and all(op["kind"] == "h2d" for op in t.ops)
+    cal = spyre_dma.calibrate(t, fit="atleast:1MB", max_replays=4, fit_copies_per_size=1)
+    assert cal.replays <= 5 and cal.rms_log_error >= 0
+    assert cal.config["preset"] == cal.preset_json()["preset"]
+    out = str(tmp_path / "fitted.json")
+    cal.save_config(out)
+    # The file loads back to the fitted configuration.
+    assert spyre_dma.model_config(config=out) == cal.config
+    assert "rms log error" in open(out).read()
+
+
+def test_model_configuration_and_presets():
+    names = [p["name"] for p in spyre_dma.presets()]
+    assert "gen4x16" in names
+    assert spyre_dma.model_config(preset="gen4x16")["link"]["generation"] == 4
+    with pytest.raises(spyre_dma.ConfigError, match="gen9x99"):
+        spyre_dma.model_config(preset="gen9x99")
+    with pytest.raises(ValueError, match="give one"):
+        spyre_dma.model_config(preset="gen4x16", config="x.json")
