@@ -9,27 +9,34 @@ namespace {
 
 std::string type_name(py::handle obj) { return py::str(obj.get_type().attr("__name__")); }
 
-// torch.Tensor has no buffer protocol; its storage is reached through data_ptr(). Recognised by
-// its type's module, so that torch is never imported here.
+// torch.Tensor has no buffer protocol; its storage is reached through data_ptr(). The class is
+// taken from sys.modules once torch has been imported by the program (never imported here), then
+// recognised by a type check.
 bool is_torch_tensor(py::handle obj) {
-  const py::handle type = obj.get_type();
-  if (!py::hasattr(type, "__module__")) return false;
-  const std::string module = py::str(type.attr("__module__"));
-  return module.compare(0, 5, "torch") == 0 && py::hasattr(obj, "data_ptr") && py::hasattr(obj, "is_contiguous");
+  static PyObject* tensor_type = nullptr;  // a strong reference, kept for the process
+  if (!tensor_type) {
+    PyObject* torch = PyDict_GetItemString(PySys_GetObject("modules"), "torch");  // borrowed
+    if (!torch) return false;
+    tensor_type = PyObject_GetAttrString(torch, "Tensor");
+    if (!tensor_type) {
+      PyErr_Clear();
+      return false;
+    }
+  }
+  return PyObject_IsInstance(obj.ptr(), tensor_type) == 1;
 }
 
 HostRange tensor_range(py::handle t, const char* role) {
-  const std::string device = py::str(t.attr("device"));
-  if (device != "cpu")
-    throw InvalidArgument(fmt::format("{}: a tensor on device '{}': copies take CPU tensors (tensor.cpu())", role, device));
+  if (!t.attr("is_cpu").cast<bool>())
+    throw InvalidArgument(fmt::format("{}: a tensor on device '{}': copies take CPU tensors (tensor.cpu())", role,
+                                      std::string(py::str(t.attr("device")))));
   if (!t.attr("is_contiguous")().cast<bool>())
     throw InvalidArgument(fmt::format(
         "{}: a non-contiguous tensor (shape {}, stride {}) is not one block of memory: pass tensor.contiguous()", role,
         std::string(py::str(t.attr("shape"))), std::string(py::str(t.attr("stride")()))));
-  const auto elements = t.attr("numel")().cast<std::size_t>();
-  const auto element = t.attr("element_size")().cast<std::size_t>();
+  const auto bytes = t.attr("numel")().cast<std::size_t>() * t.attr("element_size")().cast<std::size_t>();
   const auto address = t.attr("data_ptr")().cast<std::uintptr_t>();
-  return HostRange{reinterpret_cast<void*>(address), elements * element, py::reinterpret_borrow<py::object>(t)};
+  return HostRange{reinterpret_cast<void*>(address), bytes, py::reinterpret_borrow<py::object>(t)};
 }
 
 }  // namespace
