@@ -68,5 +68,16 @@ __all__ = [
     "regress_frame", "replay",
 ]
 
+# The native classes and functions present themselves as the package's (help(), repr, pickling
+# errors), which is where users import them from.
+for _name in __all__:
+    _obj = globals()[_name]
+    if getattr(_obj, "__module__", None) == "spyre_dma._native":
+        try:
+            _obj.__module__ = __name__
+        except (AttributeError, TypeError):
+            pass
+del _name, _obj
+
 # Engines still open at exit are closed while the interpreter can still run their callbacks.
 _atexit.register(_native._close_all)

@@ -773,6 +773,7 @@ void bind_engine(py::module_& m) {
         return std::make_pair(std::chrono::duration<double>(submitted - start).count(),
                               std::chrono::duration<double>(end - start).count());
       },
+      py::arg("stream"), py::arg("dst"), py::arg("src"), py::arg("count"),
       "The baseline of bench/copy_overhead.py: `count` copies of src to dst submitted by a C++ loop, then\n"
       "a synchronize; returns (seconds submitting, seconds in all).");
 }
