@@ -13,8 +13,10 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <deque>
 #include <memory>
 #include <optional>
+#include <tuple>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,7 +33,7 @@
 namespace spyre_dma::python {
 namespace {
 
-using DoneFlag = std::shared_ptr<std::atomic<bool>>;
+using DoneFlag = std::atomic<bool>;
 
 class EngineHandle {
  public:
@@ -74,23 +76,40 @@ class EngineHandle {
     if (PyGILState_Check()) pending_.clear();
   }
 
-  // Holds `keep` until `done` is set by the op's completion callback. Called with the GIL.
-  void keep(DoneFlag done, py::object keep) {
-    if (pending_.size() >= prune_at_) prune();
-    pending_.push_back(Pending{std::move(done), std::move(keep)});
+  // A flag for one op's completion callback to set, from a pool of the handle's: its address
+  // stays valid until the engine is gone (a std::deque never moves its elements), so the callback
+  // holds a plain pointer and needs no allocation of its own. Called with the GIL.
+  DoneFlag* take_flag() {
+    if (free_flags_.empty()) return &flags_.emplace_back(false);
+    DoneFlag* f = free_flags_.back();
+    free_flags_.pop_back();
+    return f;
   }
-  // Drops what completed ops held; amortised O(1) per op over keep() calls.
+  // Holds `keep` until `done` is set by the op's completion callback. Called with the GIL.
+  void keep(DoneFlag* done, py::object keep) {
+    if (pending_.size() >= prune_at_) prune();
+    pending_.push_back(Pending{done, std::move(keep)});
+  }
+  // Drops what completed ops held and returns their flags to the pool; amortised O(1) per op
+  // over keep() calls.
   void prune() {
     std::size_t out = 0;
-    for (Pending& p : pending_)
-      if (!p.done->load(std::memory_order_acquire)) pending_[out++] = std::move(p);
+    for (Pending& p : pending_) {
+      if (p.done->load(std::memory_order_acquire)) {
+        p.done->store(false, std::memory_order_relaxed);
+        free_flags_.push_back(p.done);
+        p.keep = py::object();
+      } else {
+        pending_[out++] = std::move(p);
+      }
+    }
     pending_.resize(out);
     prune_at_ = std::max<std::size_t>(64, 2 * out);
   }
 
  private:
   struct Pending {
-    DoneFlag done;
+    DoneFlag* done;
     py::object keep;
   };
   std::string backend_;
@@ -98,6 +117,8 @@ class EngineHandle {
   std::unique_ptr<Engine> engine_;
   std::shared_ptr<traces::TraceRecorder> recorder_;
   std::vector<Pending> pending_;
+  std::deque<DoneFlag> flags_;
+  std::vector<DoneFlag*> free_flags_;
   std::size_t prune_at_ = 64;
 };
 using Handle = std::shared_ptr<EngineHandle>;
@@ -131,15 +152,12 @@ struct PyStream {
 };
 
 // The completion callback of an op that holds Python objects: it runs `on_complete` (if any) with
-// the GIL, then marks the op done so that the handle may drop what it held.
-struct Completion {
-  Callback callback;
-  DoneFlag done;
-};
-Completion completion(const py::object& on_complete) {
-  auto done = std::make_shared<std::atomic<bool>>(false);
+// the GIL, then marks the op done so that the handle may drop what it held. Two plain pointers:
+// std::function keeps it without an allocation, so neither this thread nor the completing one
+// touches the heap per op (the two would contend for the allocator's lock).
+Callback completion(DoneFlag* done, const py::object& on_complete) {
   PyObject* fn = on_complete.is_none() ? nullptr : on_complete.ptr();  // held by the handle
-  Callback cb = [done, fn](const Status& s) {
+  return [done, fn](const Status& s) {
     if (fn) {
       py::gil_scoped_acquire gil;
       try {
@@ -150,7 +168,6 @@ Completion completion(const py::object& on_complete) {
     }
     done->store(true, std::memory_order_release);
   };
-  return {std::move(cb), std::move(done)};
 }
 
 // Submits with the GIL released. `keep` (memory and callables the op uses) is held until the op
@@ -165,13 +182,18 @@ PyOp submit(PyStream& s, py::object keep, const py::object& on_complete, Submit&
     }
     return PyOp{s.h, std::move(op)};
   }
-  Completion c = completion(on_complete);
+  DoneFlag* done = s.h->take_flag();
+  Callback cb = completion(done, on_complete);
   Op op;
-  {
+  try {
     py::gil_scoped_release nogil;
-    op = fn(std::move(c.callback));
+    op = fn(std::move(cb));
+  } catch (...) {
+    done->store(true, std::memory_order_relaxed);  // refused: back to the pool at the next prune
+    s.h->keep(done, py::object());
+    throw;
   }
-  s.h->keep(std::move(c.done), on_complete.is_none() ? std::move(keep) : py::make_tuple(keep, on_complete));
+  s.h->keep(done, on_complete.is_none() ? std::move(keep) : py::make_tuple(keep, on_complete));
   return PyOp{s.h, std::move(op)};
 }
 
@@ -762,20 +784,33 @@ void bind_engine(py::module_& m) {
 
   m.def(
       "_native_h2d_loop",
-      [](PyStream& s, const PyDeviceBuffer& dst, py::handle src, std::size_t count) {
+      [](PyStream& s, const PyDeviceBuffer& dst, py::handle src, std::size_t count, double period_ns) {
         HostRange r = host_range(src, false, "src");
         py::gil_scoped_release nogil;
-        const auto start = std::chrono::steady_clock::now();
-        for (std::size_t i = 0; i < count; ++i) s.stream.copy_h2d(dst.buffer, 0, r.data, r.bytes);
-        const auto submitted = std::chrono::steady_clock::now();
+        using Clock = std::chrono::steady_clock;
+        const auto period = std::chrono::nanoseconds(static_cast<std::int64_t>(period_ns));
+        Clock::duration in_calls{0};
+        const auto start = Clock::now();
+        for (std::size_t i = 0; i < count; ++i) {
+          if (period.count() > 0)
+            while (Clock::now() < start + period * static_cast<std::int64_t>(i)) {
+            }
+          const auto t = Clock::now();
+          s.stream.copy_h2d(dst.buffer, 0, r.data, r.bytes);
+          in_calls += Clock::now() - t;
+        }
+        const auto submitted = Clock::now();
         s.stream.synchronize().throw_if_error();
-        const auto end = std::chrono::steady_clock::now();
-        return std::make_pair(std::chrono::duration<double>(submitted - start).count(),
-                              std::chrono::duration<double>(end - start).count());
+        const auto end = Clock::now();
+        using S = std::chrono::duration<double>;
+        // Converted to a Python tuple after the lambda returns, with the GIL taken back.
+        return std::make_tuple(S(submitted - start).count(), S(end - start).count(), S(in_calls).count());
       },
-      py::arg("stream"), py::arg("dst"), py::arg("src"), py::arg("count"),
+      py::arg("stream"), py::arg("dst"), py::arg("src"), py::arg("count"), py::arg("period_ns") = 0.0,
       "The baseline of bench/copy_overhead.py: `count` copies of src to dst submitted by a C++ loop, then\n"
-      "a synchronize; returns (seconds submitting, seconds in all).");
+      "a synchronize; with period_ns, op i is submitted no earlier than i * period_ns after the first\n"
+      "(the pace of another loop). Returns (seconds submitting, seconds in all, seconds inside the\n"
+      "submit calls).");
 }
 
 }  // namespace spyre_dma::python

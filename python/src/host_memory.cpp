@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <string>
+#include <unordered_map>
 
 namespace spyre_dma::python {
 namespace {
@@ -26,23 +27,58 @@ bool is_torch_tensor(py::handle obj) {
   return PyObject_IsInstance(obj.ptr(), tensor_type) == 1;
 }
 
+// One attribute or method result of a tensor, by a name interned once (this runs per copy).
+py::object tensor_get(py::handle t, const char* name, bool call) {
+  static std::unordered_map<const char*, PyObject*> names;  // kept for the process
+  PyObject*& n = names[name];
+  if (!n) n = PyUnicode_InternFromString(name);
+  PyObject* r = call ? PyObject_CallMethodNoArgs(t.ptr(), n) : PyObject_GetAttr(t.ptr(), n);
+  if (!r) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(r);
+}
+
 HostRange tensor_range(py::handle t, const char* role) {
-  if (!t.attr("is_cpu").cast<bool>())
+  if (tensor_get(t, "is_cpu", false).ptr() != Py_True)
     throw InvalidArgument(fmt::format("{}: a tensor on device '{}': copies take CPU tensors (tensor.cpu())", role,
                                       std::string(py::str(t.attr("device")))));
-  if (!t.attr("is_contiguous")().cast<bool>())
+  if (tensor_get(t, "is_contiguous", true).ptr() != Py_True)
     throw InvalidArgument(fmt::format(
         "{}: a non-contiguous tensor (shape {}, stride {}) is not one block of memory: pass tensor.contiguous()", role,
         std::string(py::str(t.attr("shape"))), std::string(py::str(t.attr("stride")()))));
-  const auto bytes = t.attr("numel")().cast<std::size_t>() * t.attr("element_size")().cast<std::size_t>();
-  const auto address = t.attr("data_ptr")().cast<std::uintptr_t>();
+  const auto bytes = tensor_get(t, "numel", true).cast<std::size_t>() * tensor_get(t, "element_size", true).cast<std::size_t>();
+  const auto address = tensor_get(t, "data_ptr", true).cast<std::uintptr_t>();
   return HostRange{reinterpret_cast<void*>(address), bytes, py::reinterpret_borrow<py::object>(t)};
+}
+
+// Takes the buffer with the fewest demands (one C-contiguous block, no format, shape or strides),
+// which is also the cheapest export (numpy builds none of those). The buffer is released when the
+// returned capsule is, under the GIL.
+py::object simple_buffer(py::handle obj, bool writable, void** data, std::size_t* bytes) {
+  // PyMem: the interpreter's allocator (the GIL is held here and where it is freed).
+  auto* view = static_cast<Py_buffer*>(PyMem_Malloc(sizeof(Py_buffer)));
+  if (!view) throw std::bad_alloc();
+  if (PyObject_GetBuffer(obj.ptr(), view, writable ? PyBUF_WRITABLE : PyBUF_SIMPLE) != 0) {
+    PyMem_Free(view);
+    PyErr_Clear();
+    return py::object();
+  }
+  *data = view->buf;
+  *bytes = static_cast<std::size_t>(view->len);
+  return py::capsule(view, [](void* p) {
+    auto* v = static_cast<Py_buffer*>(p);
+    PyBuffer_Release(v);
+    PyMem_Free(v);
+  });
 }
 
 }  // namespace
 
 HostRange host_range(py::handle obj, bool writable, const char* role) {
   if (PyObject_CheckBuffer(obj.ptr())) {
+    HostRange r;
+    if ((r.keep = simple_buffer(obj, writable, &r.data, &r.bytes))) return r;
+    // Refused: find out why with a full view (and take a Fortran-ordered block, which the simple
+    // request refuses, as the one contiguous block it is).
     auto view = py::reinterpret_steal<py::object>(PyMemoryView_FromObject(obj.ptr()));
     if (!view) throw py::error_already_set();
     const Py_buffer* b = PyMemoryView_GET_BUFFER(view.ptr());
