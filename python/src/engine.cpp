@@ -37,7 +37,7 @@ using DoneFlag = std::atomic<bool>;
 
 class EngineHandle {
  public:
-  EngineHandle(std::string backend, backend::Instance instance, std::unique_ptr<Engine> engine,
+  EngineHandle(std::string backend, backend::Instance instance, std::shared_ptr<Engine> engine,
                std::shared_ptr<traces::TraceRecorder> recorder)
       : backend_(std::move(backend)),
         instance_(std::move(instance)),
@@ -47,9 +47,16 @@ class EngineHandle {
   EngineHandle(const EngineHandle&) = delete;
   EngineHandle& operator=(const EngineHandle&) = delete;
 
+  // For calls made with the GIL held (close() cannot run meanwhile).
   Engine& engine() {
     if (!engine_) throw Closed("the engine is closed");
     return *engine_;
+  }
+  // For calls that release the GIL: the caller's reference keeps the engine alive should another
+  // thread close() it meanwhile (see without_gil()).
+  std::shared_ptr<Engine> share() {
+    if (!engine_) throw Closed("the engine is closed");
+    return engine_;
   }
   bool closed() const noexcept { return engine_ == nullptr; }
   const std::string& backend() const noexcept { return backend_; }
@@ -60,20 +67,24 @@ class EngineHandle {
   const std::shared_ptr<traces::TraceRecorder>& recorder() const noexcept { return recorder_; }
 
   // Waits for in-flight work (bounded by cb_timeout), cancels the rest, releases the device; then
-  // drops every Python object the engine held. Idempotent.
+  // drops every Python object the engine held. Idempotent. Should another thread be inside a call
+  // that released the GIL (a synchronize), the engine goes when that call returns, and what its ops
+  // hold is dropped by a later prune.
   void close() {
     if (engine_) {
-      std::unique_ptr<Engine> engine = std::move(engine_);
+      std::shared_ptr<Engine> engine = std::move(engine_);
+      backend::Instance instance = std::move(instance_);
+      instance_ = {};
       if (PyGILState_Check()) {
         py::gil_scoped_release nogil;
         engine.reset();
-        instance_ = {};
+        instance = {};
       } else {
         engine.reset();
-        instance_ = {};
+        instance = {};
       }
     }
-    if (PyGILState_Check()) pending_.clear();
+    if (PyGILState_Check()) prune();
   }
 
   // A flag for one op's completion callback to set, from a pool of the handle's: its address
@@ -114,7 +125,7 @@ class EngineHandle {
   };
   std::string backend_;
   backend::Instance instance_;
-  std::unique_ptr<Engine> engine_;
+  std::shared_ptr<Engine> engine_;
   std::shared_ptr<traces::TraceRecorder> recorder_;
   std::vector<Pending> pending_;
   std::deque<DoneFlag> flags_;
@@ -122,6 +133,18 @@ class EngineHandle {
   std::size_t prune_at_ = 64;
 };
 using Handle = std::shared_ptr<EngineHandle>;
+
+// Runs f(engine) with the GIL released. The reference taken here keeps the engine alive through a
+// close() from another thread, and is dropped before the GIL is taken back, so that the engine,
+// if this was its last reference, is destroyed without the GIL (its completions may need it).
+template <typename F>
+auto without_gil(const Handle& h, F&& f) {
+  std::shared_ptr<Engine> e = h->share();
+  py::gil_scoped_release nogil;
+  auto result = f(*e);
+  e.reset();
+  return result;
+}
 
 // Engines not yet garbage, for close_all() at interpreter exit.
 std::vector<std::weak_ptr<EngineHandle>>& live_engines() {
@@ -280,7 +303,7 @@ Handle open_engine(const OpenArgs& a) {
   const backend::Registry& registry = backend::builtin();
   std::shared_ptr<traces::TraceRecorder> recorder;
   backend::Instance instance;
-  std::unique_ptr<Engine> engine;
+  std::shared_ptr<Engine> engine;
   {
     py::gil_scoped_release nogil;
     instance = registry.open(a.backend, settings);
@@ -676,11 +699,7 @@ void bind_engine(py::module_& m) {
           "register_host",
           [](const Handle& h, py::handle obj) {
             HostRange r = host_range(obj, false, "memory");
-            HostBuffer b;
-            {
-              py::gil_scoped_release nogil;
-              b = h->engine().register_host(r.data, r.bytes);
-            }
+            HostBuffer b = without_gil(h, [&](Engine& e) { return e.register_host(r.data, r.bytes); });
             return PyHostBuffer{h, std::move(b), std::move(r.keep)};
           },
           py::arg("memory"),
@@ -689,11 +708,7 @@ void bind_engine(py::module_& m) {
       .def(
           "allocate_host",
           [](const Handle& h, std::size_t nbytes) {
-            HostBuffer b;
-            {
-              py::gil_scoped_release nogil;
-              b = h->engine().allocate_host(nbytes);
-            }
+            HostBuffer b = without_gil(h, [&](Engine& e) { return e.allocate_host(nbytes); });
             return PyHostBuffer{h, std::move(b), py::none()};
           },
           py::arg("nbytes"), "Page-aligned, registered host memory (a HostBuffer).")
@@ -701,13 +716,8 @@ void bind_engine(py::module_& m) {
           "synchronize",
           [](const Handle& h, const py::object& timeout) {
             const auto t = seconds_to_timeout(timeout, kDefaultWait);
-            Engine& e = h->engine();
-            Status s;
-            {
-              py::gil_scoped_release nogil;
-              s = e.synchronize(t);
-            }
-            if (!h->closed()) h->prune();
+            const Status s = without_gil(h, [&](Engine& e) { return e.synchronize(t); });
+            h->prune();
             raise_if_error(s);
           },
           py::arg("timeout") = py::none(), "Waits for every op of every stream; raises the first error.")
@@ -715,13 +725,7 @@ void bind_engine(py::module_& m) {
           "reset",
           [](const Handle& h, const py::object& timeout) {
             const auto t = seconds_to_timeout(timeout, std::chrono::seconds(10));
-            Engine& e = h->engine();
-            Status s;
-            {
-              py::gil_scoped_release nogil;
-              s = e.reset(t);
-            }
-            raise_if_error(s);
+            raise_if_error(without_gil(h, [&](Engine& e) { return e.reset(t); }));
           },
           py::arg("timeout") = py::none(),
           "Resets the device: in-flight and queued ops complete with CANCELLED; new work then succeeds.")

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -63,7 +64,26 @@ py::list to_list(const std::vector<nlohmann::json>& v) {
   return out;
 }
 
-py::object data_frame(const py::object& rows) { return py::module_::import("pandas").attr("DataFrame")(rows); }
+// A DataFrame of `rows` (dicts) with the columns in `order` first, as the file formats and the
+// command line list them (JSON objects come back with their keys sorted), then any others.
+py::object data_frame(const py::object& rows, std::initializer_list<const char*> order) {
+  py::object frame = py::module_::import("pandas").attr("DataFrame")(rows);
+  py::list columns;
+  const py::object present = frame.attr("columns");
+  for (const char* c : order)
+    if (present.attr("__contains__")(c).cast<bool>()) columns.append(c);
+  for (const auto& c : present)
+    if (!columns.contains(c)) columns.append(c);
+  return frame[columns];
+}
+constexpr std::initializer_list<const char*> kOpColumns = {
+    "id", "stream", "kind", "bytes", "host", "dst_alloc", "dst_offset", "src_alloc", "src_offset", "pattern",
+    "compute_ns", "event", "deps", "issue_ns", "start_ns", "duration_ns"};
+constexpr std::initializer_list<const char*> kComparedColumns = {
+    "id", "direction", "bytes", "size_class", "captured_ns", "simulated_ns", "rel_error", "bound"};
+constexpr std::initializer_list<const char*> kGroupColumns = {
+    "direction", "size_class", "ops", "bounds", "median_abs_rel_error", "p90_abs_rel_error", "bias",
+    "max_abs_rel_error"};
 
 // A model configuration named the way the command line names it; "" where not given.
 std::string or_empty(const std::optional<std::string>& s) { return s ? *s : std::string(); }
@@ -142,7 +162,7 @@ void bind_traces(py::module_& m) {
       .def_property_readonly("allocations", [](const traces::Trace& t) { return to_list(records(t).allocations); })
       .def_property_readonly("ops", [](const traces::Trace& t) { return to_list(records(t).ops); })
       .def(
-          "to_frame", [](const traces::Trace& t) { return data_frame(to_list(records(t).ops)); },
+          "to_frame", [](const traces::Trace& t) { return data_frame(to_list(records(t).ops), kOpColumns); },
           "The ops as a pandas DataFrame, one row per op, the format's keys as columns.")
       .def("__len__", [](const traces::Trace& t) { return t.ops.size(); })
       .def("__repr__", [](const traces::Trace& t) {
@@ -195,7 +215,10 @@ void bind_traces(py::module_& m) {
       .def_property_readonly("ops", [](const traces::ReplayResult& r) { return to_python(r.to_json()["ops"]); },
                              "Per op: id, start_ns (from the first start), duration_ns.")
       .def("to_dict", [](const traces::ReplayResult& r) { return to_python(r.to_json()); })
-      .def("to_frame", [](const traces::ReplayResult& r) { return data_frame(to_python(r.to_json()["ops"])); })
+      .def("to_frame",
+           [](const traces::ReplayResult& r) {
+             return data_frame(to_python(r.to_json()["ops"]), {"id", "start_ns", "duration_ns"});
+           })
       .def("summary", &traces::ReplayResult::summary)
       .def("__repr__", [](const traces::ReplayResult& r) { return "<spyre_dma.ReplayResult " + r.summary() + ">"; });
 
@@ -231,9 +254,10 @@ void bind_traces(py::module_& m) {
       .def_property_readonly("ops", [](const traces::Comparison& c) { return to_python(c.to_json()["ops"]); })
       .def_property_readonly("groups", [](const traces::Comparison& c) { return to_python(c.to_json()["groups"]); })
       .def("to_dict", [](const traces::Comparison& c) { return to_python(c.to_json()); })
-      .def("to_frame", [](const traces::Comparison& c) { return data_frame(to_python(c.to_json()["ops"])); },
+      .def("to_frame", [](const traces::Comparison& c) { return data_frame(to_python(c.to_json()["ops"]), kComparedColumns); },
            "The compared ops as a DataFrame (captured_ns, simulated_ns, rel_error, ...).")
-      .def("groups_frame", [](const traces::Comparison& c) { return data_frame(to_python(c.to_json()["groups"])); })
+      .def("groups_frame",
+           [](const traces::Comparison& c) { return data_frame(to_python(c.to_json()["groups"]), kGroupColumns); })
       .def("table", &traces::Comparison::table, "The groups as the command line prints them.");
 
   m.def(

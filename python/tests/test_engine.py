@@ -320,3 +320,35 @@ def test_device_statistics_on_the_model(sim):
     round_trip(sim, b"z" * 4096)
     stats = sim.device_statistics()
     assert isinstance(stats, dict) and stats
+
+
+def test_close_while_another_thread_waits(refdev):
+    # The waiter keeps the engine alive until its wait returns; close() does not pull it away.
+    s = refdev.create_stream()
+    buf = refdev.allocate(64 << 20)
+    release = threading.Event()
+    s.fill(buf, 0)  # so that the callback waits for the device, not runs at submit
+    s.host_callback(lambda: release.wait(30))
+    results = []
+
+    def wait():
+        try:
+            refdev.synchronize(timeout=60)
+            results.append("ok")
+        except spyre_dma.Error as e:
+            results.append(type(e).__name__)
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    time.sleep(0.1)
+    closer = threading.Thread(target=refdev.close)
+    closer.start()
+    time.sleep(0.1)
+    release.set()
+    waiter.join(60)
+    closer.join(60)
+    assert not waiter.is_alive() and not closer.is_alive()
+    assert results in (["ok"], ["Cancelled"], ["Closed"])
+    assert refdev.closed
+    with pytest.raises(spyre_dma.Closed):
+        refdev.synchronize()
