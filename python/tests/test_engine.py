@@ -267,8 +267,9 @@ def test_the_gil_is_released_while_waiting(engine):
     # The host callback needs the GIL on an engine thread (refdev) while this thread waits, and a
     # second Python thread keeps running meanwhile.
     s = engine.create_stream()
-    s.fill(engine.allocate(1 << 20), 0)  # so that the callback waits for the device, not runs at submit
-    s.host_callback(lambda: time.sleep(0.3))
+    with engine.batch():  # the fill reaches the device after the callback is queued behind it
+        s.fill(engine.allocate(1 << 20), 0x5A5A5A5A)
+        s.host_callback(lambda: time.sleep(0.3))
     ticks = []
     stop = threading.Event()
 
@@ -291,9 +292,10 @@ def test_wait_timeout_is_typed(refdev):
     s = refdev.create_stream()
     buf = refdev.allocate(64 << 20)
     started, release = threading.Event(), threading.Event()
-    s.fill(buf, 0)  # so that the callback waits for the device, not runs at submit
-    s.host_callback(lambda: (started.set(), release.wait(30)))
-    later = s.fill(buf, 1, nbytes=4096)
+    with refdev.batch():  # the fill reaches the device after the callback is queued behind it
+        s.fill(buf, 0x5A5A5A5A)
+        s.host_callback(lambda: (started.set(), release.wait(30)))
+        later = s.fill(buf, 1, nbytes=4096)
     waiter = threading.Thread(target=lambda: s.synchronize(timeout=60))
     waiter.start()
     assert started.wait(30)
@@ -327,8 +329,9 @@ def test_close_while_another_thread_waits(refdev):
     s = refdev.create_stream()
     buf = refdev.allocate(64 << 20)
     release = threading.Event()
-    s.fill(buf, 0)  # so that the callback waits for the device, not runs at submit
-    s.host_callback(lambda: release.wait(30))
+    with refdev.batch():  # the fill reaches the device after the callback is queued behind it
+        s.fill(buf, 0x5A5A5A5A)
+        s.host_callback(lambda: release.wait(30))
     results = []
 
     def wait():
