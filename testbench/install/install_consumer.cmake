@@ -63,3 +63,23 @@ if(NOT EXISTS "${_exe}" AND SPYRE_DMA_CONFIG)
   set(_exe "${_consumer_build}/${SPYRE_DMA_CONFIG}/spyre_dma_consumer")
 endif()
 run("run the consumer" "${_exe}")
+
+# The Python package, where the build made one: the installed copy imports, opens an engine and
+# names the installed spyre-dma command (which exists), not the build tree's.
+if(PYTHON_EXECUTABLE AND PYTHON_PACKAGE_DIR)
+  set(_site "${_prefix}/${PYTHON_PACKAGE_DIR}")
+  run("import the installed Python package from ${_site}"
+    "${CMAKE_COMMAND}" -E env "PYTHONPATH=${_site}" PYTHONDONTWRITEBYTECODE=1
+    "${PYTHON_EXECUTABLE}" -c "
+import os, spyre_dma
+from spyre_dma import _build_info
+prefix = os.path.realpath('${_prefix}')
+assert os.path.realpath(spyre_dma.__file__).startswith(prefix), spyre_dma.__file__
+assert os.path.realpath(_build_info.cli).startswith(prefix) and os.access(_build_info.cli, os.X_OK), _build_info.cli
+with spyre_dma.Engine('refdev') as e:
+    s = e.create_stream(); b = e.allocate(4096); out = bytearray(4096)
+    s.copy_h2d(b, b'x' * 4096); s.copy_d2h(out, b); s.synchronize()
+    assert out == b'x' * 4096
+print('installed spyre_dma: ok')
+")
+endif()
