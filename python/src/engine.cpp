@@ -594,8 +594,10 @@ void bind_engine(py::module_& m) {
             });
           },
           py::arg("fn"), py::arg("on_complete") = py::none(),
-          "Runs fn() on an engine thread once every earlier op of the stream has completed; later ops\n"
-          "wait for it. An exception from fn fails the op with InvalidArgument.")
+          "Runs fn() once every earlier op of the stream has completed, on the thread inside the engine\n"
+          "that finds it ready (an engine thread, one that waits or polls, or this one at submission\n"
+          "when nothing before it is pending); later ops wait for it. An exception from fn fails the op\n"
+          "with InvalidArgument.")
       .def(
           "record", [](PyStream& s, const PyEvent& e) { return submit(s, py::none(), py::none(), [&](Callback) { return s.stream.record(e.event); }); },
           py::arg("event"))

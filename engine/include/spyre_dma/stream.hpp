@@ -102,8 +102,10 @@ class Stream {
           std::uint32_t pattern, Callback on_complete = {});
   // A timed placeholder kernel on the COMPUTE pipeline: takes `duration` on the device.
   Op compute(std::chrono::nanoseconds duration, Callback on_complete = {});
-  // Runs `fn` on an engine thread once every earlier operation of the stream has completed; later
-  // operations wait for it. An exception thrown by fn fails the op with kInvalidArgument.
+  // Runs `fn` once every earlier operation of the stream has completed, on the thread inside the
+  // engine that finds it ready (the poller, a thread that waits or polls, or this one, at
+  // submission, when nothing before it is pending); later operations wait for it. An exception
+  // thrown by fn fails the op with kInvalidArgument.
   Op host_callback(std::function<void()> fn, Callback on_complete = {});
   Op record(const Event& event);
   Op wait(const Event& event);
