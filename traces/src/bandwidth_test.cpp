@@ -118,16 +118,17 @@ std::uint32_t copies_for_size(std::uint64_t bytes) {
 
 Trace bandwidth_test_trace(const std::vector<BandwidthPoint>& points, const std::string& name,
                            const BandwidthTestImport& info) {
-  if (points.empty()) throw TraceError(name, 0, "", "no bandwidthTest points to import");
+  if (points.empty()) throw TraceError(name, 0, "", "no " + info.tool + " points to import");
   Trace trace;
-  trace.header.source = "bandwidthtest:" + name;
+  trace.header.source = info.tool + ":" + name;
   trace.header.device = info.device;
   trace.header.link = info.link;
-  // The duration of one copy is size / bandwidth, and bandwidth is printed to 0.1 GB/s: the
-  // resolution is relative (up to 0.05 / bandwidth), not an absolute time; 0 says "no absolute floor".
+  // The duration of one copy is size / bandwidth, and bandwidth is printed to a resolution (0.1 GB/s
+  // for bandwidthTest): the resolution is relative (up to half of it / bandwidth), not an absolute
+  // time; 0 says "no absolute floor".
   trace.header.resolution_ns = 0;
-  trace.header.extra = nlohmann::json{{"method", "per size, back-to-back copies of size/bandwidth each"},
-                                      {"bandwidth_resolution_gbps", 0.1}};
+  trace.header.extra = nlohmann::json{{"method", info.method},
+                                      {"bandwidth_resolution_gbps", info.bandwidth_resolution_gbps}};
   std::uint64_t op_id = 1;
   double t = 0;
   for (std::size_t i = 0; i < points.size(); ++i) {

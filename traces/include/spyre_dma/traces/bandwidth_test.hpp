@@ -36,6 +36,12 @@ std::uint32_t copies_for_size(std::uint64_t bytes);
 struct BandwidthTestImport {
   std::string device;  // header.device ("" unknown)
   std::string link;    // header.link, e.g. "PCIe Gen3 x16" ("" unknown)
+  // The tool the points come from: header.source is "<tool>:<file>". Other bandwidth tools'
+  // importers (a point per measured size) build their traces here too, naming themselves.
+  std::string tool = "bandwidthtest";
+  // How the tool measured (header.extra.method) and the resolution of the bandwidth it prints.
+  std::string method = "per size, back-to-back copies of size/bandwidth each";
+  double bandwidth_resolution_gbps = 0.1;
 };
 
 // The trace of the points (in input order, one stream, one allocation per size reused by its
