@@ -52,7 +52,10 @@ from ._native import (
     calibrate,
     compare,
     import_bandwidth_test,
+    import_hip_bus_bandwidth,
     import_kineto,
+    import_nvbandwidth,
+    import_rocm_bandwidth_test,
     model_config,
     presets,
     replay,
@@ -64,7 +67,8 @@ __all__ = [
     "DeviceError", "DeviceFault", "DeviceTimeout", "Engine", "Error", "ErrorCode", "Event", "HostBuffer",
     "InvalidArgument", "IommuFault", "Op", "OpKind", "OutOfMemory", "OutputError", "ReplayResult", "Status",
     "Stream", "SubmitBatch", "Trace", "TraceError", "WaitTimeout", "backends", "calibrate", "compare",
-    "import_bandwidth_test", "import_kineto", "model_config", "presets", "read_regress_results", "regress",
+    "import_bandwidth_test", "import_hip_bus_bandwidth", "import_kineto", "import_nvbandwidth",
+    "import_rocm_bandwidth_test", "model_config", "presets", "read_regress_results", "regress",
     "regress_frame", "replay",
 ]
 

@@ -1,4 +1,5 @@
-// The trace tools in Python: import (Kineto, bandwidthTest), capture (Engine(capture=True)),
+// The trace tools in Python: import (Kineto, bandwidthTest, nvbandwidth, rocm-bandwidth-test,
+// hipBusBandwidth), capture (Engine(capture=True)),
 // read and write, replay, compare and calibrate; the model's presets and the backends. Results
 // are objects with plain-data views (dicts and lists, the same keys as the command line's JSON)
 // and pandas DataFrames (to_frame(), pandas imported only then).
@@ -20,8 +21,10 @@
 #include "spyre_dma/traces/calibrate.hpp"
 #include "spyre_dma/traces/compare.hpp"
 #include "spyre_dma/traces/kineto.hpp"
+#include "spyre_dma/traces/nvbandwidth.hpp"
 #include "spyre_dma/traces/output_file.hpp"
 #include "spyre_dma/traces/replay.hpp"
+#include "spyre_dma/traces/rocm_bandwidth.hpp"
 #include "spyre_dma/traces/trace_io.hpp"
 #include "trace_object.hpp"
 
@@ -207,6 +210,74 @@ void bind_traces(py::module_& m) {
       },
       py::arg("path"), py::kw_only(), py::arg("device") = "", py::arg("link") = "",
       "Imports NVIDIA bandwidthTest result lines (--csv) as back-to-back copies per size.");
+
+  m.def(
+      "import_nvbandwidth",
+      [](const std::string& path, const std::string& device, const std::string& link, std::uint64_t buffer_bytes) {
+        traces::NvbandwidthReport r;
+        traces::Trace t;
+        {
+          py::gil_scoped_release nogil;
+          t = traces::import_nvbandwidth(path, traces::BandwidthTestImport{device, link}, r, buffer_bytes);
+        }
+        py::dict d;
+        d["version"] = r.version;
+        d["testcases"] = r.testcases;
+        d["imported"] = r.imported;
+        d["points"] = r.points;
+        d["buffer_bytes"] = r.buffer_bytes;
+        d["buffer_bytes_assumed"] = r.buffer_bytes_assumed;
+        py::dict skipped;
+        skipped["not_passed"] = r.not_passed;
+        skipped["latency"] = r.latency;
+        skipped["sm_copies"] = r.sm_copies;
+        skipped["bidirectional"] = r.bidirectional;
+        skipped["concurrent"] = r.concurrent;
+        skipped["multinode"] = r.multinode;
+        skipped["unknown"] = r.unknown;
+        skipped["without_value"] = r.without_value;
+        d["skipped"] = skipped;
+        d["cells_skipped"] = r.cells_skipped;
+        d["devices"] = r.devices;
+        d["notes"] = r.notes;
+        return py::make_tuple(make_trace_object(std::move(t)), d);
+      },
+      py::arg("path"), py::kw_only(), py::arg("device") = "", py::arg("link") = "", py::arg("buffer_bytes") = 0,
+      "Imports nvbandwidth's JSON output (nvbandwidth --json): its copy-engine host<->device and\n"
+      "device<->device testcases as back-to-back copies of the buffer size (buffer_bytes: the\n"
+      "--bufferSize it ran with; 0: its version's default). Returns (trace, report).");
+
+  const auto rocm = [](auto import) {
+    return [import](const std::string& path, const std::string& device, const std::string& link) {
+      traces::RocmBandwidthReport r;
+      traces::Trace t;
+      {
+        py::gil_scoped_release nogil;
+        t = import(path, traces::BandwidthTestImport{device, link}, r);
+      }
+      py::dict d;
+      d["results"] = r.results;
+      d["imported"] = r.imported;
+      py::dict skipped;
+      skipped["bidirectional"] = r.bidirectional;
+      skipped["other_path"] = r.other_path;
+      skipped["no_value"] = r.no_value;
+      skipped["repeated"] = r.repeated;
+      skipped["unknown_direction"] = r.unknown_direction;
+      d["skipped"] = skipped;
+      d["device"] = r.device;
+      d["notes"] = r.notes;
+      return py::make_tuple(make_trace_object(std::move(t)), d);
+    };
+  };
+  m.def("import_rocm_bandwidth_test", rocm(&traces::import_rocm_bandwidth_test), py::arg("path"), py::kw_only(),
+        py::arg("device") = "", py::arg("link") = "",
+        "Imports a rocm-bandwidth-test log (its per-size tables and unidirectional matrices) as\n"
+        "back-to-back copies. Returns (trace, report).");
+  m.def("import_hip_bus_bandwidth", rocm(&traces::import_hip_bus_bandwidth), py::arg("path"), py::kw_only(),
+        py::arg("device") = "", py::arg("link") = "",
+        "Imports a hipBusBandwidth log (H2D and D2H, pinned or pageable, per size) as back-to-back\n"
+        "copies. Returns (trace, report).");
 
   py::class_<traces::ReplayResult>(m, "ReplayResult", "A replay's per-op device times and its data check.")
       .def_readonly("total_ns", &traces::ReplayResult::total_ns, "First device start to last device end (ns).")

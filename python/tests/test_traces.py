@@ -98,3 +98,22 @@ def test_model_configuration_and_presets():
         spyre_dma.model_config(preset="gen9x99")
     with pytest.raises(ValueError, match="give one"):
         spyre_dma.model_config(preset="gen4x16", config="x.json")
+
+
+CORPUS = os.path.join(os.path.dirname(DATA), "..", "testbench", "fuzz", "corpus")
+
+
+def test_bandwidth_tool_imports():
+    t, report = spyre_dma.import_nvbandwidth(os.path.join(CORPUS, "nvbandwidth", "two_gpus_v08.json"),
+                                             link="PCIe Gen5 x16")
+    assert report["imported"] > 0 and report["points"] > 0 and report["buffer_bytes_assumed"]
+    assert t.header["source"].startswith("nvbandwidth:") and t.header["link"] == "PCIe Gen5 x16"
+    assert {op["kind"] for op in t.ops} <= {"h2d", "d2h", "d2d"}
+    assert t.check() == ""
+    t, report = spyre_dma.import_rocm_bandwidth_test(os.path.join(CORPUS, "rocm_bandwidth", "rbt_unidir_tables.log"))
+    assert report["imported"] > 0 and t.header["source"].startswith("rocm-bandwidth-test:")
+    t, report = spyre_dma.import_hip_bus_bandwidth(os.path.join(CORPUS, "rocm_bandwidth", "hip_pinned_summary.log"))
+    assert report["imported"] > 0 and all(op["host"] == "registered" for op in t.ops)
+    with pytest.raises(spyre_dma.TraceError) as e:
+        spyre_dma.import_nvbandwidth(os.path.join(CORPUS, "nvbandwidth", "bad_cell.json"))
+    assert e.value.field.startswith("nvbandwidth.testcases[")

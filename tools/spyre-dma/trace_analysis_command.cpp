@@ -10,6 +10,8 @@
 
 #include "spyre_dma/traces/bandwidth_test.hpp"
 #include "spyre_dma/traces/kineto.hpp"
+#include "spyre_dma/traces/nvbandwidth.hpp"
+#include "spyre_dma/traces/rocm_bandwidth.hpp"
 #include "spyre_dma/traces/trace_io.hpp"
 
 #include "spyre_dma/model/config_loader.hpp"
@@ -107,6 +109,8 @@ int draw(const nlohmann::json& doc, const std::string& json_path, const std::str
 int run_trace_import(const TraceAnalysisOptions& o) {
   if (!check_outputs("trace import", {{"--out", o.out}}, {o.input})) return 2;
   return guarded([&] {
+    if (!o.buffer_size.empty() && o.from != "nvbandwidth")
+      throw BadInput(fmt::format("--buffer-size: only --from nvbandwidth takes it, not --from {}", o.from));
     traces::Trace t;
     if (o.from == "kineto") {
       traces::ImportReport r;
@@ -118,10 +122,40 @@ int run_trace_import(const TraceAnalysisOptions& o) {
                  o.input, r.events_seen, r.memcpy, r.memset, r.kernels, r.joined_to_host, r.ignored, r.unknown,
                  r.malformed);
       for (const auto& n : r.notes) fmt::print("  note: {}\n", n);
+    } else if (o.from == "nvbandwidth") {
+      std::uint64_t buffer = 0;
+      if (!o.buffer_size.empty()) {
+        try {
+          buffer = traces::parse_bytes(o.buffer_size);
+        } catch (const std::invalid_argument& e) {
+          throw BadInput(fmt::format("--buffer-size: {}", e.what()));
+        }
+        if (buffer == 0) throw BadInput(fmt::format("--buffer-size \"{}\": expected a positive size", o.buffer_size));
+      }
+      traces::NvbandwidthReport r;
+      t = traces::import_nvbandwidth(o.input, traces::BandwidthTestImport{o.device, o.link}, r, buffer);
+      fmt::print("{}: nvbandwidth {}: {} of {} testcases imported as {} points of {} bytes{}; skipped: {} not passed, "
+                 "{} latency, {} SM copies, {} bidirectional, {} concurrent, {} multinode, {} unknown, {} without a "
+                 "value\n",
+                 o.input, r.version.empty() ? "(no version)" : r.version, r.imported, r.testcases, r.points,
+                 r.buffer_bytes, r.buffer_bytes_assumed ? " (the version's default)" : "", r.not_passed, r.latency,
+                 r.sm_copies, r.bidirectional, r.concurrent, r.multinode, r.unknown, r.without_value);
+      for (const auto& n : r.notes) fmt::print("  note: {}\n", n);
+    } else if (o.from == "rocm-bandwidth-test" || o.from == "hipbusbandwidth") {
+      traces::RocmBandwidthReport r;
+      const traces::BandwidthTestImport info{o.device, o.link};
+      t = o.from == "hipbusbandwidth" ? traces::import_hip_bus_bandwidth(o.input, info, r)
+                                      : traces::import_rocm_bandwidth_test(o.input, info, r);
+      fmt::print("{}: {} of {} results imported; skipped: {} bidirectional, {} between other devices, {} without a "
+                 "value, {} repeated, {} of unknown direction\n",
+                 o.input, r.imported, r.results, r.bidirectional, r.other_path, r.no_value, r.repeated,
+                 r.unknown_direction);
+      for (const auto& n : r.notes) fmt::print("  note: {}\n", n);
     } else {
       t = traces::import_bandwidth_test(o.input, traces::BandwidthTestImport{o.device, o.link});
-      fmt::print("{}: {} ops in {} allocations (one per size)\n", o.input, t.ops.size(), t.allocations.size());
     }
+    if (o.from != "kineto")
+      fmt::print("{}: {} ops in {} allocations (one per size)\n", o.input, t.ops.size(), t.allocations.size());
     traces::write_trace_file(t, o.out);
     fmt::print("wrote {}\n", o.out);
     return 0;
@@ -191,9 +225,17 @@ void add_trace_analysis_commands(CLI::App& trace) {
     std::exit(rc);
   };
 
-  CLI::App* imp = trace.add_subcommand("import", "Convert a Kineto or bandwidthTest capture into a trace file");
-  imp->add_option("--from", o.from, "Capture format")->required()->check(CLI::IsMember({"kineto", "bandwidthtest"}));
-  imp->add_option("input", o.input, "Capture file (Kineto: Chrome-trace JSON, plain or gzip; bandwidthTest: its log)")->required();
+  CLI::App* imp = trace.add_subcommand(
+      "import", "Convert a capture (Kineto, bandwidthTest, nvbandwidth, rocm-bandwidth-test, hipBusBandwidth) into a trace file");
+  imp->add_option("--from", o.from, "Capture format")
+      ->required()
+      ->check(CLI::IsMember({"kineto", "bandwidthtest", "nvbandwidth", "rocm-bandwidth-test", "hipbusbandwidth"}));
+  imp->add_option("input", o.input,
+                  "Capture file (Kineto: Chrome-trace JSON, plain or gzip; nvbandwidth: its --json output; the others: "
+                  "their printed log)")
+      ->required();
+  imp->add_option("--buffer-size", o.buffer_size,
+                  "nvbandwidth: the --bufferSize it ran with (e.g. 512MiB; default: its version's default)");
   imp->add_option("--out", o.out, "Trace file to write (JSON Lines)")->required();
   imp->add_option("--device", o.device, "Device name for the header (Kineto: taken from the file when left out)");
   imp->add_option("--link", o.link, "Host link for the header, e.g. \"PCIe Gen3 x16\" (calibrate picks its base preset from it)");

@@ -1,5 +1,6 @@
 // `spyre-dma trace import | compare | calibrate`: the analysis verbs of the `trace` command.
-//   import     a Kineto (PyTorch profiler) or bandwidthTest capture -> a trace file
+//   import     a Kineto (PyTorch profiler), bandwidthTest, nvbandwidth, rocm-bandwidth-test or
+//              hipBusBandwidth capture -> a trace file
 //   compare    replay a captured trace on the model, compare simulated with captured durations
 //   calibrate  fit the model's parameters to a captured trace, write a configuration file
 // Exit status: 0 success; 1 a run-time failure; 2 a usage error or bad input (the message names
@@ -21,6 +22,7 @@ struct TraceAnalysisOptions {
   std::string out;
   std::string device;
   std::string link;
+  std::string buffer_size;  // nvbandwidth: its --bufferSize (a size; "" the version's default)
   // compare and calibrate
   std::string captured;
   std::string backend = "sim";

@@ -10,19 +10,16 @@
 #include <map>
 #include <sstream>
 
+#include "bandwidth_points.hpp"
 #include "spyre_dma/traces/trace_io.hpp"
+#include "text_input.hpp"
 
 namespace spyre_dma::traces {
 namespace {
 
 constexpr double kMaxSizeBytes = 9007199254740992.0;  // 2^53
 
-std::string trim(std::string s) {
-  auto not_space = [](unsigned char c) { return !std::isspace(c); };
-  s.erase(s.begin(), std::find_if(s.begin(), s.end(), not_space));
-  s.erase(std::find_if(s.rbegin(), s.rend(), not_space).base(), s.end());
-  return s;
-}
+using detail::trim;
 
 // "Bandwidth = 12.4 GB/s" -> value and unit; the key must match.
 struct Field {
@@ -80,15 +77,21 @@ std::vector<BandwidthPoint> parse_bandwidth_test(const std::string& text, const 
     else if (dir == "D2H") p.kind = OpKind::kD2H;
     else if (dir == "D2D") p.kind = OpKind::kD2D;
     else throw TraceError(name, line, "direction", fmt::format("\"{}\" is not H2D, D2H or D2D", dir));
+    // cuda-samples' CSV writes Pinned (with -WriteCombined for --wc) or Paged; some builds wrote
+    // Pageable. A suffix after the memory names the copy method (-cudaMemcpy).
+    const std::string memory = mem.substr(0, mem.find('-'));
     if (p.kind == OpKind::kD2D) p.host = HostMemory::kNone;
-    else if (mem == "Pinned") p.host = HostMemory::kRegistered;
-    else if (mem == "Pageable") p.host = HostMemory::kPageable;
-    else throw TraceError(name, line, "memory", fmt::format("\"{}\" is not Pinned or Pageable", mem));
+    else if (memory == "Pinned") p.host = HostMemory::kRegistered;
+    else if (memory == "Paged" || memory == "Pageable") p.host = HostMemory::kPageable;
+    else throw TraceError(name, line, "memory", fmt::format("\"{}\" is not Pinned, Paged or Pageable", mem));
 
     const Field bw = field(items[1], "Bandwidth", name, line);
     if (bw.unit != "GB/s") throw TraceError(name, line, "Bandwidth", fmt::format("unit \"{}\" is not GB/s", bw.unit));
     p.gbps = to_double(bw.value, "Bandwidth", name, line);
     if (p.gbps <= 0) throw TraceError(name, line, "Bandwidth", fmt::format("{} GB/s: a copy must take time", bw.value));
+    // bandwidthTest's D2D figure is 2 x size x reps / time (bytes read and written): the copy
+    // itself moves size bytes in time / reps.
+    if (p.kind == OpKind::kD2D) p.gbps /= 2;
     const Field time = field(items[2], "Time", name, line);
     if (time.unit != "s") throw TraceError(name, line, "Time", fmt::format("unit \"{}\" is not s", time.unit));
     p.time_s = to_double(time.value, "Time", name, line);
@@ -163,19 +166,19 @@ Trace bandwidth_test_trace(const std::vector<BandwidthPoint>& points, const std:
   return trace;
 }
 
-Trace import_bandwidth_test(const std::string& path, const BandwidthTestImport& info) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw TraceError(path, 0, "", "cannot open");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  const std::string text = buffer.str();
-  const std::string base = path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
+Trace detail::file_points_trace(const std::vector<BandwidthPoint>& points, const std::string& path,
+                                const BandwidthTestImport& info) {
+  const std::string base = detail::base_name(path);
   try {
-    return bandwidth_test_trace(parse_bandwidth_test(text, path), base, info);
+    return bandwidth_test_trace(points, base, info);
   } catch (const TraceError& e) {
     if (e.file() == base) throw TraceError(path, e.line(), e.field(), e.message());
     throw;
   }
+}
+
+Trace import_bandwidth_test(const std::string& path, const BandwidthTestImport& info) {
+  return detail::file_points_trace(parse_bandwidth_test(detail::read_file_text(path), path), path, info);
 }
 
 }  // namespace spyre_dma::traces

@@ -17,6 +17,7 @@
 #include "spyre_dma/model/config_loader.hpp"
 #include "spyre_dma/traces/output_file.hpp"
 #include "spyre_dma/traces/trace_io.hpp"
+#include "text_input.hpp"
 
 namespace spyre_dma::traces {
 namespace {
@@ -110,12 +111,7 @@ double max_gbps(const Trace& t, bool pageable, std::uint64_t min_bytes) {
   return best;
 }
 
-std::string trim(std::string s) {
-  auto sp = [](unsigned char c) { return !std::isspace(c); };
-  s.erase(s.begin(), std::find_if(s.begin(), s.end(), sp));
-  s.erase(std::find_if(s.rbegin(), s.rend(), sp).base(), s.end());
-  return s;
-}
+using detail::trim;
 
 }  // namespace
 

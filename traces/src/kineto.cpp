@@ -14,27 +14,18 @@
 
 #include "spyre_dma/traces/trace_io.hpp"
 #include "gzip.hpp"
+#include "text_input.hpp"
 
 namespace spyre_dma::traces {
 namespace {
 
 using nlohmann::json;
 
-// A profile of a long run can hold thousands of odd events; the report keeps the first ones.
-constexpr std::size_t kMaxNotes = 40;
+// A profile of a long run can hold thousands of odd events; the report keeps the first ones
+// (detail::kMaxNotes).
+void note(ImportReport& report, std::string text) { detail::add_note(report.notes, std::move(text)); }
 
-void note(ImportReport& report, std::string text) {
-  if (report.notes.size() < kMaxNotes) {
-    report.notes.push_back(std::move(text));
-  } else if (report.notes.size() == kMaxNotes) {
-    report.notes.push_back("... further notes left out");
-  }
-}
-
-std::size_t line_of(const std::string& text, std::size_t byte) {
-  byte = std::min(byte, text.size());
-  return 1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(byte), '\n'));
-}
+using detail::line_of;
 
 // Host-side categories: what the CPU did. They carry no DMA, except the runtime calls joined below.
 bool host_category(std::string_view cat) {
@@ -296,18 +287,12 @@ Trace import_kineto_text(const std::string& text, const std::string& name, Impor
 }
 
 Trace import_kineto(const std::string& path, ImportReport& report) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw TraceError(path, 0, "", "cannot open");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  std::string data = buffer.str();
-  if (in.bad()) throw TraceError(path, 0, "", "read error");
+  std::string data = detail::read_file_text(path);
   const bool gzip = data.size() >= 2 && static_cast<unsigned char>(data[0]) == 0x1f &&
                     static_cast<unsigned char>(data[1]) == 0x8b;
   if (gzip) data = detail::gunzip(data, path);
-  std::string base = path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
   Trace t = import_kineto_text(data, path, report);
-  t.header.source = "kineto:" + base;  // the file name only: the trace must not depend on where it lay
+  t.header.source = "kineto:" + detail::base_name(path);  // the file name only: the trace must not depend on where it lay
   return t;
 }
 

@@ -58,8 +58,21 @@ TEST(BandwidthTestImport, ParsesAllDirectionsAndMemories) {
   EXPECT_EQ(p[0].host, HostMemory::kPageable);
   EXPECT_DOUBLE_EQ(p[0].gbps, 6.5);
   EXPECT_EQ(p[1].kind, OpKind::kD2D);
+  EXPECT_DOUBLE_EQ(p[1].gbps, 350.0);  // bandwidthTest counts a D2D copy's bytes twice
   const Trace t = bandwidth_test_trace(p, "x.log");
   EXPECT_EQ(check_trace(t), "");
+  EXPECT_DOUBLE_EQ(*t.ops.back().duration_ns, 1048576 / 350.0);
+}
+
+TEST(BandwidthTestImport, TakesTheCudaSamplesMemoryNames) {
+  const auto p = parse_bandwidth_test(
+      "bandwidthTest-H2D-Paged, Bandwidth = 6.5 GB/s, Time = 0.00010 s, Size = 650000 bytes, NumDevsUsed = 1\n"
+      "bandwidthTest-D2H-Pinned-WriteCombined, Bandwidth = 12.5 GB/s, Time = 0.00010 s, Size = 650000 bytes, "
+      "NumDevsUsed = 1\n",
+      "x.log");
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_EQ(p[0].host, HostMemory::kPageable);
+  EXPECT_EQ(p[1].host, HostMemory::kRegistered);
 }
 
 TEST(BandwidthTestImport, MalformedLinesNameLineAndField) {

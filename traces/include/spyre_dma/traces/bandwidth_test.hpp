@@ -19,7 +19,10 @@ struct BandwidthPoint {
   OpKind kind = OpKind::kH2D;  // H2D, D2H or D2D
   HostMemory host = HostMemory::kRegistered;
   std::uint64_t bytes = 0;
-  double gbps = 0;            // decimal GB/s (1e9 bytes per second), as printed
+  // The copy's own rate, bytes / time, in decimal GB/s (1e9 bytes per second). bandwidthTest prints
+  // this for H2D and D2H; its D2D figure counts every byte twice (read and written), so a D2D
+  // point holds half the printed figure.
+  double gbps = 0;
   double time_s = 0;          // the printed time (5 decimals: often 0; not used for durations)
 };
 

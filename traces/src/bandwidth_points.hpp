@@ -1,0 +1,17 @@
+// The bandwidth tools' importers (bandwidthTest, nvbandwidth, rocm-bandwidth-test, hipBusBandwidth)
+// build their traces the same way from the points they read.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "spyre_dma/traces/bandwidth_test.hpp"
+
+namespace spyre_dma::traces::detail {
+
+// bandwidth_test_trace() of points read from `path`: the header names the file without its folders,
+// and an error about the trace names the path.
+Trace file_points_trace(const std::vector<BandwidthPoint>& points, const std::string& path,
+                        const BandwidthTestImport& info);
+
+}  // namespace spyre_dma::traces::detail

@@ -1,0 +1,48 @@
+#include "text_input.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <sstream>
+
+#include "spyre_dma/traces/trace_io.hpp"
+
+namespace spyre_dma::traces::detail {
+
+std::string read_file_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw TraceError(path, 0, "", "cannot open");
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) throw TraceError(path, 0, "", "read error");
+  return buffer.str();
+}
+
+std::string base_name(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::size_t line_of(const std::string& text, std::size_t byte) {
+  byte = std::min(byte, text.size());
+  return 1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(byte), '\n'));
+}
+
+std::string trim(std::string_view s) {
+  auto not_space = [](unsigned char c) { return !std::isspace(c); };
+  const auto b = std::find_if(s.begin(), s.end(), not_space);
+  const auto e = std::find_if(s.rbegin(), s.rend(), not_space).base();
+  return b < e ? std::string(b, e) : std::string();
+}
+
+bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+
+void add_note(std::vector<std::string>& notes, std::string text) {
+  if (notes.size() < kMaxNotes) {
+    notes.push_back(std::move(text));
+  } else if (notes.size() == kMaxNotes) {
+    notes.push_back("... further notes left out");
+  }
+}
+
+}  // namespace spyre_dma::traces::detail
