@@ -41,6 +41,7 @@ class EngineHandle {
   EngineHandle(std::string backend, backend::Instance instance, std::shared_ptr<Engine> engine,
                std::shared_ptr<traces::TraceRecorder> recorder)
       : backend_(std::move(backend)),
+        host_driven_(instance.device->describe().progress == Progress::kHostDriven),
         instance_(std::move(instance)),
         engine_(std::move(engine)),
         recorder_(std::move(recorder)) {}
@@ -60,6 +61,8 @@ class EngineHandle {
     return engine_;
   }
   bool closed() const noexcept { return engine_ == nullptr; }
+  // A device that advances only when the host lets it (sim, rtl): each poll is a step of it.
+  bool host_driven() const noexcept { return host_driven_; }
   const std::string& backend() const noexcept { return backend_; }
   const backend::Instance& instance() {
     engine();  // the capabilities belong to the device, gone with the engine
@@ -125,6 +128,7 @@ class EngineHandle {
     py::object keep;
   };
   std::string backend_;
+  bool host_driven_ = false;
   backend::Instance instance_;
   std::shared_ptr<Engine> engine_;
   std::shared_ptr<traces::TraceRecorder> recorder_;
@@ -145,6 +149,16 @@ auto without_gil(const Handle& h, F&& f) {
   auto result = f(*e);
   e.reset();
   return result;
+}
+
+// A poll (Op.done, Stream.query, Event.query). On a host-driven device it is also a step of the
+// simulation, which can take a while, so other Python threads run meanwhile; elsewhere it is a
+// read, cheaper than releasing the GIL.
+template <typename F>
+bool poll(const Handle& h, F&& f) {
+  if (!h->host_driven()) return f();
+  py::gil_scoped_release nogil;
+  return f();
 }
 
 // Engines not yet garbage, for close_all() at interpreter exit.
@@ -413,7 +427,7 @@ void bind_engine(py::module_& m) {
       .def_property_readonly("id", [](const PyOp& o) { return o.op.id(); },
                              "Unique per engine, increasing in submission order.")
       .def_property_readonly("kind", [](const PyOp& o) { return o.op.kind(); })
-      .def("done", [](const PyOp& o) { return o.op.done(); },
+      .def("done", [](const PyOp& o) { return poll(o.h, [&] { return o.op.done(); }); },
            "Whether the op has completed. On a simulated device each call is also a step of progress,\n"
            "so polling alone sees the op finish.")
       .def("status", [](const PyOp& o) { return o.op.status(); },
@@ -443,7 +457,7 @@ void bind_engine(py::module_& m) {
   py::class_<PyEvent>(m, "Event",
                       "Orders work across streams: Stream.record(e) marks a point, Stream.wait(e) holds another\n"
                       "stream's later ops until everything before the mark has completed.")
-      .def("query", [](const PyEvent& e) { return e.event.query(); },
+      .def("query", [](const PyEvent& e) { return poll(e.h, [&] { return e.event.query(); }); },
            "True when never recorded, or when everything before its latest record has completed.")
       .def(
           "synchronize",
@@ -604,7 +618,7 @@ void bind_engine(py::module_& m) {
       .def(
           "wait", [](PyStream& s, const PyEvent& e) { return submit(s, py::none(), py::none(), [&](Callback) { return s.stream.wait(e.event); }); },
           py::arg("event"))
-      .def("query", [](const PyStream& s) { return s.stream.query(); },
+      .def("query", [](const PyStream& s) { return poll(s.h, [&] { return s.stream.query(); }); },
            "True when every op submitted so far has completed (a step of progress on a simulated device).")
       .def(
           "synchronize",
