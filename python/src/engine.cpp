@@ -527,7 +527,7 @@ void bind_engine(py::module_& m) {
                        "An ordered, asynchronous queue of operations. Submission never waits for the device; an\n"
                        "invalid request raises InvalidArgument and submits nothing. Host memory is any object with\n"
                        "the buffer protocol or a CPU torch tensor, used in place (no copy): it stays alive until\n"
-                       "the op completes. on_complete(status) runs once on an engine thread.")
+                       "the op completes. on_complete(status) runs once, on a thread inside the engine.")
       .def(
           "copy_h2d",
           [](PyStream& s, const PyDeviceBuffer& dst, py::handle src, std::uint64_t dst_offset,
