@@ -452,7 +452,9 @@ std::vector<Field> build_fields() {
                     "GB/s",
                     "Host memcpy bandwidth into and out of staging buffers (pageable copies): "
                     "the next register write after a staged piece of N bytes takes effect "
-                    "N / staging_gbps ns later; 0: staging copies take no simulated time."));
+                    "N / staging_gbps ns later; 0: staging copies take no simulated time. The "
+                    "default is the rate fitted to the public A100 profile in traces/data/ "
+                    "(docs/traces.md, Calibrate)."));
 
   // --- faults ----------------------------------------------------------------------------
   f.push_back(field("faults.poisoned_rate", SPYRE_FIELD(faults.poisoned_rate), unit_interval(),

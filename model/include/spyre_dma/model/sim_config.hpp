@@ -66,7 +66,10 @@ struct HostCostConfig {
   double interrupt_ns = 500.0;  // MSI-X write until the engine's wait returns
   // The host's memcpy between user memory and staging buffers (pageable copies), in GB/s: the
   // next register write after a copy of N bytes is delayed by N / staging_gbps ns. 0: free.
-  double staging_gbps = 0.0;
+  // Default: what `trace calibrate` fits to the public A100 profile in traces/data/ (its pageable
+  // copies of 1 MiB and more run at 4.5 GB/s through the driver's staging on a PCIe Gen4 host,
+  // docs/traces.md "Calibrate"), so that pageable copies cost what they cost on a real host.
+  double staging_gbps = 4.5;
 };
 
 // A device that breaks the ring contract on purpose, once, at the at_cb-th CB the controller
