@@ -61,9 +61,11 @@ void Controller::worker_main(hw::Pipeline p) {
 
 void Controller::queue_fault(hw::Pipeline p, Reg at_fault) {
   PipelineWorker& w = worker(p);
+  // Counted and located before the status is published: whoever sees the status (a driver, a
+  // test) then sees the count and the faulting register too.
   w.fault_register.store(device_core::spec(at_fault).offset);
-  regs_.set(Reg::kErrorStatus, p, device_core::kQueueFaultStatus);
   w.queue_faults.fetch_add(1, std::memory_order_relaxed);
+  regs_.set(Reg::kErrorStatus, p, device_core::kQueueFaultStatus);
 }
 
 bool Controller::inject_error() noexcept {
