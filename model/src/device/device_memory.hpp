@@ -1,6 +1,7 @@
 // The device's LPDDR5 behind the on-chip ring: sparse storage (a 128 GB device costs only what is
-// touched) with a bandwidth and a latency. A TLM target: reads and writes arrive with the time the
-// data path hands them over and return with the time the data is read or written.
+// touched) with a bandwidth and a latency. A TLM target: reads, writes and commands (fill, copy)
+// arrive with the time the data path hands them over and return with the time the data is read or
+// written. One bus carries them all, booked in time (pcie::Serializer, first fit).
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <tlm_utils/simple_target_socket.h>
 
 #include "pcie/timing.hpp"
+#include "spyre_dma/model/host_port.hpp"
 #include "spyre_dma/model/sim_config.hpp"
 #include "spyre_dma/device_core/sparse_memory.hpp"
 
@@ -28,6 +30,7 @@ struct DeviceMemoryCommand : tlm::tlm_extension<DeviceMemoryCommand> {
 
 class DeviceMemory : public sc_core::sc_module {
  public:
+
   tlm_utils::simple_target_socket<DeviceMemory> socket;
 
   DeviceMemory(sc_core::sc_module_name name, const DeviceConfig& config);
