@@ -16,6 +16,7 @@ module spyre_dma_core
 ) (
   input  logic             clk,
   input  logic             rst_n,
+  input  logic [63:0]      timestamp,   // the device's clock (the bridge drives simulated ps)
   // Register port: one write per cycle.
   input  logic             cfg_valid,
   input  logic [2:0]       cfg_addr,
@@ -98,6 +99,7 @@ module spyre_dma_core
   output logic [15:0]      rb_field,
   output logic [63:0]      rb_detail,
   output logic [63:0]      rb_bytes,
+  output logic [63:0]      rb_end,      // when the CB's work was done (DMAI; DMAO: the RB's cycle)
   output logic             idle
 );
   // Register file (cfg_addr): 0 device memory bytes, 1 largest CB byte count, 2 MPS, 3 MRRS,
@@ -140,11 +142,11 @@ module spyre_dma_core
   logic [23:0] i_rb_tag, o_rb_tag;
   logic [3:0] i_rb_status, o_rb_status;
   logic [15:0] i_rb_error, o_rb_error, i_rb_field, o_rb_field;
-  logic [63:0] i_rb_detail, o_rb_detail, i_rb_bytes, o_rb_bytes;
+  logic [63:0] i_rb_detail, o_rb_detail, i_rb_bytes, o_rb_bytes, i_rb_end;
   logic i_idle, o_idle;
 
   dmai_engine #(.DATA_BYTES(DATA_BYTES), .TAGS(TAGS)) dmai (
-    .clk, .rst_n, .mem_bytes, .max_cb_bytes, .mrrs, .tag_limit, .timeout_cycles,
+    .clk, .rst_n, .timestamp, .mem_bytes, .max_cb_bytes, .mrrs, .tag_limit, .timeout_cycles,
     .cb_valid(dmai_cb_valid), .cb_ready(dmai_cb_ready), .cb_data(dmai_cb_data),
     .ats_valid(dmai_ats_valid), .ats_ready(dmai_ats_ready), .ats_iova(dmai_ats_iova),
     .ats_bytes(dmai_ats_bytes), .ats_rsp_valid(dmai_ats_rsp_valid), .ats_rsp_ok(dmai_ats_rsp_ok),
@@ -154,7 +156,7 @@ module spyre_dma_core
     .dc_valid, .dc_ready, .dc_kind, .dc_dst, .dc_src, .dc_len, .dc_pattern, .dc_ack,
     .rb_valid(i_rb_valid), .rb_ready(i_rb_ready), .rb_tag(i_rb_tag), .rb_status(i_rb_status),
     .rb_error(i_rb_error), .rb_field(i_rb_field), .rb_detail(i_rb_detail), .rb_bytes(i_rb_bytes),
-    .idle(i_idle));
+    .rb_end(i_rb_end), .idle(i_idle));
 
   dmao_engine #(.DATA_BYTES(DATA_BYTES), .OUTSTANDING(OUTSTANDING)) dmao (
     .clk, .rst_n, .mem_bytes, .max_cb_bytes, .mps,
@@ -198,6 +200,7 @@ module spyre_dma_core
   assign rb_field  = rb_pick_o ? o_rb_field : i_rb_field;
   assign rb_detail = rb_pick_o ? o_rb_detail : i_rb_detail;
   assign rb_bytes  = rb_pick_o ? o_rb_bytes : i_rb_bytes;
+  assign rb_end    = rb_pick_o ? timestamp : i_rb_end;  // DMAO's work ends with its RB
 
   assign idle = i_idle && o_idle;
 endmodule

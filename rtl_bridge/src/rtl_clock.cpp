@@ -123,7 +123,7 @@ void RtlDataPath::clock_thread() {
       c.rc_valid = 0;
     }
     c.dw_ready = !(s.hooks.stall_device_writes && (s.cycle & 1));
-    c.dw_ack = !s.write_acks.empty() && *s.write_acks.begin() <= s.t;
+    c.dw_ack = !s.write_acks.empty() && s.write_acks.front() <= s.t;
     c.dc_ready = 1;
     c.dc_ack = !s.command_acks.empty() && *s.command_acks.begin() <= s.t;
     c.drq_ready = 1;
@@ -140,6 +140,7 @@ void RtlDataPath::clock_thread() {
       c.dr_valid = 0;
     }
     c.rb_ready = 1;
+    c.timestamp = s.t;
 
     // --- settle, sample the handshakes of this edge, clock it ---
     c.clk = 0;
@@ -150,6 +151,16 @@ void RtlDataPath::clock_thread() {
     const bool rq = c.rq_valid && c.rq_ready, rcf = c.rc_valid && c.rc_ready, dw = c.dw_valid && c.dw_ready;
     const bool drq = c.drq_valid && c.drq_ready, dr = c.dr_valid && c.dr_ready, dc = c.dc_valid && c.dc_ready;
     const bool rb = c.rb_valid && c.rb_ready;
+    // A pipeline that handed the RTL a CB goes on at the first cycle the RTL is ready again.
+    const bool cb_ready[2] = {c.dmai_cb_ready != 0, c.dmao_cb_ready != 0};
+    bool handed_back = false;
+    for (unsigned p = 0; p < 2; ++p) {
+      if (!s.taken[p] || !cb_ready[p]) continue;
+      s.taken[p] = false;
+      handed_back = true;
+      taken_[p].queue.push_back(s.t);
+      taken_[p].ready.notify(SC_ZERO_TIME);
+    }
     // The checker sees each stream's header fields and its first data words, packed only on the
     // cycles it reads them.
     const auto pack = [&](std::initializer_list<std::uint64_t> fields, const std::uint32_t* data, std::size_t n) {
@@ -213,6 +224,7 @@ void RtlDataPath::clock_thread() {
     RtlAnswer resp;
     unsigned resp_pipe = 0;
     if (rb) {
+      resp.end_ps = c.rb_end;
       resp.outcome.status = static_cast<hw::RbStatus>(c.rb_status);
       resp.outcome.error = static_cast<hw::ErrorKind>(c.rb_error);
       resp.outcome.field = static_cast<hw::CbField>(c.rb_field);
@@ -226,8 +238,8 @@ void RtlDataPath::clock_thread() {
     ++counters_.cycles;
 
     // --- the transactors act on what moved ---
-    if (cbi) s.cbs[0].pop_front();
-    if (cbo) s.cbs[1].pop_front();
+    if (cbi) s.cbs[0].pop_front(), s.taken[0] = true;
+    if (cbo) s.cbs[1].pop_front(), s.taken[1] = true;
     s.ats_answer = {-1, -1};
     // The IOMMU check (ATS): DMAI reads host memory, DMAO writes it.
     if (atsi) s.ats_answer[0] = s.iommu.translate(atsi_iova, atsi_bytes, false) ? 1 : 0;
@@ -289,11 +301,13 @@ void RtlDataPath::clock_thread() {
     }
     if (dw && dw_last) {  // one burst (a CplD's data) into device memory
       const Ps written = s.memory.write(s.burst_addr, s.burst.data(), s.burst.size(), s.t);
-      s.write_acks.insert(std::max(s.t + kClockPs, align_up(written)));
+      Ps ack = std::max(s.t + kClockPs, align_up(written));
+      if (!s.write_acks.empty()) ack = std::max(ack, s.write_acks.back());
+      s.write_acks.push_back(ack);
       s.burst.clear();
       ++counters_.memory_writes;
     }
-    if (c.dw_ack) s.write_acks.erase(s.write_acks.begin());
+    if (c.dw_ack) s.write_acks.pop_front();
     if (c.dc_ack) s.command_acks.erase(s.command_acks.begin());
     if (drq) {  // a piece of device memory for one MWr; in order behind the earlier ones
       Impl::Piece pc;
@@ -310,8 +324,30 @@ void RtlDataPath::clock_thread() {
       if (std::size_t(++pc.beat) * kDataBytes >= pc.data.size()) s.pieces.pop_front();
     }
     if (dc) {  // fill or device copy: one command to the memory controller
-      const Ps done = dc_copy ? s.memory.copy(dc_dst, dc_src, dc_len, s.t) : s.memory.fill(dc_dst, dc_pattern, dc_len, s.t);
-      s.command_acks.insert(std::max(s.t + kClockPs, align_up(done)));
+      Impl::Command cmd;
+      cmd.copy = dc_copy;
+      cmd.dst = dc_dst;
+      cmd.src = dc_src;
+      cmd.len = dc_len;
+      cmd.pattern = dc_pattern;
+      cmd.backward = dc_copy && dc_dst > dc_src && dc_dst < dc_src + dc_len;
+      cmd.next_ps = cmd.done_ps = s.t;
+      s.command = cmd;
+    }
+    if (s.command && s.command->next_ps <= s.t) {  // its next burst
+      Impl::Command& cmd = *s.command;
+      const std::uint64_t n = std::min<std::uint64_t>(model::kMemoryCommandBurstBytes, cmd.len - cmd.done_bytes);
+      const std::uint64_t off = cmd.backward ? cmd.len - cmd.done_bytes - n : cmd.done_bytes;
+      // Booked at the instant the last burst's bus time ended (not the cycle edge after it).
+      const Ps at = std::max(cmd.next_ps, s.t - std::min<Ps>(s.t, kClockPs - 1));
+      cmd.done_ps = cmd.copy ? s.memory.copy(cmd.dst + off, cmd.src + off, n, at)
+                             : s.memory.fill(cmd.dst + off, cmd.pattern, n, at);
+      cmd.done_bytes += n;
+      cmd.next_ps = cmd.done_ps - std::min(cmd.done_ps, s.dram_latency_ps);
+      if (cmd.done_bytes >= cmd.len) {
+        s.command_acks.insert(std::max(s.t + kClockPs, align_up(cmd.done_ps)));
+        s.command.reset();
+      }
     }
     if (rb) {
       resp.rb_ps = s.t;
@@ -321,12 +357,16 @@ void RtlDataPath::clock_thread() {
       }
       answers_[resp_pipe].queue.push_back(resp);
       answers_[resp_pipe].ready.notify(SC_ZERO_TIME);
+      if (on_answer_) on_answer_(resp_pipe == 0 ? hw::Pipeline::kDmai : hw::Pipeline::kDmao);
     }
     ++s.cycle;
     s.t += kClockPs;
-    // Bounded run-ahead keeps the clock's bookings close to the pipelines' in time.
+    // Bounded run-ahead keeps the clock's bookings close to the pipelines' in time. A pipeline that
+    // may go on hands its next CB in zero time once it runs: simulated time catches up with the
+    // clock first, so that CB is not taken later than it arrives.
     const Ps now2 = to_ps(sc_core::sc_time_stamp());
-    if (s.t > now2 + kQuantumPs) wait(model::from_ps(s.t - now2 - kQuantumPs / 2));
+    if (handed_back) wait(model::from_ps(s.t - now2));
+    else if (s.t > now2 + kQuantumPs) wait(model::from_ps(s.t - now2 - kQuantumPs / 2));
   }
 }
 

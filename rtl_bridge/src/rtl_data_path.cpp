@@ -1,5 +1,5 @@
-// The RTL data path as the controller sees it: construction and configuration checks, one CB in
-// and its answer out, CB fetch tags, counters (see rtl_data_path.hpp; the clock is rtl_clock.cpp).
+// The RTL data path as the controller sees it: construction and configuration checks, CBs in and
+// their answers out (later, in CB order), CB fetch tags, counters (see rtl_data_path.hpp; the clock is rtl_clock.cpp).
 // sc_spawn (the clock process) needs SystemC's dynamic processes, declared before any SystemC header.
 #define SC_INCLUDE_DYNAMIC_PROCESSES
 #include "rtl_state.hpp"
@@ -53,7 +53,10 @@ RtlTestHooks& rtl_test_hooks() {
 }
 
 RtlDataPath::RtlDataPath(const model::DataPathContext& context, const std::string& wave)
-    : host_(supported(context).host), impl_(std::make_unique<Impl>(context, rtl_test_hooks())), checker_(kTags) {
+    : host_(supported(context).host),
+      on_answer_(context.answered),
+      impl_(std::make_unique<Impl>(context, rtl_test_hooks())),
+      checker_(kTags) {
   if (!wave.empty()) {
     impl_->context.traceEverOn(true);
     impl_->vcd = std::make_unique<VerilatedVcdC>();
@@ -76,7 +79,21 @@ model::CbExecution RtlDataPath::execute(hw::Pipeline pipeline, const hw::Control
   cb.at_ps = start;
   impl_->cbs[index(pipeline)].push_back(cb);
   impl_->work.notify(SC_ZERO_TIME);
-  // The RTL answers every CB (its completion timer bounds the wait), even after a reset.
+  // The pipeline goes on once the RTL is ready for its next CB: DMAI once this one's requests are
+  // out (its completions still arriving), DMAO once its RB has left. The RTL answers later.
+  Taken& taken = taken_[index(pipeline)];
+  while (taken.queue.empty()) wait(taken.ready);
+  model::CbExecution run;
+  run.issue_end_ps = taken.queue.front();
+  taken.queue.pop_front();
+  run.pending = true;
+  return run;
+}
+
+bool RtlDataPath::answered(hw::Pipeline pipeline) const { return !answers_[index(pipeline)].queue.empty(); }
+
+model::CbExecution RtlDataPath::collect(hw::Pipeline pipeline) {
+  // The RTL answers every CB it took (its completion timer bounds the wait), even after a reset.
   Answers& answers = answers_[index(pipeline)];
   while (answers.queue.empty()) wait(answers.ready);
   const RtlAnswer a = answers.queue.front();
@@ -89,8 +106,8 @@ model::CbExecution RtlDataPath::execute(hw::Pipeline pipeline, const hw::Control
     run.done_ps = std::max(a.rb_ps, a.sent_ps);
     if (good) run.data_ps = a.landed_ps;
   } else {
-    run.done_ps = a.rb_ps;
-    if (good) run.data_ps = a.rb_ps;
+    run.done_ps = a.end_ps;
+    if (good) run.data_ps = a.end_ps;
   }
   run.issue_end_ps = run.done_ps;
   return run;

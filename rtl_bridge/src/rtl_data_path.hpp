@@ -15,6 +15,7 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -32,6 +33,7 @@ using model::Ps;
 struct RtlAnswer {
   device_core::CbOutcome outcome;
   Ps rb_ps = 0;      // the cycle the RTL handed the RB over
+  Ps end_ps = 0;     // DMAI: the cycle the CB's work was done (its RB may wait for older ones)
   Ps sent_ps = 0;    // DMAO: when the CB's last MWr left the wire (the RB queues behind it)
   Ps landed_ps = 0;  // DMAO: when the last MWr reached the host
 };
@@ -70,8 +72,11 @@ class RtlDataPath final : public model::DataPath {
   RtlDataPath(const RtlDataPath&) = delete;
   RtlDataPath& operator=(const RtlDataPath&) = delete;
 
+  // Every CB is `pending`: execute() returns when the RTL is ready for the pipeline's next CB.
   model::CbExecution execute(hw::Pipeline pipeline, const hw::ControlBlock& cb, const std::uint8_t* raw,
                              Ps start) override;
+  bool answered(hw::Pipeline pipeline) const override;
+  model::CbExecution collect(hw::Pipeline pipeline) override;
   // CB fetches use tags above the RTL's table: one per pipeline, never two in flight.
   model::FetchTag fetch_tag(hw::Pipeline pipeline, Ps at) override;
   void fetch_done(hw::Pipeline pipeline, const model::FetchTag& tag, Ps at) override;
@@ -88,12 +93,19 @@ class RtlDataPath final : public model::DataPath {
     std::deque<RtlAnswer> queue;
     sc_core::sc_event ready;
   };
+  // The cycles at which the RTL was ready again after taking each CB (the pipeline's issue end).
+  struct Taken {
+    std::deque<Ps> queue;
+    sc_core::sc_event ready;
+  };
 
   void clock_thread();  // rtl_clock.cpp: the SystemC process that clocks the RTL
 
   model::HostPort& host_;
+  std::function<void(hw::Pipeline)> on_answer_;
   std::unique_ptr<Impl> impl_;
   std::array<Answers, 2> answers_;
+  std::array<Taken, 2> taken_;
   RtlCounters counters_;
   StreamChecker checker_;
 };

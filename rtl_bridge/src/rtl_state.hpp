@@ -9,9 +9,11 @@
 #include "Vspyre_dma_core.h"
 
 #include <array>
+#include <cmath>
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -34,6 +36,16 @@ struct RtlDataPath::Impl {
     Ps ready_ps = 0;
     std::uint32_t beat = 0;
   };
+  // A fill or device copy the memory controller carries out burst by burst, each booked at the
+  // cycle the last one's bus time ended, so traffic arriving meanwhile interleaves with it.
+  struct Command {
+    bool copy = false;
+    std::uint64_t dst = 0, src = 0, len = 0, done_bytes = 0;
+    std::uint32_t pattern = 0;
+    bool backward = false;  // an overlapping copy to a higher address runs from its end
+    Ps next_ps = 0;         // the next burst's earliest cycle
+    Ps done_ps = 0;         // when the last booked burst is done
+  };
   struct PendingCb {
     std::array<std::uint8_t, hw::kCbBytes> raw;
     Ps at_ps;
@@ -44,6 +56,7 @@ struct RtlDataPath::Impl {
   model::HostPort& host;
   model::DeviceMemoryPort& memory;
   RtlTestHooks hooks;
+  Ps dram_latency_ps;  // of each device-memory access (a command's bursts follow its bus time)
   VerilatedContext context;
   std::unique_ptr<Vspyre_dma_core> core;
   std::unique_ptr<VerilatedVcdC> vcd;
@@ -52,6 +65,7 @@ struct RtlDataPath::Impl {
   std::uint64_t cycle = 0;
 
   std::array<std::deque<PendingCb>, 2> cbs;
+  std::array<bool, 2> taken{false, false};  // a CB was taken; the pipeline waits for cb_ready again
   std::array<int, 2> ats_answer{-1, -1};  // -1: none due; else ok (1) or refused (0) this cycle
   std::array<Read, RtlDataPath::kTags> reads;
   std::multimap<std::pair<Ps, std::uint64_t>, unsigned> ready_reads;  // (ready, order) -> tag
@@ -67,18 +81,21 @@ struct RtlDataPath::Impl {
   // Device memory.
   std::vector<std::uint8_t> burst;
   std::uint64_t burst_addr = 0;
-  std::multiset<Ps> write_acks, command_acks;
+  std::deque<Ps> write_acks;  // in burst order (the RTL counts them in order)
+  std::multiset<Ps> command_acks;
+  std::optional<Command> command;
   std::deque<Piece> pieces;
   std::uint64_t glitch = 0;
 
   Impl(const model::DataPathContext& c, RtlTestHooks h)
       : config(c.config), iommu(c.iommu), host(c.host), memory(c.memory), hooks(h),
+        dram_latency_ps(static_cast<Ps>(std::llround(c.config.device.dram_latency_ns * 1000.0))),
         core(std::make_unique<Vspyre_dma_core>(&context, "spyre_dma_core")) {}
 
   bool quiet() const {
     return core->idle && current_read < 0 && ready_reads.empty() && pieces.empty() && write_acks.empty() &&
            command_acks.empty() && ats_answer[0] < 0 && ats_answer[1] < 0 && mwr.empty() && burst.empty() &&
-           !cb_due();
+           !taken[0] && !taken[1] && !command && !cb_due();
   }
   bool cb_due() const {
     for (const auto& q : cbs) {

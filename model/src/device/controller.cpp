@@ -41,7 +41,11 @@ Controller::Controller(sc_module_name name, const SimConfig& config, device_core
       doorbells_(config.device.depth),
       cb_overhead_ps_(pcie::ns_to_ps(config.device.cb_overhead_ns)),
       quantum_ps_(2'000'000) {  // 2 us of run-ahead before a pipeline yields: keeps calendars short
-  data_path_ = make_data_path(to_string(config.data_path), DataPathContext{config, host_, device_memory_, iommu, faults_});
+  // A data path that answers a CB later wakes the pipeline (waiting for a doorbell) to retire it.
+  data_path_ = make_data_path(to_string(config.data_path),
+                              DataPathContext{config, host_, device_memory_, iommu, faults_, [this](hw::Pipeline p) {
+                                                pipes_[static_cast<unsigned>(p)].kick.notify(SC_ZERO_TIME);
+                                              }});
   for (unsigned i = 0; i < hw::kNumPipelines; ++i) {
     pipes_[i].id = static_cast<hw::Pipeline>(i);
     sc_spawn([this, i] { pipeline_thread(i); }, sc_gen_unique_name("pipeline"));

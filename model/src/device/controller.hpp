@@ -101,20 +101,6 @@ class Controller : public sc_core::sc_module, private device_core::RegisterHooks
   void observe(StatsRegistry& stats, TraceWriter* trace);
 
  private:
-  struct PipelineState {
-    hw::Pipeline id = hw::Pipeline::kDmai;
-    std::uint32_t retired = 0;       // CBs retired (free-running, like the indices)
-    std::deque<Ps> retire_ps;        // retire time of CB (retired - retire_ps.size() + i)
-    Ps last_retire_ps = 0;
-    Ps local_ps = 0;                 // how far this pipeline has scheduled itself
-    Ps next_fetch_ps = 0;
-    sc_core::sc_event kick;          // doorbell, enable, RB space, reset
-    bool in_batch = false;           // holds fetched CBs it has not retired
-    std::uint32_t last_tag = 0;      // of the last CB answered (misbehave stale_tag)
-    // misbehave rb_pi_beyond_ring / cb_ci_backwards broke the indices in epoch broken_epoch - 1:
-    // the pipeline fetches nothing more until a reset moves the epoch on.
-    std::uint64_t broken_epoch = 0;
-  };
   // A fetched CB as the pipeline carries it to its RB.
   struct Retirement {
     hw::ResponseBlock rb;
@@ -125,6 +111,24 @@ class Controller : public sc_core::sc_module, private device_core::RegisterHooks
     bool faulted = false;
   };
 
+  struct PipelineState {
+    hw::Pipeline id = hw::Pipeline::kDmai;
+    std::uint32_t retired = 0;       // CBs retired (free-running, like the indices)
+    std::deque<Ps> retire_ps;        // retire time of CB (retired - retire_ps.size() + i)
+    Ps last_retire_ps = 0;
+    Ps local_ps = 0;                 // how far this pipeline has scheduled itself
+    Ps next_fetch_ps = 0;
+    sc_core::sc_event kick;          // doorbell, enable, RB space, reset
+    bool in_batch = false;           // holds fetched CBs it has not retired
+    // CBs the data path still holds (`pending`), or answered CBs behind them, in CB order; they
+    // may outlive their batch. Stopped by the epoch and self-reset count they were fetched in.
+    std::deque<Retirement> draining;
+    std::uint64_t draining_epoch = 0, draining_aborts = 0;
+    std::uint32_t last_tag = 0;      // of the last CB answered (misbehave stale_tag)
+    // misbehave rb_pi_beyond_ring / cb_ci_backwards broke the indices in epoch broken_epoch - 1:
+    // the pipeline fetches nothing more until a reset moves the epoch on.
+    std::uint64_t broken_epoch = 0;
+  };
   // RegisterHooks (controller_registers.cpp).
   std::uint64_t clock_ns() override;
   Condition condition() override;
@@ -149,6 +153,12 @@ class Controller : public sc_core::sc_module, private device_core::RegisterHooks
   CbExecution execute(PipelineState& p, const std::uint8_t* raw, Ps start);
   // Writes the CB's RB(s) and books its retirement; false when the pipeline stops here.
   bool retire(PipelineState& p, Retirement& r, const std::function<bool()>& stopped);
+  // Retires the draining CBs in order: every one (waiting for the data path's answers), or
+  // (`answered_only`) those whose answers are in. False when the pipeline stops meanwhile.
+  bool retire_draining(PipelineState& p, bool answered_only);
+  // The pipeline stopped: takes the data path's answers for its draining CBs and, after a
+  // self-reset, answers them with Abend RBs (before the rest of their batch).
+  void abort_draining(PipelineState& p);
   // Books a retirement; `observed`: into the latency histogram, occupancy, trace, bytes and busy
   // time too (an Abend RB of a self-reset is counted, not observed).
   void count_retired(PipelineState& p, const Retirement& r, Ps arrival, bool observed = true);
@@ -172,6 +182,10 @@ class Controller : public sc_core::sc_module, private device_core::RegisterHooks
   void self_reset(Ps at, std::uint32_t tag);
   // Abend RBs (kind reset) for the CBs [from, n) of a pipeline's batch, in ring order.
   void abort_batch(PipelineState& p, const std::uint8_t* batch, std::uint32_t from, std::uint32_t n, std::uint64_t epoch);
+  // The pipeline has written the Abend RBs of a self-reset in `epoch` (STATUS may read FATAL).
+  void aborted(const PipelineState& p, std::uint64_t epoch);
+  // One Abend RB; false when the host reset the device meanwhile (no RB any more).
+  bool abend(PipelineState& p, const device_core::CbControl& cb, std::uint64_t epoch);
   // RB_PI as the host may see it now: RBs that have landed (a read does not pass posted writes).
   std::uint32_t rb_pi_visible(const PipelineState& p) const;
 

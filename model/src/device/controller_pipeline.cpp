@@ -38,7 +38,15 @@ void Controller::pipeline_thread(unsigned index_of_pipe) {
   std::vector<bool> corrupted(batch_max, false);  // by an injected malformed_cb fault
   for (;;) {
     while (!fetchable(p)) {
-      wait(p.kick);
+      // Nothing to fetch: what the data path still holds retires as its answers come (a doorbell
+      // meanwhile lets the next CB start behind it).
+      if (!retire_draining(p, /*answered_only=*/true)) {
+        const std::uint64_t epoch = p.draining_epoch;
+        abort_draining(p);
+        aborted(p, epoch);
+      }
+      p.in_batch = !p.draining.empty();
+      if (!fetchable(p)) wait(p.kick);
       p.local_ps = std::max(p.local_ps, to_ps(sc_time_stamp()));
     }
     // Ring rules before any fetch: a fault consumes nothing.
@@ -87,7 +95,11 @@ void Controller::pipeline_thread(unsigned index_of_pipe) {
       if (i == 0) p.next_fetch_ps = r.start;
       std::uint8_t* raw = batch.data() + std::size_t(i) * hw::kCbBytes;
       const device_core::CbControl ctrl = device_core::control_bits(raw);
-      if (ctrl.barrier) r.start = wait_barrier(p, first_index + i, r.start);
+      if (ctrl.barrier) {
+        // The other pipelines may be waiting for this one's retirements.
+        if (!retire_draining(p, /*answered_only=*/false)) break;
+        r.start = wait_barrier(p, first_index + i, r.start);
+      }
       if (stopped()) break;
       r.faulted = faults_.enabled() && corrupted[i];
       if (faults_.enabled()) {
@@ -118,12 +130,23 @@ void Controller::pipeline_thread(unsigned index_of_pipe) {
       r.rb.tag = ctrl.tag;
       r.rb.locator = p.id;
       r.interrupt = ctrl.interrupt;
-      if (!retire(p, r, stopped)) break;
+      if (r.run.pending || !p.draining.empty()) {
+        // Retired in order behind what the data path still holds.
+        if (p.draining.empty()) p.draining_epoch = epoch, p.draining_aborts = aborts;
+        p.draining.push_back(r);
+        if (!retire_draining(p, /*answered_only=*/true)) {
+          ++i;  // this CB is draining's to abort now, not the batch's
+          break;
+        }
+      } else if (!retire(p, r, stopped)) {
+        break;
+      }
       // Bounded run-ahead keeps the bookings of all pipelines close together in time.
       if (p.local_ps > to_ps(sc_time_stamp()) + quantum_ps_) sync_to(p.local_ps - quantum_ps_ / 2);
     }
+    if (stopped()) abort_draining(p);  // what is draining is older than the batch's rest
     if (epoch == epoch_ && aborts != abort_seq_) abort_batch(p, batch.data(), i, n, epoch);
-    p.in_batch = false;
+    p.in_batch = !p.draining.empty();
   }
 }
 
@@ -143,6 +166,35 @@ CbExecution Controller::execute(PipelineState& p, const std::uint8_t* raw, Ps st
     return run;
   }
   return data_path_->execute(p.id, d.cb, raw, t);
+}
+
+bool Controller::retire_draining(PipelineState& p, bool answered_only) {
+  const std::uint64_t epoch = p.draining_epoch, aborts = p.draining_aborts;
+  const std::function<bool()> stopped = [&] {
+    return epoch != epoch_ || aborts != abort_seq_ || stopped_answering();
+  };
+  while (!p.draining.empty()) {
+    if (stopped()) return false;
+    Retirement& r = p.draining.front();
+    if (r.run.pending) {
+      if (answered_only && !data_path_->answered(p.id)) return true;
+      r.run = data_path_->collect(p.id);
+    }
+    if (!retire(p, r, stopped)) return false;
+    p.draining.pop_front();
+  }
+  return true;
+}
+
+void Controller::abort_draining(PipelineState& p) {
+  const std::uint64_t epoch = p.draining_epoch;
+  bool answer = epoch == epoch_ && p.draining_aborts != abort_seq_;  // a self-reset: Abend RBs
+  for (; !p.draining.empty(); p.draining.pop_front()) {
+    Retirement& r = p.draining.front();
+    // The data path answers every CB it took; its answers are taken even when none is written.
+    if (r.run.pending) r.run = data_path_->collect(p.id);
+    if (answer) answer = abend(p, device_core::CbControl{r.rb.tag, false, r.interrupt}, epoch);
+  }
 }
 
 bool Controller::retire(PipelineState& p, Retirement& r, const std::function<bool()>& stopped) {

@@ -1,5 +1,5 @@
 // The data paths a configuration may name (see spyre_dma/model/data_path.hpp): "systemc" always,
-// others as the libraries that provide them register.
+// others as the libraries that provide them register; the DataPath defaults.
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -22,6 +22,11 @@ Registry& registry() {
 }
 
 }  // namespace
+
+CbExecution DataPath::collect(hw::Pipeline pipeline) {
+  throw std::logic_error("data path: collect() for pipeline " + std::string(hw::to_string(pipeline)) +
+                         ", which has no pending CB");
+}
 
 void register_data_path(const std::string& name, DataPathFactory factory) {
   Registry& r = registry();

@@ -104,28 +104,36 @@ void Controller::self_reset(Ps at, std::uint32_t tag) {
   retired_.notify(SC_ZERO_TIME);
 }
 
-void Controller::abort_batch(PipelineState& p, const std::uint8_t* batch, std::uint32_t from, std::uint32_t n,
-                             std::uint64_t epoch) {
+bool Controller::abend(PipelineState& p, const device_core::CbControl& cb, std::uint64_t epoch) {
   const Ps at = std::max(fatal_at_ps_, p.last_retire_ps);
   const std::function<bool()> reset_meanwhile = [&] { return epoch != epoch_; };
+  if (!wait_rb_room(p, at, reset_meanwhile)) return false;
+  Retirement r;
+  r.rb.tag = cb.tag;
+  r.rb.status = hw::RbStatus::kAbend;
+  r.rb.locator = p.id;
+  r.rb.error = hw::ErrorKind::kReset;
+  r.rb.start_ns = r.rb.end_ns = at / pcie::kPsPerNs;
+  r.start = r.run.done_ps = at;
+  r.run.outcome = device_core::CbOutcome{hw::RbStatus::kAbend, hw::ErrorKind::kReset, hw::CbField::kNone, 0, 0};
+  const Ps rb_at = std::max(at, p.last_retire_ps);
+  Ps arrival = rb_at;
+  if (!write_rb(p, r.rb, rb_at, arrival, cb.interrupt)) return false;
+  fatal_visible_ps_ = std::max(fatal_visible_ps_, arrival);
+  faults_.cb_affected();
+  count_retired(p, r, arrival, /*observed=*/false);
+  return true;
+}
+
+void Controller::abort_batch(PipelineState& p, const std::uint8_t* batch, std::uint32_t from, std::uint32_t n,
+                             std::uint64_t epoch) {
   for (std::uint32_t i = from; i < n && epoch == epoch_; ++i) {
-    if (!wait_rb_room(p, at, reset_meanwhile)) return;  // the host reset the device: no RB any more
-    Retirement r;
-    const device_core::CbControl ctrl = device_core::control_bits(batch + std::size_t(i) * hw::kCbBytes);
-    r.rb.tag = ctrl.tag;
-    r.rb.status = hw::RbStatus::kAbend;
-    r.rb.locator = p.id;
-    r.rb.error = hw::ErrorKind::kReset;
-    r.rb.start_ns = r.rb.end_ns = at / pcie::kPsPerNs;
-    r.start = r.run.done_ps = at;
-    r.run.outcome = device_core::CbOutcome{hw::RbStatus::kAbend, hw::ErrorKind::kReset, hw::CbField::kNone, 0, 0};
-    const Ps rb_at = std::max(at, p.last_retire_ps);
-    Ps arrival = rb_at;
-    if (!write_rb(p, r.rb, rb_at, arrival, ctrl.interrupt)) break;
-    fatal_visible_ps_ = std::max(fatal_visible_ps_, arrival);
-    faults_.cb_affected();
-    count_retired(p, r, arrival, /*observed=*/false);
+    if (!abend(p, device_core::control_bits(batch + std::size_t(i) * hw::kCbBytes), epoch)) break;
   }
+  aborted(p, epoch);
+}
+
+void Controller::aborted(const PipelineState& p, std::uint64_t epoch) {
   if (epoch == epoch_) aborting_ &= ~(1u << static_cast<unsigned>(p.id));
 }
 

@@ -1,15 +1,13 @@
 // The RTL data path against the SystemC data path: the same seeded CB workload on both gives
 // the same RBs (tags, statuses, errors, order per pipeline) and the same host and device memory
-// images; ops of 64 KiB and more, each on an idle device, take the same simulated time within 5%.
-//
-// Why timing is compared op by op: with CBs back to back, the SystemC data path starts a CB
-// (its RB start time) while the previous one's completions still stream in, the RTL only after
-// the previous RB, so per-CB start/end times of a busy pipeline measure different spans; the
-// time from an op's doorbell to its last RB means the same on both.
+// images; ops of 64 KiB and more, each on an idle device, take the same simulated time within 5%;
+// and CBs back to back on both pipelines (each data path taking a DMAI CB while the previous one's
+// completions still arrive) start and end at the same simulated times within 5%.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "ring_driver.hpp"
@@ -222,6 +220,144 @@ TEST(Timing, OpsFrom64KiBAgreeWithinFivePercent) {
     EXPECT_LE(std::abs(rel), 0.05) << dir << " " << bytes << " bytes";
   }
 }
+
+// Every CB's RB start and end (from the doorbell) with CBs back to back: a DMAI ring of host
+// copies large and small with fills and device copies between them, a DMAO ring of host copies,
+// both rung at once.
+struct CbSpan {
+  const char* what;
+  std::uint64_t bytes;
+  double start_ns, end_ns;
+};
+
+std::vector<CbSpan> back_to_back(model::DataPathKind data_path) {
+  model::SimConfig config = model::preset("spyre-gen5x16");
+  config.data_path = data_path;
+  model::SimDevice dev(config);
+  HostBuffer host(16 * MiB);
+  const std::uint64_t iova = dev.map(host.data, host.bytes, DmaAccess::kBoth);
+  RingDriver ring(dev);
+  struct Cb {
+    hw::Pipeline pipe;
+    hw::DmaType type;
+    std::uint64_t bytes;
+    const char* what;
+  };
+  const std::vector<Cb> cbs{
+      {hw::Pipeline::kDmai, hw::DmaType::kImmediate, 4 * MiB, "H2D"},
+      {hw::Pipeline::kDmai, hw::DmaType::kMemoryFill, 20 * KiB, "fill"},
+      {hw::Pipeline::kDmai, hw::DmaType::kImmediate, 64 * KiB, "H2D"},
+      {hw::Pipeline::kDmai, hw::DmaType::kImmediate, 4 * KiB, "H2D"},
+      {hw::Pipeline::kDmai, hw::DmaType::kImmediate, 1 * MiB, "H2D"},
+      {hw::Pipeline::kDmai, hw::DmaType::kDeviceCopy, 256 * KiB, "D2D"},
+      {hw::Pipeline::kDmai, hw::DmaType::kImmediate, 16 * KiB, "H2D"},
+      {hw::Pipeline::kDmai, hw::DmaType::kImmediate, 16 * KiB, "H2D"},
+      {hw::Pipeline::kDmai, hw::DmaType::kImmediate, 16 * KiB, "H2D"},
+      {hw::Pipeline::kDmai, hw::DmaType::kMemoryFill, 1 * MiB, "fill"},
+      {hw::Pipeline::kDmai, hw::DmaType::kImmediate, 2 * MiB, "H2D"},
+      {hw::Pipeline::kDmao, hw::DmaType::kImmediate, 4 * MiB, "D2H"},
+      {hw::Pipeline::kDmao, hw::DmaType::kImmediate, 64 * KiB, "D2H"},
+      {hw::Pipeline::kDmao, hw::DmaType::kImmediate, 4 * KiB, "D2H"},
+      {hw::Pipeline::kDmao, hw::DmaType::kImmediate, 1 * MiB, "D2H"},
+      {hw::Pipeline::kDmao, hw::DmaType::kImmediate, 16 * KiB, "D2H"},
+      {hw::Pipeline::kDmao, hw::DmaType::kImmediate, 16 * KiB, "D2H"},
+      {hw::Pipeline::kDmao, hw::DmaType::kImmediate, 2 * MiB, "D2H"},
+  };
+  std::uint32_t tag = 1;
+  std::uint64_t off[2] = {0, 8 * MiB}, dev_off = 0;
+  for (const Cb& c : cbs) {
+    hw::ControlBlock cb = cb_with_xlat(tag++);
+    hw::DmaSection& s = c.pipe == hw::Pipeline::kDmai ? cb.dmi : cb.dmo;
+    s.type = c.type;
+    set_length(s, c.bytes);
+    if (c.type == hw::DmaType::kImmediate) {
+      std::uint64_t& o = off[c.pipe == hw::Pipeline::kDmai ? 0 : 1];
+      s.host_iova_flits = (iova + o) / hw::kFlitBytes;
+      o += c.bytes;
+    }
+    if (c.type == hw::DmaType::kMemoryFill) s.fill_pattern = 0x5a5a0000u + tag;
+    if (c.type == hw::DmaType::kDeviceCopy) s.source = hw::DeviceVa{1, 0};
+    const std::uint8_t segment = c.pipe == hw::Pipeline::kDmai ? 0 : 1;
+    s.device = hw::DeviceVa{segment, static_cast<std::uint32_t>(dev_off / hw::kFlitBytes)};
+    dev_off += c.bytes;
+    ring.push(c.pipe, cb);
+  }
+  const double t0 = dev.now_ns();
+  ring.doorbell(hw::Pipeline::kDmai);
+  std::vector<hw::ResponseBlock> rbs = ring.drain(hw::Pipeline::kDmai);
+  const double t1 = dev.now_ns();
+  ring.doorbell(hw::Pipeline::kDmao);
+  std::vector<hw::ResponseBlock> dmao = ring.drain(hw::Pipeline::kDmao);
+  for (auto& rb : dmao) rb.start_ns -= std::uint64_t(t1 - t0), rb.end_ns -= std::uint64_t(t1 - t0);
+  rbs.insert(rbs.end(), dmao.begin(), dmao.end());
+  EXPECT_EQ(rbs.size(), cbs.size());
+  std::vector<CbSpan> out;
+  for (std::size_t i = 0; i < rbs.size() && i < cbs.size(); ++i) {
+    EXPECT_EQ(rbs[i].status, hw::RbStatus::kGood) << i;
+    out.push_back(CbSpan{cbs[i].what, cbs[i].bytes, double(rbs[i].start_ns) - t0, double(rbs[i].end_ns) - t0});
+  }
+  return out;
+}
+
+TEST(Timing, BackToBackCbsStartAndEndTogetherWithinFivePercent) {
+  const std::vector<CbSpan> sim = back_to_back(model::DataPathKind::kSystemC);
+  const std::vector<CbSpan> rtl = back_to_back(model::DataPathKind::kRtl);
+  ASSERT_EQ(sim.size(), rtl.size());
+  for (std::size_t i = 0; i < sim.size(); ++i) {
+    const double d_sim = sim[i].end_ns - sim[i].start_ns, d_rtl = rtl[i].end_ns - rtl[i].start_ns;
+    const double rel = (d_rtl - d_sim) / d_sim, rel_end = (rtl[i].end_ns - sim[i].end_ns) / sim[i].end_ns;
+    std::printf("[ timing ] %-4s %5llu KiB: sim %9.0f..%9.0f ns, rtl %9.0f..%9.0f ns, duration %+.2f%%, end %+.2f%%\n",
+                sim[i].what, static_cast<unsigned long long>(sim[i].bytes / KiB), sim[i].start_ns, sim[i].end_ns,
+                rtl[i].start_ns, rtl[i].end_ns, rel * 100, rel_end * 100);
+    EXPECT_LE(std::abs(rel), 0.05) << "CB " << i << " duration";
+    EXPECT_LE(std::abs(rel_end), 0.05) << "CB " << i << " end";
+  }
+}
+
+// A CB that writes device memory an older CB of the pipeline is still writing waits for it: an
+// H2D then, right behind it, a fill and a device copy over the same bytes leave what the CBs say
+// in order, on both data paths (the RTL takes a DMAI CB while the last one's completions arrive).
+class InOrderMemory : public ::testing::TestWithParam<model::DataPathKind> {};
+
+TEST_P(InOrderMemory, LaterCbsOverTheSameBytesWin) {
+  model::SimConfig config = model::preset("spyre-gen5x16");
+  config.data_path = GetParam();
+  model::SimDevice dev(config);
+  constexpr std::uint64_t kBytes = 1 * MiB;
+  HostBuffer host(kBytes);
+  std::memset(host.data, 0xab, kBytes);
+  const std::uint64_t iova = dev.map(host.data, host.bytes, DmaAccess::kDeviceReads);
+  std::vector<std::uint8_t> source(kBytes, 0x11);
+  dev.memory().write(kSourceRegion, source.data(), source.size());
+  RingDriver ring(dev);
+  hw::ControlBlock h2d = cb_with_xlat(1);
+  h2d.dmi.type = hw::DmaType::kImmediate;
+  set_length(h2d.dmi, kBytes);
+  h2d.dmi.host_iova_flits = iova / hw::kFlitBytes;
+  h2d.dmi.device = hw::DeviceVa{0, 0};
+  hw::ControlBlock fill = cb_with_xlat(2);  // the middle half of what the H2D writes
+  fill.dmi.type = hw::DmaType::kMemoryFill;
+  set_length(fill.dmi, kBytes / 2);
+  fill.dmi.fill_pattern = 0x5a5a5a5a;
+  fill.dmi.device = hw::DeviceVa{0, static_cast<std::uint32_t>(kBytes / 4 / hw::kFlitBytes)};
+  hw::ControlBlock copy = cb_with_xlat(3);  // the last 64 KiB, from the source region
+  copy.dmi.type = hw::DmaType::kDeviceCopy;
+  set_length(copy.dmi, 64 * KiB);
+  copy.dmi.source = hw::DeviceVa{1, 0};
+  copy.dmi.device = hw::DeviceVa{0, static_cast<std::uint32_t>((kBytes - 64 * KiB) / hw::kFlitBytes)};
+  for (const auto& cb : {h2d, fill, copy}) ring.push(hw::Pipeline::kDmai, cb);
+  ring.doorbell(hw::Pipeline::kDmai);
+  for (const auto& rb : ring.drain(hw::Pipeline::kDmai)) EXPECT_EQ(rb.status, hw::RbStatus::kGood);
+  std::vector<std::uint8_t> got(kBytes);
+  dev.memory().read(0, got.data(), got.size());
+  for (std::uint64_t i = 0; i < kBytes; ++i) {
+    const std::uint8_t want = i >= kBytes - 64 * KiB ? 0x11 : (i >= kBytes / 4 && i < 3 * kBytes / 4 ? 0x5a : 0xab);
+    ASSERT_EQ(got[i], want) << "device byte " << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(DataPaths, InOrderMemory,
+                         ::testing::Values(model::DataPathKind::kSystemC, model::DataPathKind::kRtl));
 
 }  // namespace
 }  // namespace spyre_dma::rtl::test

@@ -7,6 +7,12 @@
 // A data path runs inside the SystemC simulation: execute() is called from the pipeline's process
 // and may wait in simulated time. It reaches host memory, device memory and the IOMMU only through
 // the ports of its DataPathContext.
+//
+// A data path answers a CB at once (the SystemC data path books the whole CB when it starts it) or
+// later: one that keeps several CBs of a pipeline in flight (the RTL's DMAI engine takes the next
+// CB while the last one's completions arrive) returns from execute() with `pending` set once it
+// has taken the CB and the pipeline may go on, and gives the outcome through collect(), in CB
+// order. The front end retires CBs in order either way.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +40,8 @@ struct CbExecution {
   Ps done_ps = 0;       // when the CB's work is complete (its RB may follow)
   Ps data_ps = 0;       // when its data was done: in device memory (DMAI), at the host (DMAO); 0: none moved
   bool faulted = false;  // an injected fault (or an LCRC replay) hit it
+  // The data path still holds the CB: only issue_end_ps is known; collect() gives the rest.
+  bool pending = false;
 };
 
 // A read tag for a CB fetch: the front end fetches CBs through the data path's tag space.
@@ -57,6 +65,14 @@ class DataPath {
   // memory bounds, IOMMU), the transfer, and its outcome. `raw` is the CB as fetched.
   virtual CbExecution execute(hw::Pipeline pipeline, const hw::ControlBlock& cb, const std::uint8_t* raw,
                               Ps start) = 0;
+  // The oldest pending CB of `pipeline`: whether its outcome is in, and the outcome (waiting for
+  // it in simulated time when it is not). Only a data path that returns `pending` CBs overrides
+  // these; collect() on one with nothing pending is a std::logic_error.
+  virtual bool answered(hw::Pipeline pipeline) const {
+    (void)pipeline;
+    return false;
+  }
+  virtual CbExecution collect(hw::Pipeline pipeline);
   virtual FetchTag fetch_tag(hw::Pipeline pipeline, Ps at) = 0;
   virtual void fetch_done(hw::Pipeline pipeline, const FetchTag& tag, Ps at) = 0;
   virtual DataPathCounters counters() const = 0;
@@ -71,6 +87,8 @@ struct DataPathContext {
   DeviceMemoryPort& memory;
   device_core::Iommu& iommu;       // for the data path's own checks (ATS)
   FaultInjector& faults;           // the model's TLP-level fault injection (opaque outside it)
+  // Called when a pending CB's outcome comes in (the front end wakes the pipeline); may be empty.
+  std::function<void(hw::Pipeline)> answered = {};
 };
 
 using DataPathFactory = std::function<std::unique_ptr<DataPath>(const DataPathContext&)>;
