@@ -336,7 +336,7 @@ void RtlDataPath::clock_thread() {
     }
     if (s.command && s.command->next_ps <= s.t) {  // its next burst
       Impl::Command& cmd = *s.command;
-      const std::uint64_t n = std::min<std::uint64_t>(model::kMemoryCommandBurstBytes, cmd.len - cmd.done_bytes);
+      const std::uint64_t n = std::min<std::uint64_t>(model::kMemoryBurstBytes, cmd.len - cmd.done_bytes);
       const std::uint64_t off = cmd.backward ? cmd.len - cmd.done_bytes - n : cmd.done_bytes;
       // Booked at the instant the last burst's bus time ended (not the cycle edge after it).
       const Ps at = std::max(cmd.next_ps, s.t - std::min<Ps>(s.t, kClockPs - 1));

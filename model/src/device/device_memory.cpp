@@ -26,20 +26,15 @@ void DeviceMemory::b_transport(tlm::tlm_generic_payload& gp, sc_time& delay) {
   }
   if ((++accesses_ & 63) == 0) bus_.prune(to_ps(sc_time_stamp()));  // nothing books the past
   const DeviceMemoryCommand* cmd = gp.get_extension<DeviceMemoryCommand>();
+  // Every access streams through the bus burst by burst, each burst in the first gap that fits
+  // after the last: it shares the bus with the transfers booked ahead of it (a data path books a
+  // CB's accesses as far ahead as it has scheduled them) instead of queueing behind them all.
+  // A copy reads and writes: twice the bus time.
+  const std::uint64_t per_byte = cmd && cmd->kind == DeviceMemoryCommand::Kind::kCopy ? 2 : 1;
   pcie::Ps end = t0;
-  if (cmd) {
-    // A command streams through the bus burst by burst, each burst in the first gap that fits
-    // after the last: it shares the bus with the transfers booked ahead of it (a data path books
-    // a CB's writes as far ahead as it has scheduled them) instead of queueing behind them all.
-    // A copy reads and writes: twice the bus time.
-    const std::uint64_t per_byte = cmd->kind == DeviceMemoryCommand::Kind::kCopy ? 2 : 1;
-    for (std::uint64_t off = 0; off < len; off += kMemoryCommandBurstBytes) {
-      const pcie::Ps d = rate_.ceil_ps(per_byte * std::min<std::uint64_t>(kMemoryCommandBurstBytes, len - off));
-      end = bus_.reserve(end, d) + d;
-    }
-  } else {
-    const pcie::Ps d = rate_.ceil_ps(len);
-    end = bus_.reserve(t0, d) + d;
+  for (std::uint64_t off = 0; off < len; off += kMemoryBurstBytes) {
+    const pcie::Ps d = rate_.ceil_ps(per_byte * std::min<std::uint64_t>(kMemoryBurstBytes, len - off));
+    end = bus_.reserve(end, d) + d;
   }
   if (cmd) {
     if (cmd->kind == DeviceMemoryCommand::Kind::kFill32) storage_.fill32(addr, cmd->pattern, len);

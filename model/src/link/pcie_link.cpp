@@ -42,6 +42,7 @@ PcieLink::PcieLink(sc_module_name name, const SimConfig& config)
 
 void PcieLink::prune(Ps ps) {
   up_.prune(ps);
+  up_requests_.prune(ps);
   down_.prune(ps);
   posted_.prune(ps);
   nonposted_.prune(ps);
@@ -89,6 +90,11 @@ Ps PcieLink::send_up(Ps earliest, std::uint64_t wire_bytes, const char* what) {
   return send(up, earliest, wire_bytes, what);
 }
 
+Ps PcieLink::send_request_up(Ps earliest, std::uint64_t wire_bytes, const char* what) {
+  Direction up{up_clock_, up_requests_, counters_.up_bytes, up_track_};
+  return send(up, earliest, wire_bytes, what);
+}
+
 Ps PcieLink::send_down(Ps earliest, std::uint64_t wire_bytes, const char* what) {
   Direction down{down_clock_, down_, counters_.down_bytes, down_track_};
   return send(down, earliest, wire_bytes, what);
@@ -117,10 +123,10 @@ void PcieLink::read(tlm::tlm_generic_payload& gp, Ps t0, sc_time& delay) {
     checker_.request(TlpType::kMRd, addr, len);
     const pcie::CreditGrant g = nonposted_.acquire(t0, 1, 0);
     if (g.at_ps > t0) ++counters_.credit_stalls, counters_.credit_stall_ps += g.at_ps - t0;
-    Ps sent = send_up(g.at_ps, mrd_wire, "MRd");
+    Ps sent = send_request_up(g.at_ps, mrd_wire, "MRd");
     std::uint32_t replays = replays_for(1);
     if (ext->force_replay) ++replays, ++counters_.replays;
-    if (replays) sent = send_up(sent + replay_ps_, mrd_wire, "MRd (replay)");
+    if (replays) sent = send_request_up(sent + replay_ps_, mrd_wire, "MRd (replay)");
     const Ps arrival = sent + latency_ps_;
     nonposted_.release(g, arrival + credit_update_ps_);
     checker_.credits_held(ProtocolChecker::Pool::kNonPosted, g.at_ps, arrival + credit_update_ps_, 1, 0);
@@ -173,7 +179,7 @@ void PcieLink::read(tlm::tlm_generic_payload& gp, Ps t0, sc_time& delay) {
   ext->replays = replays;
   const Ps u1 = up_clock_.rate().ceil_ps(w1.upstream);
   const Ps d1 = down_clock_.rate().ceil_ps(w1.downstream);
-  const Ps up_end = send_up(t0, w.upstream, "MRd burst");
+  const Ps up_end = send_request_up(t0, w.upstream, "MRd burst");
   const Ps first_sent = up_end - up_clock_.rate().ceil_ps(w.upstream) + u1;
   const Ps arrival = first_sent + latency_ps_;
   counters_.mrd += n;

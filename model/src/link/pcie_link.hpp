@@ -55,7 +55,7 @@ class PcieLink : public sc_core::sc_module {
   const LinkCounters& counters() const noexcept { return counters_; }
   ProtocolChecker& checker() noexcept { return checker_; }
   pcie::Ps latency_ps() const noexcept { return latency_ps_; }
-  pcie::Ps up_busy_ps() const noexcept { return up_.busy_ps(); }
+  pcie::Ps up_busy_ps() const noexcept { return up_.busy_ps() + up_requests_.busy_ps(); }
   pcie::Ps down_busy_ps() const noexcept { return down_.busy_ps(); }
   // Drops serializer and credit history before `ps` (nothing can be booked before now anyway).
   void prune(pcie::Ps ps);
@@ -75,6 +75,8 @@ class PcieLink : public sc_core::sc_module {
   pcie::Ps send(Direction& dir, pcie::Ps earliest, std::uint64_t wire_bytes, const char* what);
   // One TLP on the upstream (device to host) or downstream wire.
   pcie::Ps send_up(pcie::Ps earliest, std::uint64_t wire_bytes, const char* what);
+  // A read request upstream, in a lane of its own (see up_requests_).
+  pcie::Ps send_request_up(pcie::Ps earliest, std::uint64_t wire_bytes, const char* what);
   pcie::Ps send_down(pcie::Ps earliest, std::uint64_t wire_bytes, const char* what);
   std::uint32_t replays_for(std::uint64_t tlps);
   pcie::Ps forward(tlm::tlm_generic_payload& gp, pcie::Ps arrival);  // to the root complex
@@ -87,6 +89,14 @@ class PcieLink : public sc_core::sc_module {
   pcie::Ps service_ps_;  // the root complex's unloaded service time of one read (burst reads)
   pcie::WireClock up_clock_, down_clock_;
   pcie::Serializer up_, down_;
+  // The device's read requests (MRd) upstream. Its request arbiter puts a read request between
+  // two writes, so a request waits for at most the TLP on the wire; but the model books a CB's
+  // writes (and, through tag reuse, its requests) ahead of time, so on one calendar a request
+  // booked after a D2H CB's writes would queue behind all of them, and a run of future requests
+  // would fragment the writes' calendar. Requests serialize among themselves here; their wire
+  // time (an MRd header per up to MRRS bytes read, under 1% of the data they fetch) is not taken
+  // from the writes.
+  pcie::Serializer up_requests_;
   pcie::CreditPool posted_, nonposted_;  // the root complex's receive buffers
   ProtocolChecker checker_;
   DebugHooks hooks_;

@@ -65,9 +65,9 @@ class HostPort {
   ~HostPort() = default;
 };
 
-// The grain in which device memory's bus carries a fill or a copy: a command is booked burst by
-// burst, so it shares the bus with the reads and writes around it.
-inline constexpr std::uint64_t kMemoryCommandBurstBytes = 1024;
+// The grain in which device memory's bus carries an access (read, write, fill, copy): each is
+// booked burst by burst, so it shares the bus with the accesses around it.
+inline constexpr std::uint64_t kMemoryBurstBytes = 1024;
 
 // Device memory behind the controller: each call returns when the access is done.
 class DeviceMemoryPort {
