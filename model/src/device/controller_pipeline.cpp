@@ -36,15 +36,20 @@ void Controller::pipeline_thread(unsigned index_of_pipe) {
       1, std::min<std::uint32_t>(config_.device.cb_prefetch, config_.link.mrrs / hw::kCbBytes));
   std::vector<std::uint8_t> batch(std::size_t(batch_max) * hw::kCbBytes);
   std::vector<bool> corrupted(batch_max, false);  // by an injected malformed_cb fault
+  const auto abort_stale_draining = [&] {  // CBs of an epoch or a self-reset that has passed
+    const std::uint64_t epoch = p.draining_epoch;
+    abort_draining(p);
+    aborted(p, epoch);
+    p.in_batch = false;
+  };
   for (;;) {
+    if (!p.draining.empty() && (p.draining_epoch != epoch_ || p.draining_aborts != abort_seq_)) {
+      abort_stale_draining();
+    }
     while (!fetchable(p)) {
       // Nothing to fetch: what the data path still holds retires as its answers come (a doorbell
       // meanwhile lets the next CB start behind it).
-      if (!retire_draining(p, /*answered_only=*/true)) {
-        const std::uint64_t epoch = p.draining_epoch;
-        abort_draining(p);
-        aborted(p, epoch);
-      }
+      if (!retire_draining(p, /*answered_only=*/true)) abort_stale_draining();
       p.in_batch = !p.draining.empty();
       if (!fetchable(p)) wait(p.kick);
       p.local_ps = std::max(p.local_ps, to_ps(sc_time_stamp()));
