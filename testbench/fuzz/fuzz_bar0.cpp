@@ -106,8 +106,8 @@ class Bench {
     std::memset(host_, 0, kHostBytes);
     fresh_kernel();
     top_ = std::make_unique<SimTop>(
-        "fuzz", config_, iommu_,
-        [this](std::uint32_t vector) {
+        "fuzz", config_, std::vector<device_core::Iommu*>{&iommu_},
+        [this](unsigned, std::uint32_t vector) {
           irq_mask_ |= 1u << (vector & 31u);
           sc_core::sc_pause();
         },
@@ -145,20 +145,21 @@ class Bench {
 
   void write(std::uint64_t off, std::uint64_t value, unsigned width) {
     if (off + width > hw::reg::kBar0Bytes) finding("harness: write beyond BAR0");
-    top_->post_write(off, value, width);
+    top_->device(0).post_write(off, value, width);
   }
 
   // As SimDevice::read_register: earlier writes land first; the completion returns behind the
   // device's posted writes, and the link's checker holds it to that.
   std::uint64_t read(std::uint64_t off, unsigned width, Ps limit) {
-    if (top_->writes_pending()) {
-      top_->pause_when_written();
-      run_until([&] { return !top_->writes_pending(); }, limit);
+    DeviceModel& device = top_->device(0);
+    if (device.writes_pending()) {
+      device.pause_when_written();
+      run_until([&] { return !device.writes_pending(); }, limit);
     }
-    ProtocolChecker& checker = top_->link.checker();
+    ProtocolChecker& checker = device.link.checker();
     const Ps sent = now();
     run_to(checker.posted_arrival_bound(LinkDirection::kUp, sent), limit);
-    const std::uint64_t value = top_->controller.read_register(off, width);
+    const std::uint64_t value = device.controller.read_register(off, width);
     checker.completion_order(LinkDirection::kUp, sent, now(), "BAR0 read completion");
     check_identity(off, width, value);
     return value;
@@ -275,7 +276,7 @@ class Bench {
     using namespace hw::reg;
     write(kControl, hw::kControlReset, 4);
     const Ps limit = now() + kResetDrainPs;
-    top_->pause_when_written();
+    top_->device(0).pause_when_written();
     run_until([] { return false; }, limit);
     if (sc_core::sc_pending_activity()) finding("the device is still busy 50 ms of simulated time after CONTROL.RESET");
     require(read(kStatus, 4, limit) == 0, "STATUS reads 0 after a reset (not enabled, not fatal)");

@@ -21,7 +21,16 @@ be::Settings settings_of(const BackendOptions& o) {
   for (const auto& [key, value] : o.extra) {
     if (!value.empty()) s.values[key] = value;
   }
+  s.devices = o.devices;
   return s;
+}
+
+void add_devices_option(CLI::App& cmd, BackendOptions& o) {
+  cmd.add_option("--devices", o.devices,
+                 "Run on N devices at once, one engine each (sim, rtl: one simulated server of N devices, "
+                 "its PCIe tree from the configuration's topology; other backends: N separate devices)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 16));
 }
 
 void add_backend_options(CLI::App& cmd, BackendOptions& o, bool model_settings) {
@@ -58,6 +67,10 @@ std::string check_backend(const std::string& name) {
 std::string check_backend_options(const BackendOptions& o) { return be::builtin().check(o.name, settings_of(o)); }
 
 be::Instance open_backend(const BackendOptions& o) { return be::builtin().open(o.name, settings_of(o)); }
+
+std::vector<be::Instance> open_backends(const BackendOptions& o) {
+  return be::builtin().open_devices(o.name, settings_of(o));
+}
 
 spyre_dma::regress::TestBackend open_test_backend(const BackendOptions& o, const spyre_dma::regress::Program& program) {
   be::Settings s = settings_of(o);

@@ -3,6 +3,7 @@
 // command, and one that is not available says why.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -31,6 +32,8 @@ struct BackendOptions {
   std::string wave{};  // (a default: the callers that list the fields above need not name it)
   // Any other registry setting, by name (cuda: executor, cuda-memory, cuda-device).
   std::map<std::string, std::string> extra{};
+  // Devices the command runs on together (--devices; sim and rtl: one server of that many).
+  std::uint32_t devices = 1;
 };
 
 // Adds --backend and the backends' settings to a command, into `options`: --preset, --config,
@@ -58,6 +61,10 @@ std::string check_backend_options(const BackendOptions& options);
 // Opens a fresh device with its capabilities; throws spyre_dma::backend::BackendError for options
 // check_backend_options rejects.
 spyre_dma::backend::Instance open_backend(const BackendOptions& options);
+// Opens options.devices fresh devices together (Registry::open_devices).
+std::vector<spyre_dma::backend::Instance> open_backends(const BackendOptions& options);
+// Adds --devices N (1..16) to a command, into options.devices.
+void add_devices_option(CLI::App& command, BackendOptions& options);
 
 // Opens a fresh device for one regression test: the program's seed and its fault plan go into the
 // backend's configuration (a backend that cannot inject faults refuses a plan).

@@ -51,7 +51,8 @@ nlohmann::json options_json(const DemoOptions& o, const SweepConfig& c) {
   for (Direction d : c.directions) dirs.push_back(std::string(to_string(d)));
   for (HostMemory m : c.memories) mems.push_back(std::string(to_string(m)));
   return {{"sizes", o.sizes},       {"sizes_bytes", c.sizes}, {"repeat", c.repeat},
-          {"streams", c.streams},   {"backend", o.backend.name},   {"directions", dirs},
+          {"streams", c.streams},   {"backend", o.backend.name},   {"devices", o.backend.devices},
+          {"directions", dirs},
           {"host_memory", mems},    {"timeout_s", o.timeout_s}, {"statistic", "median"},
           {"json", o.json}};
 }
@@ -76,6 +77,7 @@ CLI::App* add_demo_command(CLI::App& app, DemoOptions& o) {
   demo->add_option("--json", o.json, "Also write the results, the resolved options and the device limits to FILE")
       ->type_name("FILE");
   add_backend_options(*demo, o.backend);
+  add_devices_option(*demo, o.backend);
   demo->add_flag("--dump-config", o.dump_config, "Print the resolved backend configuration as JSON and exit");
   demo->add_option("--plot", o.plot, "Also draw bandwidth and latency against size into FILE (PNG; needs --json)");
   demo->add_option("--directions", o.directions, "Directions to measure")
@@ -116,24 +118,32 @@ int run_demo(const DemoOptions& o) {
     fmt::print(stderr, "spyre-dma demo: --plot '{}' needs --json FILE (the plot is drawn from it)\n", o.plot);
     return 2;
   }
-  spyre_dma::backend::Instance instance;
+  std::vector<spyre_dma::backend::Instance> instances;
   try {
-    instance = open_backend(backend);
+    instances = open_backends(backend);
   } catch (const std::exception& e) {
     fmt::print(stderr, "spyre-dma demo: {}\n", e.what());
     return 2;
   }
+  const spyre_dma::backend::Instance& instance = instances.front();
   const std::shared_ptr<spyre_dma::Device>& device = instance.device;
   config.device_clock = instance.clock != nullptr;  // a simulated device is timed by its own clock
   const spyre_dma::DeviceDescription desc = device->describe();
-  std::unique_ptr<spyre_dma::Engine> engine = spyre_dma::Engine::open(device);
+  std::vector<std::unique_ptr<spyre_dma::Engine>> engines;  // one per device
+  std::vector<spyre_dma::Engine*> engine_ptrs;
+  for (const auto& i : instances) {
+    engines.push_back(spyre_dma::Engine::open(i.device));
+    engine_ptrs.push_back(engines.back().get());
+  }
+  spyre_dma::Engine* engine = engine_ptrs.front();
   const spyre_dma::DeviceLimits& lim = engine->limits();
   const spyre_dma::EngineOptions& eo = engine->options();
 
   // Sizes the machine cannot hold are option errors, reported before anything runs.
   const std::uint64_t max_bytes = *std::max_element(config.sizes.begin(), config.sizes.end());
   // Source and destination per host memory kind, plus (refdev) the device pages it touches.
-  const double host_needed = static_cast<double>(max_bytes) * static_cast<double>(2 * config.memories.size() + 1);
+  const double host_needed = static_cast<double>(max_bytes) * static_cast<double>(2 * config.memories.size() + 1) *
+                             static_cast<double>(engines.size());
   if (std::string e = check_transfer_memory("--sizes", max_bytes, host_needed, lim); !e.empty()) {
     fmt::print(stderr, "spyre-dma demo: {}\n", e);
     return 2;
@@ -143,6 +153,10 @@ int run_demo(const DemoOptions& o) {
              "CBs up to {}, staging {} x {}\n",
              desc.backend, desc.name, lim.version >> 16, lim.version & 0xFFFF, lim.ring_slots[0], lim.ring_slots[1],
              lim.ring_slots[2], format_size(lim.max_cb_bytes), eo.staging_buffers, format_size(eo.staging_buffer_bytes));
+  if (engines.size() > 1) {
+    fmt::print("{} devices at once, one engine each; GB/s is all devices together, the notes give each device's\n",
+               engines.size());
+  }
   fmt::print("{} sizes ({} .. {}), {} direction(s), {} host memory kind(s), {} run(s) per point (median), "
              "{} stream(s)\n\n",
              config.sizes.size(), format_size(*std::min_element(config.sizes.begin(), config.sizes.end())),
@@ -170,7 +184,7 @@ int run_demo(const DemoOptions& o) {
   ReportTable table(stdout);
   std::unique_ptr<Sweep> sweep;
   try {
-    sweep = std::make_unique<Sweep>(*engine, config);
+    sweep = std::make_unique<Sweep>(engine_ptrs, config);
     table.header();
     sweep->run([&](const PointResult& r) { table.row(r); });
   } catch (const std::exception& e) {  // SweepError, or spyre_dma::Error from allocation
@@ -189,15 +203,26 @@ int run_demo(const DemoOptions& o) {
              sweep->results().size(), secs, sweep->transfer_wall_s(), verified_runs);
 
   doc["results"] = results_json(sweep->results());
-  const spyre_dma::EngineStats s = engine->stats();
-  doc["engine_stats"] = {{"ops_submitted", s.ops_submitted}, {"ops_completed", s.ops_completed},
-                         {"ops_failed", s.ops_failed},       {"cbs_submitted", s.cbs_submitted},
-                         {"doorbells", s.doorbells},         {"bytes_h2d", s.bytes_h2d},
-                         {"bytes_d2h", s.bytes_d2h},         {"bytes_staged", s.bytes_staged},
-                         {"queue_full_stalls", s.queue_full_stalls}, {"staging_stalls", s.staging_stalls}};
+  auto stats_json = [](const spyre_dma::EngineStats& s) {
+    return nlohmann::json{{"ops_submitted", s.ops_submitted}, {"ops_completed", s.ops_completed},
+                          {"ops_failed", s.ops_failed},       {"cbs_submitted", s.cbs_submitted},
+                          {"doorbells", s.doorbells},         {"bytes_h2d", s.bytes_h2d},
+                          {"bytes_d2h", s.bytes_d2h},         {"bytes_staged", s.bytes_staged},
+                          {"queue_full_stalls", s.queue_full_stalls}, {"staging_stalls", s.staging_stalls}};
+  };
+  doc["engine_stats"] = stats_json(engine->stats());
   doc["elapsed_s"] = secs;
   doc["transfer_wall_s"] = sweep->transfer_wall_s();
   if (instance.statistics) doc["device_statistics"] = instance.statistics->statistics();
+  if (engines.size() > 1) {  // the keys above are device 0's; every device's, in order, here
+    nlohmann::json per_device = nlohmann::json::array();
+    for (std::size_t i = 0; i < engines.size(); ++i) {
+      nlohmann::json d = {{"engine_stats", stats_json(engines[i]->stats())}};
+      if (instances[i].statistics) d["device_statistics"] = instances[i].statistics->statistics();
+      per_device.push_back(std::move(d));
+    }
+    doc["devices"] = std::move(per_device);
+  }
   if (!write_json("ok", "")) return 1;
   if (!o.json.empty()) fmt::print("results written to {}\n", o.json);
   if (!o.plot.empty()) {

@@ -29,7 +29,7 @@ nlohmann::json device_json(const spyre_dma::Engine& engine, const spyre_dma::Dev
 nlohmann::json results_json(const std::vector<PointResult>& results) {
   nlohmann::json out = nlohmann::json::array();
   for (const PointResult& r : results) {
-    out.push_back({
+    nlohmann::json& point = out.emplace_back(nlohmann::json{
         {"size_bytes", r.bytes},
         {"direction", std::string(to_string(r.direction))},
         {"host_memory", std::string(to_string(r.memory))},
@@ -40,6 +40,11 @@ nlohmann::json results_json(const std::vector<PointResult>& results) {
         {"bytes_staged", r.bytes_staged},
         {"verified", r.verified},
     });
+    if (!r.device_median_ns.empty()) {  // several devices: gb_per_s is all of them together
+      point["devices"] = r.device_median_ns.size();
+      point["device_median_ns"] = r.device_median_ns;
+      point["device_gb_per_s"] = r.device_gb_per_s;
+    }
   }
   return out;
 }

@@ -29,6 +29,11 @@ void ReportTable::row(const PointResult& r) {
   std::string notes;
   if (r.verified) notes = "verified";
   if (r.streams_used > 1) notes += (notes.empty() ? "" : ", ") + fmt::format("{} streams", r.streams_used);
+  if (!r.device_gb_per_s.empty()) {  // several devices: the row's GB/s is all of them together
+    std::string each;
+    for (const double g : r.device_gb_per_s) each += (each.empty() ? "" : " ") + fmt::format("{:.1f}", g);
+    notes += (notes.empty() ? "" : ", ") + fmt::format("{} devices, each GB/s: {}", r.device_gb_per_s.size(), each);
+  }
   std::string line = fmt::format(kRow, format_size(r.bytes), to_string(r.direction), to_string(r.memory),
                                  format_duration(r.median_ns), fmt::format("{:.2f}", r.gb_per_s), notes);
   line.erase(line.find_last_not_of(" \n") + 1);

@@ -1,5 +1,7 @@
 // The demo's measurement: a size sweep of H2D and D2H transfers between host memory (registered
-// or pageable) and one device buffer, each point timed over several runs, every D2H verified.
+// or pageable) and one device buffer, each point timed over several runs, every D2H verified. On
+// several devices (one engine each) every point runs on all of them at once, each with its own
+// buffers.
 #pragma once
 
 #include <chrono>
@@ -33,14 +35,19 @@ struct SweepConfig {
 };
 
 struct PointResult {
-  std::uint64_t bytes = 0;
+  std::uint64_t bytes = 0;  // per device
   Direction direction = Direction::kH2D;
   HostMemory memory = HostMemory::kRegistered;
   int streams_used = 0;
   std::vector<std::uint64_t> run_ns;  // wall clock (first submission to last stream synchronized),
-                                      // or the device clock when SweepConfig::device_clock
+                                      // or the device clock when SweepConfig::device_clock; over
+                                      // every device: the first start to the last end
   std::uint64_t median_ns = 0;
-  double gb_per_s = 0;                // bytes / median, in 1e9 bytes per second
+  double gb_per_s = 0;                // all devices' bytes / median, in 1e9 bytes per second
+  // Several devices: each device's own median time (device clock: its first start to its last
+  // end) and rate, by device index.
+  std::vector<std::uint64_t> device_median_ns;
+  std::vector<double> device_gb_per_s;
   std::uint64_t bytes_staged = 0;     // over all runs (the engine's count): shows the path taken
   bool verified = false;              // D2H: every run's data compared byte for byte
 };
@@ -53,13 +60,13 @@ class SweepError : public std::runtime_error {
 
 class Sweep {
  public:
-  // Allocates the device buffer and the host buffers (of the largest size) up front; throws
+  // Allocates each device's buffer and host buffers (of the largest size) up front; throws
   // spyre_dma::Error (e.g. OutOfMemory) when that is impossible.
-  Sweep(spyre_dma::Engine& engine, SweepConfig config);
+  Sweep(std::vector<spyre_dma::Engine*> engines, SweepConfig config);
   ~Sweep();
 
   // Runs every point in order (size, then memory kind, then direction), calling on_point after
-  // each. Throws SweepError on the first failure, after resetting the engine so that nothing is
+  // each. Throws SweepError on the first failure, after resetting the engines so that nothing is
   // left in flight.
   void run(const std::function<void(const PointResult&)>& on_point);
 
@@ -72,14 +79,16 @@ class Sweep {
 
  private:
   struct HostSide;
-  std::uint64_t transfer(Direction d, std::uint8_t* host, std::uint64_t bytes, const std::string& what);
+  struct Lane;  // one device: its engine, streams and buffers
+  struct Timing {
+    std::uint64_t all_ns = 0;               // over every device
+    std::vector<std::uint64_t> device_ns;   // each device's own
+  };
+  Timing transfer(Direction d, HostMemory mem, std::uint64_t bytes, const std::string& what);
   [[noreturn]] void fail(const std::string& message);
 
-  spyre_dma::Engine& engine_;
   SweepConfig config_;
-  std::vector<spyre_dma::Stream> streams_;
-  spyre_dma::DeviceBuffer device_;
-  std::unique_ptr<HostSide> registered_, pageable_;
+  std::vector<Lane> lanes_;
   std::vector<PointResult> results_;
   std::uint64_t transfer_wall_ns_ = 0;
 };

@@ -187,7 +187,7 @@ int run_validate(const ValidateOptions& o) {
     sc.timeout = to_timeout(o.timeout_s);
     sc.memories.clear();
     for (const auto& m : o.memory) sc.memories.push_back(m == "registered" ? HostMemory::kRegistered : HostMemory::kPageable);
-    Sweep sweep(*engine, sc);
+    Sweep sweep({engine.get()}, sc);
     sweep.run([&](const PointResult& p) {
       fmt::print("  {:>9} {} {:<10} x{}  {:>10.2f} us  {:>7.2f} GB/s\n", format_size(p.bytes), to_string(p.direction),
                  to_string(p.memory), p.streams_used, p.median_ns / 1e3, p.gb_per_s);

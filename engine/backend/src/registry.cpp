@@ -93,6 +93,17 @@ Instance Registry::open(const std::string& name, const Settings& settings) const
   return checked(name, settings).open(settings);
 }
 
+std::vector<Instance> Registry::open_devices(const std::string& name, const Settings& settings) const {
+  return checked(name, settings).open_devices(settings);
+}
+
+std::vector<Instance> Backend::open_devices(const Settings& settings) const {
+  if (settings.devices == 0) throw BackendError("backend '" + name() + "': 0 devices to open");
+  std::vector<Instance> out;
+  for (std::uint32_t i = 0; i < settings.devices; ++i) out.push_back(open(settings));
+  return out;
+}
+
 nlohmann::json Registry::configuration(const std::string& name, const Settings& settings) const {
   return checked(name, settings).configuration(settings);
 }

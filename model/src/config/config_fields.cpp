@@ -27,11 +27,13 @@ static_assert(sizeof(void*) != 8 || sizeof(DeviceConfig) == 80,
               "DeviceConfig changed: update fields()");
 static_assert(sizeof(void*) != 8 || sizeof(HostCostConfig) == 24,
               "HostCostConfig changed: update fields()");
+static_assert(sizeof(void*) != 8 || sizeof(SwitchConfig) == 24, "SwitchConfig changed: update fields()");
+static_assert(sizeof(void*) != 8 || sizeof(TopologyConfig) == 40, "TopologyConfig changed: update fields()");
 static_assert(sizeof(void*) != 8 || sizeof(MisbehaveConfig) == sizeof(std::string) + 24,
               "MisbehaveConfig changed: update fields()");
 static_assert(sizeof(void*) != 8 || sizeof(FaultConfig) == 2 * sizeof(std::string) + 96,
               "FaultConfig changed: update fields()");
-static_assert(sizeof(void*) != 8 || sizeof(SimConfig) == 3 * sizeof(std::string) + 360,
+static_assert(sizeof(void*) != 8 || sizeof(SimConfig) == 3 * sizeof(std::string) + 400,
               "SimConfig changed: update fields()");
 
 const char* type_name(ValueType type) {
@@ -396,7 +398,9 @@ std::vector<Field> build_fields() {
   f.push_back(field("host.iommu_ns", SPYRE_FIELD(host.iommu_ns), duration_ns(), "ns",
                     "Translation cost added per TLP; 0: IOMMU off or every lookup an IOTLB hit."));
   f.push_back(field("host.memory_gbps", SPYRE_FIELD(host.memory_gbps), bandwidth_gbps(), "GB/s",
-                    "Host memory bandwidth available to DMA."));
+                    "Host memory bandwidth available to DMA reads and the CPU's staging copies, shared "
+                    "by every device (posted writes are absorbed by the root complex's write "
+                    "buffers)."));
 
   // --- device ----------------------------------------------------------------------------
   static const char* const kPipelines[] = {"compute", "dmai", "dmao"};
@@ -455,6 +459,27 @@ std::vector<Field> build_fields() {
                     "N / staging_gbps ns later; 0: staging copies take no simulated time. The "
                     "default is the rate fitted to the public A100 profile in traces/data/ "
                     "(docs/traces.md, Calibrate)."));
+
+  // --- topology --------------------------------------------------------------------------
+  f.push_back(field("topology.devices", SPYRE_FIELD(topology.devices), int_range(1, 16), "devices",
+                    "Devices of the simulated server, numbered from 0. They share the root complex "
+                    "and host memory (host.*); each has its own link (link.*)."));
+  f.push_back(field("topology.devices_per_switch", SPYRE_FIELD(topology.devices_per_switch), int_range(0, 16),
+                    "devices",
+                    "Consecutive devices behind one PCIe switch, which shares its uplink among them; "
+                    "0: no switches, every device on a root port of its own."));
+  f.push_back(field("topology.switches_per_root_port", SPYRE_FIELD(topology.switches_per_root_port),
+                    int_range(1, 16), "switches",
+                    "Consecutive switches on one root port: more than 1 puts them under a parent switch "
+                    "(of the same part) whose uplink takes the root port."));
+  f.push_back(field("topology.switches.generation", SPYRE_FIELD(topology.switches.generation), int_range(1, 5), "",
+                    "PCIe generation of each switch's uplink."));
+  f.push_back(field("topology.switches.lanes", SPYRE_FIELD(topology.switches.lanes), one_of({1, 2, 4, 8, 16, 32}),
+                    "lanes", "Width of each switch's uplink."));
+  f.push_back(field("topology.switches.latency_ns", SPYRE_FIELD(topology.switches.latency_ns), duration_ns(), "ns",
+                    "One-way latency of each switch's uplink: PHY, wire and data-link layer."));
+  f.push_back(field("topology.switches.forward_ns", SPYRE_FIELD(topology.switches.forward_ns), duration_ns(), "ns",
+                    "A TLP's latency through a switch, ingress to egress port (cut-through)."));
 
   // --- faults ----------------------------------------------------------------------------
   f.push_back(field("faults.poisoned_rate", SPYRE_FIELD(faults.poisoned_rate), unit_interval(),
@@ -572,6 +597,10 @@ std::optional<std::pair<std::string, std::string>> check_cross_fields(const SimC
                           "the per-request fault rates (unsupported_request, completer_abort, "
                           "dropped_completion) sum to " +
                               real_text(per_request) + ", more than 1");
+  if (c.topology.switches_per_root_port > 1 && c.topology.devices_per_switch == 0)
+    return std::make_pair(std::string("topology.switches_per_root_port"),
+                          std::to_string(c.topology.switches_per_root_port) +
+                              " with topology.devices_per_switch 0: there are no switches to put under a parent");
   if (c.device.usable_bytes > c.device.memory_bytes)
     return std::make_pair(std::string("device.usable_bytes"),
                           std::to_string(c.device.usable_bytes) + " exceeds device.memory_bytes (" +

@@ -92,6 +92,31 @@ const std::vector<PresetDef>& defs() {
          set_link(c, 3, 16, 256, 512, 64);
          c.device.read_tags = 13;
        }},
+      // Servers: eight accelerators, two behind each PCIe switch, each switch on a root port of
+      // its own. The pairs share their switch's uplink; all eight share host memory.
+      {"server-8x-gen5x16",
+       "8-accelerator server: 8 Spyre cards (Gen5 x16), 2 per Gen5 x16 switch, 4 switches on 4 root ports",
+       "project's choice, shaped on the common 8-accelerator server (NVIDIA DGX A100 System "
+       "Architecture whitepaper: four PCIe switches, two GPUs each) at Gen5; switch latency "
+       "110 ns (Broadcom PEX89000 product brief: under 115 ns port to port); the devices as "
+       "spyre-gen5x16",
+       [](SimConfig& c) {
+         c.topology.devices = 8;
+         c.topology.devices_per_switch = 2;
+       }},
+      {"dgx-a100-gen4",
+       "DGX A100-like server: 8 devices on Gen4 x16, 2 per Gen4 x16 switch, 4 switches on 4 root ports",
+       "NVIDIA DGX A100 System Architecture whitepaper: eight A100s behind four PCIe Gen4 "
+       "switches, two per switch, each switch on a root port of one of the two CPUs; links as "
+       "gen4x16; host memory 200 GB/s is the project's choice (two 8-channel DDR4-3200 sockets "
+       "peak at 409.6 GB/s); switch latency 110 ns as server-8x-gen5x16",
+       [](SimConfig& c) {
+         set_link(c, 4, 16, 256, 512, 64);
+         c.topology.devices = 8;
+         c.topology.devices_per_switch = 2;
+         c.topology.switches.generation = 4;
+         c.host.memory_gbps = 200.0;
+       }},
   };
   return table;
 }

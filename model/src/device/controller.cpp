@@ -1,4 +1,5 @@
 // Construction, observation and counters of the DMA controller (see controller.hpp).
+#define SC_INCLUDE_DYNAMIC_PROCESSES  // sc_spawn, for the pipelines' threads
 #include "device/controller.hpp"
 
 #include "host/root_complex.hpp"
@@ -23,15 +24,15 @@ device_core::DeviceIdentity identity(const DeviceConfig& d) {
 }
 }  // namespace
 
-Controller::Controller(sc_module_name name, const SimConfig& config, device_core::Iommu& iommu,
-                       RootComplex& root_complex, ProtocolChecker& checker)
+Controller::Controller(sc_module_name name, const SimConfig& config, RootComplex::Requester& requester,
+                       ProtocolChecker& checker)
     : sc_module(name),
       pcie("pcie"),
       memory("memory"),
       config_(config),
-      iommu_(iommu),
-      rc_(root_complex),
-      host_(config, root_complex, checker,
+      iommu_(requester.iommu()),
+      rc_(requester),
+      host_(config, requester, checker,
             [this](tlm::tlm_generic_payload& gp, sc_time& d) { pcie->b_transport(gp, d); }),
       device_memory_([this](tlm::tlm_generic_payload& gp, sc_time& d) { memory->b_transport(gp, d); }),
       hooks_(debug_hooks()),
@@ -43,7 +44,7 @@ Controller::Controller(sc_module_name name, const SimConfig& config, device_core
       quantum_ps_(2'000'000) {  // 2 us of run-ahead before a pipeline yields: keeps calendars short
   // A data path that answers a CB later wakes the pipeline (waiting for a doorbell) to retire it.
   data_path_ = make_data_path(to_string(config.data_path),
-                              DataPathContext{config, host_, device_memory_, iommu, faults_, [this](hw::Pipeline p) {
+                              DataPathContext{config, host_, device_memory_, iommu_, faults_, [this](hw::Pipeline p) {
                                                 pipes_[static_cast<unsigned>(p)].kick.notify(SC_ZERO_TIME);
                                               }});
   for (unsigned i = 0; i < hw::kNumPipelines; ++i) {
@@ -54,9 +55,9 @@ Controller::Controller(sc_module_name name, const SimConfig& config, device_core
 
 Controller::~Controller() = default;
 
-void Controller::observe(StatsRegistry& stats, TraceWriter* trace) {
+void Controller::observe(StatsRegistry& stats, TraceWriter* trace, const std::string& label) {
   trace_ = trace;
-  if (trace_) trace_pid_ = trace_->process("device");
+  if (trace_) trace_pid_ = trace_->process(label);
   for (unsigned i = 0; i < hw::kNumPipelines; ++i) {
     const std::string name(hw::to_string(static_cast<hw::Pipeline>(i)));
     observed_[i].cb_latency = &stats.histogram("controller.pipelines." + name + ".cb_latency_ns");

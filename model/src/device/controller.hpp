@@ -21,6 +21,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <systemc>
@@ -40,7 +41,6 @@
 
 namespace spyre_dma::model {
 
-class RootComplex;
 class ProtocolChecker;
 class StatsRegistry;
 class TraceWriter;
@@ -77,8 +77,9 @@ class Controller : public sc_core::sc_module, private device_core::RegisterHooks
 
   // `checker` (the link's) also checks that RBs follow their data. Throws std::invalid_argument
   // for a data path this program does not have, or a configuration it cannot run.
-  Controller(sc_core::sc_module_name name, const SimConfig& config, device_core::Iommu& iommu,
-             RootComplex& root_complex, ProtocolChecker& checker);
+  // `requester`: this device at the root complex (its IOMMU domain and reset epoch).
+  Controller(sc_core::sc_module_name name, const SimConfig& config, RootComplex::Requester& requester,
+             ProtocolChecker& checker);
   ~Controller() override;
 
   // BAR0 through the device core's access routine. Writes take effect at the current simulated
@@ -97,8 +98,9 @@ class Controller : public sc_core::sc_module, private device_core::RegisterHooks
   // Arms a misbehaviour now (a test control; FaultConfig::misbehave arms one at the start).
   void arm_misbehave(const device_core::Misbehave& m) noexcept { misbehave_.arm(m); }
   const DataPath& data_path() const noexcept { return *data_path_; }
-  // Latency histograms and queue occupancy into `stats`; one span per CB into `trace` (optional).
-  void observe(StatsRegistry& stats, TraceWriter* trace);
+  // Latency histograms and queue occupancy into `stats`; one span per CB into `trace` (optional),
+  // on tracks of a process named `label`.
+  void observe(StatsRegistry& stats, TraceWriter* trace, const std::string& label = "device");
 
  private:
   // A fetched CB as the pipeline carries it to its RB.
@@ -191,7 +193,7 @@ class Controller : public sc_core::sc_module, private device_core::RegisterHooks
 
   const SimConfig& config_;
   device_core::Iommu& iommu_;
-  RootComplex& rc_;
+  RootComplex::Requester& rc_;
   HostLink host_;
   MemoryLink device_memory_;
   DebugHooks hooks_;

@@ -25,9 +25,9 @@ void describe(tlm::tlm_generic_payload& gp, tlm::tlm_command command, std::uint6
 
 }  // namespace
 
-HostLink::HostLink(const SimConfig& config, RootComplex& root_complex, ProtocolChecker& checker, Transport link)
+HostLink::HostLink(const SimConfig& config, RootComplex::Requester& requester, ProtocolChecker& checker, Transport link)
     : config_(config),
-      rc_(root_complex),
+      rc_(requester),
       checker_(checker),
       link_(std::move(link)),
       completion_limit_(pcie::completion_limit(pcie::link_params(config.link))) {}
@@ -37,6 +37,7 @@ HostPort::Read HostLink::read(std::uint64_t iova, std::uint8_t* dst, std::uint64
   tlm::tlm_generic_payload gp;
   TlpExtension ext;
   ext.type = pcie::TlpType::kMRd;
+  ext.requester = rc_.id();
   ext.burst = burst;
   ext.tags = config_.device.read_tags;
   if (faults) {
@@ -66,6 +67,7 @@ HostPort::Write HostLink::post(std::uint64_t iova, const std::uint8_t* src, std:
   tlm::tlm_generic_payload gp;
   TlpExtension ext;
   ext.type = pcie::TlpType::kMWr;
+  ext.requester = rc_.id();
   ext.burst = burst;
   ext.ordered_visible = ordered;
   ext.msi = msi_vector.has_value();

@@ -10,18 +10,18 @@
 #include <systemc>
 #include <tlm>
 
+#include "host/root_complex.hpp"
 #include "spyre_dma/model/host_port.hpp"
 #include "spyre_dma/model/sim_config.hpp"
 
 namespace spyre_dma::model {
 
-class RootComplex;
 class ProtocolChecker;
 using Transport = std::function<void(tlm::tlm_generic_payload&, sc_core::sc_time&)>;
 
 class HostLink final : public HostPort {
  public:
-  HostLink(const SimConfig& config, RootComplex& root_complex, ProtocolChecker& checker, Transport link);
+  HostLink(const SimConfig& config, RootComplex::Requester& requester, ProtocolChecker& checker, Transport link);
 
   // (The same defaults as HostPort's, for calls through a HostLink.)
   Read read(std::uint64_t iova, std::uint8_t* dst, std::uint64_t len, Ps at, bool burst = false,
@@ -40,7 +40,7 @@ class HostLink final : public HostPort {
              const TlpFaults* faults, std::optional<std::uint32_t> msi_vector);
 
   const SimConfig& config_;
-  RootComplex& rc_;
+  RootComplex::Requester& rc_;
   ProtocolChecker& checker_;
   Transport link_;
   std::uint32_t completion_limit_;

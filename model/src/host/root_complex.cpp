@@ -9,24 +9,44 @@ namespace spyre_dma::model {
 
 using namespace sc_core;
 
-RootComplex::RootComplex(sc_module_name name, const SimConfig& config, device_core::Iommu& iommu,
-                         std::function<void(std::uint32_t)> on_interrupt)
+RootComplex::RootComplex(sc_module_name name, const SimConfig& config)
     : sc_module(name),
       socket("socket"),
-      iommu_(iommu),
-      on_interrupt_(std::move(on_interrupt)),
       service_ps_(pcie::ns_to_ps(config.host.root_complex_ns + config.host.memory_latency_ns +
                                  config.host.iommu_ns)),
       interrupt_ps_(pcie::ns_to_ps(config.host_cost.interrupt_ns)),
-      memory_rate_(rate_for_gbps(config.host.memory_gbps)) {
+      memory_rate_(rate_for_gbps(config.host.memory_gbps)),
+      staging_gbps_(config.host_cost.staging_gbps) {
   socket.register_b_transport(this, &RootComplex::b_transport);
   SC_METHOD(deliver);
   sensitive << due_;
   dont_initialize();
 }
 
-bool RootComplex::write_host(std::uint64_t iova, const std::uint8_t* data, std::size_t len) {
-  device_core::Iommu::Window w = iommu_.translate(iova, len, true);
+RootComplex::Requester& RootComplex::attach(device_core::Iommu& iommu, std::function<void(std::uint32_t)> on_interrupt) {
+  requesters_.push_back(Requester(static_cast<std::uint16_t>(requesters_.size()), iommu, std::move(on_interrupt)));
+  return requesters_.back();
+}
+
+pcie::Ps RootComplex::staging_copy(pcie::Ps start, std::uint64_t bytes) {
+  if (staging_gbps_ <= 0 || bytes == 0) return start;
+  // 1 GB/s is one byte per ns. The copy's memory traffic (each byte read once and written once)
+  // is booked a piece at a time, each when the CPU gets to it, so that it spreads over the copy
+  // as it does on a host instead of blocking the devices' reads in one block.
+  constexpr std::uint64_t kPiece = 64u << 10;
+  const double ps_per_byte = 1000.0 / staging_gbps_;
+  pcie::Ps end = start + pcie::ns_to_ps(static_cast<double>(bytes) / staging_gbps_);
+  for (std::uint64_t at = 0; at < bytes; at += kPiece) {
+    const std::uint64_t n = std::min(kPiece, bytes - at);
+    const pcie::Ps earliest = start + static_cast<pcie::Ps>(static_cast<double>(at) * ps_per_byte);
+    const pcie::Ps d = memory_rate_.ceil_ps(2 * n);
+    end = std::max(end, memory_.reserve(earliest, d) + d);
+  }
+  return end;
+}
+
+bool RootComplex::write_host(Requester& r, std::uint64_t iova, const std::uint8_t* data, std::size_t len) {
+  device_core::Iommu::Window w = r.iommu_.translate(iova, len, true);
   if (!w) return false;
   std::memcpy(w.host(), data, len);
   return true;
@@ -34,8 +54,8 @@ bool RootComplex::write_host(std::uint64_t iova, const std::uint8_t* data, std::
 
 // An RB lands the way the host polls it: everything but its first word, then the first word (tag,
 // status, phase) with a release store, so a host thread that sees the phase sees the whole RB.
-bool RootComplex::write_ordered(std::uint64_t iova, const std::uint8_t* data, std::size_t len) {
-  device_core::Iommu::Window w = iommu_.translate(iova, len, true);
+bool RootComplex::write_ordered(Requester& r, std::uint64_t iova, const std::uint8_t* data, std::size_t len) {
+  device_core::Iommu::Window w = r.iommu_.translate(iova, len, true);
   if (!w) return false;
   if (len < 8 || reinterpret_cast<std::uintptr_t>(w.host()) % 8 != 0) {
     std::memcpy(w.host(), data, len);
@@ -48,19 +68,21 @@ bool RootComplex::write_ordered(std::uint64_t iova, const std::uint8_t* data, st
   return true;
 }
 
-void RootComplex::b_transport(tlm::tlm_generic_payload& gp, sc_time& delay) {
+void RootComplex::b_transport(int /*port*/, tlm::tlm_generic_payload& gp, sc_time& delay) {
   TlpExtension* ext = gp.get_extension<TlpExtension>();
+  Requester& r = requesters_.at(ext ? ext->requester : 0);
   const pcie::Ps arrival = to_ps(sc_time_stamp() + delay);
   const std::uint64_t iova = gp.get_address();
   const std::size_t len = gp.get_data_length();
   gp.set_response_status(tlm::TLM_OK_RESPONSE);
   if (gp.is_read()) {
+    ++r.read_requests_;
     if ((++read_requests_ & 63) == 0) memory_.prune(to_ps(sc_time_stamp()));
-    device_core::Iommu::Window w = iommu_.translate(iova, len, false);
+    device_core::Iommu::Window w = r.iommu_.translate(iova, len, false);
     const pcie::Ps served = memory_.reserve(arrival, memory_rate_.ceil_ps(len));
     ext->ready_ps = served + service_ps_;
     if (!w) {
-      ++iommu_faults_;
+      ++r.iommu_faults_;
       ext->status = CompletionStatus::kUnsupportedRequest;
       gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
       return;
@@ -74,16 +96,16 @@ void RootComplex::b_transport(tlm::tlm_generic_payload& gp, sc_time& delay) {
     ext->status = CompletionStatus::kSuccess;
     return;
   }
-  ++write_requests_;
+  ++r.write_requests_;
   if (ext && (ext->ordered_visible || ext->msi)) {
     // Checked now (the device learns of a fault through its response), applied at arrival.
-    if (!ext->msi && !iommu_.translate(iova, len, true)) {
-      ++iommu_faults_;
+    if (!ext->msi && !r.iommu_.translate(iova, len, true)) {
+      ++r.iommu_faults_;
       gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
       return;
     }
     Pending p{iova, std::vector<std::uint8_t>(gp.get_data_ptr(), gp.get_data_ptr() + len), ext->msi,
-              ext->msi_vector, ext->epoch};
+              ext->msi_vector, ext->epoch, &r};
     const pcie::Ps at = ext->msi ? arrival + interrupt_ps_ : arrival;
     const bool first = pending_.empty() || at < pending_.begin()->first;
     pending_.emplace(at, std::move(p));
@@ -98,18 +120,18 @@ void RootComplex::b_transport(tlm::tlm_generic_payload& gp, sc_time& delay) {
     std::uint64_t at = iova;
     bool ok = true;
     for (const pcie::Segment& s : *ext->poisoned_ranges) {
-      if (s.addr > at) ok = write_host(at, gp.get_data_ptr() + (at - iova), s.addr - at) && ok;
+      if (s.addr > at) ok = write_host(r, at, gp.get_data_ptr() + (at - iova), s.addr - at) && ok;
       at = s.addr + s.len;
     }
-    if (iova + len > at) ok = write_host(at, gp.get_data_ptr() + (at - iova), iova + len - at) && ok;
+    if (iova + len > at) ok = write_host(r, at, gp.get_data_ptr() + (at - iova), iova + len - at) && ok;
     if (!ok) {
-      ++iommu_faults_;
+      ++r.iommu_faults_;
       gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
     }
     return;
   }
-  if (!write_host(iova, gp.get_data_ptr(), len)) {
-    ++iommu_faults_;
+  if (!write_host(r, iova, gp.get_data_ptr(), len)) {
+    ++r.iommu_faults_;
     gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
   }
 }
@@ -119,11 +141,12 @@ void RootComplex::deliver() {
   while (!pending_.empty() && pending_.begin()->first <= now) {
     Pending p = std::move(pending_.begin()->second);
     pending_.erase(pending_.begin());
-    if (p.epoch != epoch_) continue;  // written before a reset: the host never sees it
+    Requester& r = *p.requester;
+    if (p.epoch != r.epoch_) continue;  // written before its device's reset: the host never sees it
     if (p.msi) {
-      on_interrupt_(p.vector);
-    } else if (!write_ordered(p.iova, p.bytes.data(), p.bytes.size())) {
-      ++iommu_faults_;
+      r.on_interrupt_(p.vector);
+    } else if (!write_ordered(r, p.iova, p.bytes.data(), p.bytes.size())) {
+      ++r.iommu_faults_;
     }
   }
   if (!pending_.empty()) due_.notify(from_ps(pending_.begin()->first) - sc_time_stamp());

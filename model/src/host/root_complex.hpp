@@ -1,5 +1,6 @@
-// The host side of the link: the root complex as completer of the device's requests, and the host
-// memory behind the IOMMU. Reads are answered from host memory through the IOMMU (an unmapped
+// The host side of the links: the root complex as completer of the devices' requests, and the host
+// memory behind the IOMMU. Every device is a requester with an IOMMU domain, MSI-X target and
+// reset epoch of its own; they share host memory's bandwidth, with the CPU's staging copies. Reads are answered from host memory through the IOMMU (an unmapped
 // IOVA is an Unsupported Request completion, never a touch of other memory); posted writes land in
 // host memory. Writes the host must observe in simulated-time order (RBs, MSI-X) take effect at
 // their arrival time, through a time-ordered queue, so that a host reading memory between two
@@ -7,13 +8,14 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <vector>
 
 #include <systemc>
 #include <tlm>
-#include <tlm_utils/simple_target_socket.h>
+#include <tlm_utils/multi_passthrough_target_socket.h>
 
 #include "pcie/timing.hpp"
 #include "spyre_dma/model/sim_config.hpp"
@@ -26,17 +28,44 @@ class Stats;
 class RootComplex : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(RootComplex);
-  tlm_utils::simple_target_socket<RootComplex> socket;
+  // Every root port's link binds here (a device's own, or a switch's uplink).
+  tlm_utils::multi_passthrough_target_socket<RootComplex> socket;
 
-  // on_interrupt(vector) runs at the simulated instant an MSI-X message takes effect.
-  RootComplex(sc_core::sc_module_name name, const SimConfig& config, device_core::Iommu& iommu,
-              std::function<void(std::uint32_t)> on_interrupt);
+  // One device as the root complex sees it (its requests carry its id).
+  class Requester {
+   public:
+    std::uint16_t id() const noexcept { return id_; }
+    std::uint64_t epoch() const noexcept { return epoch_; }
+    void bump_epoch() noexcept { ++epoch_; }  // a device reset: its pending ordered writes are dropped
+    device_core::Iommu& iommu() noexcept { return iommu_; }
+    std::uint64_t read_requests() const noexcept { return read_requests_; }
+    std::uint64_t write_requests() const noexcept { return write_requests_; }
+    std::uint64_t iommu_faults() const noexcept { return iommu_faults_; }
 
-  std::uint64_t epoch() const noexcept { return epoch_; }
-  void bump_epoch() noexcept { ++epoch_; }  // a device reset: pending ordered writes are dropped
-  std::uint64_t read_requests() const noexcept { return read_requests_; }
-  std::uint64_t write_requests() const noexcept { return write_requests_; }
-  std::uint64_t iommu_faults() const noexcept { return iommu_faults_; }
+   private:
+    friend class RootComplex;
+    Requester(std::uint16_t id, device_core::Iommu& iommu, std::function<void(std::uint32_t)> on_interrupt)
+        : id_(id), iommu_(iommu), on_interrupt_(std::move(on_interrupt)) {}
+    std::uint16_t id_;
+    device_core::Iommu& iommu_;
+    std::function<void(std::uint32_t)> on_interrupt_;
+    std::uint64_t epoch_ = 0;
+    std::uint64_t read_requests_ = 0, write_requests_ = 0, iommu_faults_ = 0;
+  };
+
+  RootComplex(sc_core::sc_module_name name, const SimConfig& config);
+
+  // A device behind this root complex, with its IOMMU domain; on_interrupt(vector) runs at the
+  // simulated instant one of its MSI-X messages takes effect. The reference stays valid.
+  Requester& attach(device_core::Iommu& iommu, std::function<void(std::uint32_t)> on_interrupt);
+
+  // The CPU copied `bytes` between user memory and a staging buffer, from `start` at
+  // HostCostConfig::staging_gbps: the copy reads and writes host memory, in step with its progress,
+  // so it takes host memory time from the devices' reads. Returns when the copy is done.
+  pcie::Ps staging_copy(pcie::Ps start, std::uint64_t bytes);
+
+  // Host memory time booked so far (DMA reads and staging copies), in ps.
+  pcie::Ps memory_busy_ps() const noexcept { return memory_.busy_ps(); }
 
  private:
   struct Pending {
@@ -45,22 +74,25 @@ class RootComplex : public sc_core::sc_module {
     bool msi;
     std::uint32_t vector;
     std::uint64_t epoch;
+    Requester* requester;
   };
-  void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
+  void b_transport(int port, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
   void deliver();  // SC_METHOD: applies the ordered writes that are due
-  bool write_host(std::uint64_t iova, const std::uint8_t* data, std::size_t len);
-  bool write_ordered(std::uint64_t iova, const std::uint8_t* data, std::size_t len);
+  bool write_host(Requester& r, std::uint64_t iova, const std::uint8_t* data, std::size_t len);
+  bool write_ordered(Requester& r, std::uint64_t iova, const std::uint8_t* data, std::size_t len);
 
-  device_core::Iommu& iommu_;
-  std::function<void(std::uint32_t)> on_interrupt_;
+  std::deque<Requester> requesters_;  // stable references
   pcie::Ps service_ps_;      // completer processing + memory latency per read request
   pcie::Ps interrupt_ps_;    // MSI-X write until the host's wait returns
-  pcie::Serializer memory_;  // host memory bandwidth seen by DMA
+  // Host memory bandwidth seen by DMA. Its history holds every device's reads a whole CB ahead
+  // (the data paths book a CB's requests at once): with the default history a device's run would
+  // push the floor past the instant another device asks for memory, and hold that one back.
+  pcie::Serializer memory_{std::size_t{1} << 17};
   pcie::PsPerByte memory_rate_;
+  double staging_gbps_;
   std::multimap<pcie::Ps, Pending> pending_;  // equal times keep arrival order
   sc_core::sc_event due_;
-  std::uint64_t epoch_ = 0;
-  std::uint64_t read_requests_ = 0, write_requests_ = 0, iommu_faults_ = 0;
+  std::uint64_t read_requests_ = 0;
 };
 
 }  // namespace spyre_dma::model

@@ -1,6 +1,7 @@
 #include "link/pcie_link.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include "observe/trace_writer.hpp"
 #include "sim/debug_hooks.hpp"
@@ -13,31 +14,41 @@ using namespace sc_core;
 using pcie::Ps;
 using pcie::TlpType;
 
-PcieLink::PcieLink(sc_module_name name, const SimConfig& config)
+namespace {
+// History of a shared link's calendars: room for 16 devices' CBs of 4 MiB in 512-byte requests.
+constexpr std::size_t kSharedHistory = std::size_t{1} << 17;
+}  // namespace
+
+PcieLink::PcieLink(sc_module_name name, const SimConfig& config, const LinkConfig& link, pcie::Ps beyond_ps,
+                   std::uint64_t salt, bool shared)
     : sc_module(name),
       device_side("device_side"),
       host_side("host_side"),
-      config_(config),
-      params_(pcie::link_params(config.link)),
-      latency_ps_(pcie::ns_to_ps(config.link.latency_ns)),
-      credit_update_ps_(pcie::ns_to_ps(config.link.credit_update_ns)),
-      replay_ps_(pcie::ns_to_ps(config.link.replay_ns)),
+      link_(link),
+      params_(pcie::link_params(link)),
+      latency_ps_(pcie::ns_to_ps(link.latency_ns)),
+      credit_update_ps_(pcie::ns_to_ps(link.credit_update_ns)),
+      replay_ps_(pcie::ns_to_ps(link.replay_ns)),
       service_ps_(pcie::ns_to_ps(config.host.root_complex_ns + config.host.memory_latency_ns +
-                                 config.host.iommu_ns)),
+                                 config.host.iommu_ns) + beyond_ps),
       up_clock_(pcie::tlp_ps_per_byte(params_)),
       down_clock_(pcie::tlp_ps_per_byte(params_)),
-      posted_(config.link.host_rx.posted_header, config.link.host_rx.posted_data),
-      nonposted_(config.link.host_rx.nonposted_header, config.link.host_rx.nonposted_data),
+      up_(shared ? kSharedHistory : pcie::Serializer::kDefaultMaxIntervals),
+      down_(shared ? kSharedHistory : pcie::Serializer::kDefaultMaxIntervals),
+      up_requests_(shared ? kSharedHistory : pcie::Serializer::kDefaultMaxIntervals),
+      posted_(link.host_rx.posted_header, link.host_rx.posted_data,
+              shared ? kSharedHistory : pcie::CreditPool::kDefaultMaxEvents),
+      nonposted_(link.host_rx.nonposted_header, link.host_rx.nonposted_data,
+                 shared ? kSharedHistory : pcie::CreditPool::kDefaultMaxEvents),
       checker_(params_, !debug_hooks().lenient_checker),
       hooks_(debug_hooks()),
       mwr_overhead_(pcie::tlp_overhead_bytes(params_, TlpType::kMWr)),
       cpld_overhead_(pcie::tlp_overhead_bytes(params_, TlpType::kCplD)),
-      rng_(config.seed ^ 0x9e3779b97f4a7c15ull) {
+      rng_(config.seed ^ 0x9e3779b97f4a7c15ull ^ (salt * 0xbf58476d1ce4e5b9ull)) {
   device_side.register_b_transport(this, &PcieLink::b_transport);
-  checker_.set_capacity(ProtocolChecker::Pool::kPosted, config.link.host_rx.posted_header,
-                        config.link.host_rx.posted_data);
-  checker_.set_capacity(ProtocolChecker::Pool::kNonPosted, config.link.host_rx.nonposted_header,
-                        config.link.host_rx.nonposted_data);
+  checker_.set_capacity(ProtocolChecker::Pool::kPosted, link.host_rx.posted_header, link.host_rx.posted_data);
+  checker_.set_capacity(ProtocolChecker::Pool::kNonPosted, link.host_rx.nonposted_header,
+                        link.host_rx.nonposted_data);
 }
 
 void PcieLink::prune(Ps ps) {
@@ -50,7 +61,7 @@ void PcieLink::prune(Ps ps) {
 }
 
 std::uint32_t PcieLink::replays_for(std::uint64_t tlps) {
-  const double p = config_.link.lcrc_error_rate;
+  const double p = link_.lcrc_error_rate;
   if (p <= 0) return 0;
   std::uint32_t n = 0;
   // Deterministic: the generator is seeded from the configuration and drawn in call order.
@@ -65,9 +76,9 @@ std::uint32_t PcieLink::replays_for(std::uint64_t tlps) {
   return n;
 }
 
-void PcieLink::trace_tlps(TraceWriter& trace) {
+void PcieLink::trace_tlps(TraceWriter& trace, const std::string& owner) {
   trace_ = &trace;
-  trace_pid_ = trace.process("PCIe link");
+  trace_pid_ = trace.process(owner.empty() ? std::string("PCIe link") : "PCIe link (" + owner + ")");
   up_track_ = trace.thread(trace_pid_, "up (device to host)").tid;
   down_track_ = trace.thread(trace_pid_, "down (host to device)").tid;
 }
@@ -100,10 +111,13 @@ Ps PcieLink::send_down(Ps earliest, std::uint64_t wire_bytes, const char* what) 
   return send(down, earliest, wire_bytes, what);
 }
 
-Ps PcieLink::forward(tlm::tlm_generic_payload& gp, Ps arrival) {
+Ps PcieLink::forward(tlm::tlm_generic_payload& gp, Ps first, Ps arrival) {
+  TlpExtension* ext = gp.get_extension<TlpExtension>();
+  ext->first_ps = first;
+  ext->taken_ps = 0;
   sc_time d = delay_until(arrival);
   host_side->b_transport(gp, d);
-  return arrival;
+  return std::max(arrival, Ps{ext->taken_ps});
 }
 
 void PcieLink::b_transport(tlm::tlm_generic_payload& gp, sc_time& delay) {
@@ -136,7 +150,7 @@ void PcieLink::read(tlm::tlm_generic_payload& gp, Ps t0, sc_time& delay) {
       delay = delay_until(arrival);
       return;
     }
-    forward(gp, arrival);
+    forward(gp, arrival, arrival);
     Ps t = std::max(ext->ready_ps, arrival);
     if (ext->status != CompletionStatus::kSuccess) {  // a Cpl without data
       t = send_down(t, pcie::tlp_wire_bytes(params_, TlpType::kCpl, 0), "Cpl");
@@ -183,7 +197,7 @@ void PcieLink::read(tlm::tlm_generic_payload& gp, Ps t0, sc_time& delay) {
   const Ps first_sent = up_end - up_clock_.rate().ceil_ps(w.upstream) + u1;
   const Ps arrival = first_sent + latency_ps_;
   counters_.mrd += n;
-  forward(gp, arrival);
+  forward(gp, arrival, arrival);
   Ps last;
   if (ext->status != CompletionStatus::kSuccess) {
     last = send_down(std::max(ext->ready_ps, arrival), pcie::tlp_wire_bytes(params_, TlpType::kCpl, 0), "Cpl");
@@ -214,25 +228,24 @@ void PcieLink::read(tlm::tlm_generic_payload& gp, Ps t0, sc_time& delay) {
 void PcieLink::write(tlm::tlm_generic_payload& gp, Ps t0, sc_time& delay) {
   TlpExtension* ext = gp.get_extension<TlpExtension>();
   const std::uint64_t addr = gp.get_address(), len = gp.get_data_length();
-  Ps sent;
+  Ps sent, first;
+  std::optional<pcie::CreditGrant> grant;  // posted credits held until the receiver takes the TLP
+  std::uint32_t data = 0;
   if (!ext->burst || ext->msi) {
     checker_.request(TlpType::kMWr, addr, len);
-    const std::uint32_t data = static_cast<std::uint32_t>(pcie::data_credits(len));
+    data = static_cast<std::uint32_t>(pcie::data_credits(len));
     const std::uint64_t wire = mwr_overhead_ + len;
     std::uint32_t replays = replays_for(1);
     if (ext->force_replay) ++replays, ++counters_.replays;
-    if (hooks_.ignore_posted_credits) {  // a deliberate bug: credits neither waited for nor taken
-      sent = send_up(t0, wire, ext->msi ? "MSI-X" : "MWr");
-      if (replays) sent = send_up(sent + replay_ps_, wire, "MWr (replay)");
-      checker_.credits_held(ProtocolChecker::Pool::kPosted, t0, sent + latency_ps_ + credit_update_ps_, 1, data);
-    } else {
-      const pcie::CreditGrant g = posted_.acquire(t0, 1, data);
-      if (g.at_ps > t0) ++counters_.credit_stalls, counters_.credit_stall_ps += g.at_ps - t0;
-      sent = send_up(g.at_ps, wire, ext->msi ? "MSI-X" : "MWr");
-      if (replays) sent = send_up(sent + replay_ps_, wire, "MWr (replay)");
-      posted_.release(g, sent + latency_ps_ + credit_update_ps_);
-      checker_.credits_held(ProtocolChecker::Pool::kPosted, g.at_ps, sent + latency_ps_ + credit_update_ps_, 1, data);
+    Ps start = t0;
+    if (!hooks_.ignore_posted_credits) {  // the deliberate bug neither waits for credits nor takes them
+      grant = posted_.acquire(t0, 1, data);
+      if (grant->at_ps > t0) ++counters_.credit_stalls, counters_.credit_stall_ps += grant->at_ps - t0;
+      start = grant->at_ps;
     }
+    sent = send_up(start, wire, ext->msi ? "MSI-X" : "MWr");
+    if (replays) sent = send_up(sent + replay_ps_, wire, "MWr (replay)");
+    first = sent;
     ext->replays = replays;
     ++counters_.mwr;
   } else {
@@ -241,13 +254,24 @@ void PcieLink::write(tlm::tlm_generic_payload& gp, Ps t0, sc_time& delay) {
     if (ext->force_replay) ++replays, ++counters_.replays;
     ext->replays = replays;
     sent = send_up(t0, w.upstream, "MWr burst") + replays * replay_ps_;
+    // The run's first TLP has left once its share of the run's wire time has passed.
+    const Ps whole = up_clock_.rate().ceil_ps(w.upstream);
+    first = sent - std::min(sent, whole) + whole / std::max<std::uint64_t>(1, w.upstream_tlps);
     counters_.mwr += w.upstream_tlps;
   }
   counters_.payload_up += len;
   const Ps arrival = sent + latency_ps_;
   checker_.posted_write(LinkDirection::kUp, sent, arrival);
-  forward(gp, arrival);
-  ext->ready_ps = arrival;  // when the write takes effect at the host
+  // The receiver's buffer frees (and the credits start back) when it has passed the TLP on: at
+  // once at the root complex, later at a switch whose uplink is busy.
+  const Ps taken = forward(gp, first + latency_ps_, arrival);
+  if (grant) {
+    posted_.release(*grant, taken + credit_update_ps_);
+    checker_.credits_held(ProtocolChecker::Pool::kPosted, grant->at_ps, taken + credit_update_ps_, 1, data);
+  } else if (!ext->burst || ext->msi) {
+    checker_.credits_held(ProtocolChecker::Pool::kPosted, t0, taken + credit_update_ps_, 1, data);
+  }
+  ext->ready_ps = std::max<Ps>(ext->ready_ps, arrival);  // when the write takes effect at the host
   delay = delay_until(sent);
 }
 

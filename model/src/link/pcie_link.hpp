@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <random>
+#include <string>
 
 #include <systemc>
 #include <tlm>
@@ -49,7 +50,13 @@ class PcieLink : public sc_core::sc_module {
   tlm_utils::simple_target_socket<PcieLink> device_side;
   tlm_utils::simple_initiator_socket<PcieLink> host_side;
 
-  PcieLink(sc_core::sc_module_name name, const SimConfig& config);
+  // `link`: this hop's own parameters (a device's link, or a switch's uplink). `beyond_ps`: the
+  // unloaded round trip the hops between its host end and the root complex add to a read (the
+  // burst formula's). `salt` sets its own LCRC draws apart from other links' with the same seed.
+  // `shared`: a switch's uplink, whose calendars hold several devices' traffic booked a CB ahead
+  // each, so they keep a longer history (a short one would give up gaps that are still ahead).
+  PcieLink(sc_core::sc_module_name name, const SimConfig& config, const LinkConfig& link, pcie::Ps beyond_ps = 0,
+           std::uint64_t salt = 0, bool shared = false);
 
   const pcie::LinkParams& params() const noexcept { return params_; }
   const LinkCounters& counters() const noexcept { return counters_; }
@@ -59,8 +66,9 @@ class PcieLink : public sc_core::sc_module {
   pcie::Ps down_busy_ps() const noexcept { return down_.busy_ps(); }
   // Drops serializer and credit history before `ps` (nothing can be booked before now anyway).
   void prune(pcie::Ps ps);
-  // One span per TLP on an "up" and a "down" track (large: every TLP of the run).
-  void trace_tlps(TraceWriter& trace);
+  // One span per TLP on an "up" and a "down" track (large: every TLP of the run); `owner` names
+  // the link's device or switch where a server has several ("": the one device).
+  void trace_tlps(TraceWriter& trace, const std::string& owner = {});
 
  private:
   void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
@@ -79,9 +87,11 @@ class PcieLink : public sc_core::sc_module {
   pcie::Ps send_request_up(pcie::Ps earliest, std::uint64_t wire_bytes, const char* what);
   pcie::Ps send_down(pcie::Ps earliest, std::uint64_t wire_bytes, const char* what);
   std::uint32_t replays_for(std::uint64_t tlps);
-  pcie::Ps forward(tlm::tlm_generic_payload& gp, pcie::Ps arrival);  // to the root complex
+  // To the next component (the root complex, or a switch), the first TLP there at `first`, the
+  // last at `arrival`. Returns when that component took it out of its receive buffer.
+  pcie::Ps forward(tlm::tlm_generic_payload& gp, pcie::Ps first, pcie::Ps arrival);
 
-  const SimConfig& config_;
+  LinkConfig link_;
   pcie::LinkParams params_;
   pcie::Ps latency_ps_;
   pcie::Ps credit_update_ps_;

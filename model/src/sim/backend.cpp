@@ -3,6 +3,7 @@
 
 #include "spyre_dma/model/config_loader.hpp"
 #include "spyre_dma/model/sim_device.hpp"
+#include "spyre_dma/model/sim_node.hpp"
 
 namespace spyre_dma::model {
 
@@ -31,6 +32,7 @@ SimConfig SimBackend::sim_config(const backend::Settings& s) const {
     }
     c.data_path = data_path_;
     if (s.seed) c.seed = *s.seed;
+    if (s.devices > 1) c.topology.devices = s.devices;
     if (!s.patch.is_null()) {
       nlohmann::json j = to_json(c);
       j.merge_patch(s.patch);
@@ -47,8 +49,8 @@ SimConfig SimBackend::sim_config(const backend::Settings& s) const {
 
 nlohmann::json SimBackend::configuration(const backend::Settings& s) const { return to_json(sim_config(s)); }
 
-backend::Instance SimBackend::open(const backend::Settings& s) const {
-  auto device = std::make_shared<SimDevice>(sim_config(s), s.get("trace"));
+namespace {
+backend::Instance instance_of(std::shared_ptr<SimDevice> device) {
   backend::Instance i;
   i.memory = device.get();
   i.statistics = device.get();
@@ -56,6 +58,19 @@ backend::Instance SimBackend::open(const backend::Settings& s) const {
   i.misbehave = device.get();
   i.device = std::move(device);
   return i;
+}
+}  // namespace
+
+backend::Instance SimBackend::open(const backend::Settings& s) const {
+  return instance_of(std::make_shared<SimDevice>(sim_config(s), s.get("trace")));
+}
+
+std::vector<backend::Instance> SimBackend::open_devices(const backend::Settings& s) const {
+  if (s.devices <= 1) return {open(s)};
+  SimNode node(sim_config(s), s.get("trace"));  // topology.devices is s.devices
+  std::vector<backend::Instance> out;
+  for (std::size_t i = 0; i < node.size(); ++i) out.push_back(instance_of(node.device(i)));
+  return out;  // the devices keep their server's simulation alive
 }
 
 void register_backend(backend::Registry& registry) {

@@ -8,58 +8,51 @@ namespace spyre_dma::model {
 
 using namespace sc_core;
 
-SimTop::SimTop(sc_module_name name, const SimConfig& config, device_core::Iommu& iommu,
-               std::function<void(std::uint32_t)> on_interrupt, const std::string& trace_path)
+SimTop::SimTop(sc_module_name name, const SimConfig& config, const std::vector<device_core::Iommu*>& iommus,
+               std::function<void(unsigned, std::uint32_t)> on_interrupt, const std::string& trace_path)
     : sc_module(name),
       trace(trace_path.empty() ? nullptr : std::make_unique<TraceWriter>(trace_path, to_json(config))),
-      root_complex("root_complex", config, iommu, std::move(on_interrupt)),
-      link("link", config),
-      device_memory("device_memory", config.device),
-      controller("controller", config, iommu, root_complex, link.checker()),
-      write_cost_ps_(pcie::ns_to_ps(config.host_cost.register_write_ns)),
-      staging_gbps_(config.host_cost.staging_gbps),
-      link_latency_ps_(pcie::ns_to_ps(config.link.latency_ns)) {
-  controller.pcie.bind(link.device_side);
-  controller.memory.bind(device_memory.socket);
-  controller.observe(stats, trace.get());
-  link.host_side.bind(root_complex.socket);
-  if (trace && config.trace_tlps) link.trace_tlps(*trace);
-  SC_METHOD(apply_writes);
-  sensitive << write_due_;
-  dont_initialize();
-}
-
-void SimTop::post_write(std::uint64_t offset, std::uint64_t value, unsigned width) {
-  const pcie::Ps now = std::max(to_ps(sc_time_stamp()), host_free_ps_);
-  const pcie::Ps at = now + write_cost_ps_;
-  // A posted write on the downstream wire: it enters the link at the latest one link latency
-  // before it lands (the rest of its cost is the host's own), and completions sent after that
-  // may not overtake it.
-  link.checker().posted_write(LinkDirection::kDown, std::max(now, at - std::min(at, link_latency_ps_)), at);
-  const bool first = writes_.empty();
-  writes_.emplace(at, Write{offset, value, width});
-  if (first) write_due_.notify(delay_until(at));
-}
-
-void SimTop::host_copied(std::uint64_t bytes) {
-  if (staging_gbps_ <= 0) return;
-  // 1 GB/s is one byte per ns.
-  const pcie::Ps start = std::max(to_ps(sc_time_stamp()), host_free_ps_);
-  host_free_ps_ = start + pcie::ns_to_ps(static_cast<double>(bytes) / staging_gbps_);
-}
-
-void SimTop::apply_writes() {
-  const pcie::Ps now = to_ps(sc_time_stamp());
-  while (!writes_.empty() && writes_.begin()->first <= now) {
-    const Write w = writes_.begin()->second;
-    writes_.erase(writes_.begin());
-    controller.write_register(w.offset, w.value, w.width);
+      root_complex("root_complex", config) {
+  const TopologyConfig& t = config.topology;
+  if (iommus.size() != t.devices) {
+    throw std::invalid_argument("SimTop: " + std::to_string(iommus.size()) + " IOMMU domains for " +
+                                std::to_string(t.devices) + " devices");
   }
-  if (!writes_.empty()) {
-    write_due_.notify(delay_until(writes_.begin()->first));
-  } else if (pause_when_written_) {
-    pause_when_written_ = false;
-    sc_pause();
+  // The uplinks: the devices' link parameters, at the switch part's generation, width and latency.
+  LinkConfig uplink = config.link;
+  uplink.generation = t.switches.generation;
+  uplink.lanes = t.switches.lanes;
+  uplink.latency_ns = t.switches.latency_ns;
+  const pcie::Ps hop_ps = 2 * pcie::ns_to_ps(t.switches.forward_ns + t.switches.latency_ns);  // there and back
+  const unsigned per_switch = t.devices_per_switch;
+  const unsigned leaves = per_switch ? (t.devices + per_switch - 1) / per_switch : 0;
+  const unsigned per_port = t.switches_per_root_port;
+  const unsigned parents = per_port > 1 ? (leaves + per_port - 1) / per_port : 0;
+  const pcie::Ps leaf_beyond = parents ? hop_ps : 0;
+  for (unsigned k = 0; k < leaves + parents; ++k) {
+    const bool leaf = k < leaves;
+    const std::string n = "switch" + std::to_string(k);
+    switches.push_back(std::make_unique<PcieSwitch>(n.c_str(), leaf ? config.link : uplink, uplink, t.switches.forward_ns));
+    uplinks.push_back(std::make_unique<PcieLink>((n + "_uplink").c_str(), config, uplink, leaf ? leaf_beyond : 0,
+                                                 t.devices + k, true));
+    switches.back()->upstream.bind(uplinks.back()->device_side);
+  }
+  for (unsigned k = 0; k < leaves + parents; ++k) {
+    if (k < leaves && parents) uplinks[k]->host_side.bind(switches[leaves + k / per_port]->downstream);
+    else uplinks[k]->host_side.bind(root_complex.socket);
+  }
+  for (unsigned i = 0; i < t.devices; ++i) {
+    RootComplex::Requester& r = root_complex.attach(*iommus[i], [on_interrupt, i](std::uint32_t v) { on_interrupt(i, v); });
+    const pcie::Ps beyond = per_switch ? hop_ps + leaf_beyond : 0;
+    // One device keeps the names a single-device run has always had.
+    const std::string label = t.devices == 1 ? "" : "device " + std::to_string(i);
+    devices.push_back(std::make_unique<DeviceModel>(("device" + std::to_string(i)).c_str(), config, i, r, root_complex,
+                                                    beyond, trace.get(), label));
+    if (per_switch) devices.back()->link.host_side.bind(switches[i / per_switch]->downstream);
+    else devices.back()->link.host_side.bind(root_complex.socket);
+  }
+  if (trace && config.trace_tlps) {
+    for (unsigned k = 0; k < uplinks.size(); ++k) uplinks[k]->trace_tlps(*trace, "switch " + std::to_string(k) + " uplink");
   }
 }
 

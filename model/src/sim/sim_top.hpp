@@ -1,65 +1,42 @@
-// The elaborated model: root complex (with host memory behind the IOMMU), PCIe link, DMA
-// controller (with the data path SimConfig::data_path names) and device memory, wired through their
-// TLM sockets, plus the host side that applies the engine's register writes at their simulated
-// instants.
+// The elaborated model of a server: the root complex (host memory behind each device's IOMMU
+// domain), the PCIe tree of TopologyConfig (switches and their uplinks) and the devices, each with
+// its own link, DMA controller and memory (DeviceModel), wired through their TLM sockets.
 #pragma once
 
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include <systemc>
 
-#include "device/device_memory.hpp"
-#include "device/controller.hpp"
 #include "host/root_complex.hpp"
 #include "link/pcie_link.hpp"
+#include "link/pcie_switch.hpp"
 #include "observe/trace_writer.hpp"
-#include "sim/sim_time.hpp"
-#include "spyre_dma/model/stats.hpp"
+#include "sim/device_model.hpp"
 
 namespace spyre_dma::model {
 
 class SimTop : public sc_core::sc_module {
  public:
-  SC_HAS_PROCESS(SimTop);
+  // `iommus`: one per device (topology.devices of them), each device's domain. on_interrupt(device,
+  // vector) runs at the simulated instant one of a device's MSI-X messages takes effect.
   // `trace_path` empty: no Perfetto trace.
-  SimTop(sc_core::sc_module_name name, const SimConfig& config, device_core::Iommu& iommu,
-         std::function<void(std::uint32_t)> on_interrupt, const std::string& trace_path);
+  SimTop(sc_core::sc_module_name name, const SimConfig& config, const std::vector<device_core::Iommu*>& iommus,
+         std::function<void(unsigned, std::uint32_t)> on_interrupt, const std::string& trace_path);
 
-  // A register write the host issued now: it reaches the device after the configured cost.
-  // Writes keep their order.
-  void post_write(std::uint64_t offset, std::uint64_t value, unsigned width);
-  // The host spent bytes / staging_gbps copying to or from staging: later writes wait for it.
-  void host_copied(std::uint64_t bytes);
-  bool writes_pending() const noexcept { return !writes_.empty(); }
-  // Pause the simulation once every posted write has landed.
-  void pause_when_written() noexcept { pause_when_written_ = true; }
+  std::size_t size() const noexcept { return devices.size(); }
+  DeviceModel& device(std::size_t i) { return *devices.at(i); }
 
-
-  StatsRegistry stats;
   std::unique_ptr<TraceWriter> trace;  // before the components that write into it
   RootComplex root_complex;
-  PcieLink link;
-  DeviceMemory device_memory;
-  Controller controller;
-
- private:
-  struct Write {
-    std::uint64_t offset;
-    std::uint64_t value;
-    unsigned width;
-  };
-  void apply_writes();  // SC_METHOD
-
-  pcie::Ps write_cost_ps_;
-  double staging_gbps_;
-  pcie::Ps host_free_ps_ = 0;  // when the host's staging copies are over
-  pcie::Ps link_latency_ps_;
-  std::multimap<pcie::Ps, Write> writes_;
-  sc_core::sc_event write_due_;
-  bool pause_when_written_ = false;
+  // Switch k's uplink is uplinks[k]. Leaf switches first (switch k holds devices k x
+  // devices_per_switch on), then the parents (topology.switches_per_root_port > 1).
+  std::vector<std::unique_ptr<PcieSwitch>> switches;
+  std::vector<std::unique_ptr<PcieLink>> uplinks;
+  std::vector<std::unique_ptr<DeviceModel>> devices;
 };
 
 }  // namespace spyre_dma::model

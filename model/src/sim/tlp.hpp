@@ -15,6 +15,7 @@ namespace spyre_dma::model {
 
 struct TlpExtension : tlm::tlm_extension<TlpExtension> {
   pcie::TlpType type = pcie::TlpType::kMRd;  // kMRd: a read request, kMWr: a posted write
+  std::uint16_t requester = 0;   // the device that issued it (RootComplex::Requester::id)
   bool burst = false;            // a whole run of TLPs charged at once (burst fidelity)
   std::uint32_t tags = 1;        // burst reads: tags the requester keeps in flight
   bool ordered_visible = false;  // MWr whose effect the host must see only at its arrival (RBs)
@@ -31,6 +32,12 @@ struct TlpExtension : tlm::tlm_extension<TlpExtension> {
   CompletionStatus status = CompletionStatus::kSuccess;
   std::uint64_t ready_ps = 0;    // host side: when the completion data was ready (reads)
   std::uint32_t replays = 0;     // LCRC replays the link charged
+  // Across a switch (cut-through): a hop that forwards a transaction says when its first TLP
+  // reached the next component (the payload's delay says when the last one did), and the next
+  // component says when it took the transaction out of its receive buffer (0: on arrival), which
+  // is when the hop's posted credits start to come back.
+  std::uint64_t first_ps = 0;
+  std::uint64_t taken_ps = 0;
 
   tlm::tlm_extension_base* clone() const override { return new TlpExtension(*this); }
   void copy_from(const tlm::tlm_extension_base& other) override {

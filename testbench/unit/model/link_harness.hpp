@@ -94,8 +94,9 @@ inline StreamResult run_stream(const SimConfig& config, bool reads, std::uint64_
       static_cast<std::uint8_t*>(std::aligned_alloc(4096, (size + offset + 4095) / 4096 * 4096)), &std::free);
   host.swap(host_block);
   const std::uint64_t iova = iommu.map(host.get() + offset, size, DmaAccess::kBoth);
-  RootComplex rc("rc", config, iommu, [](std::uint32_t) {});
-  PcieLink link("link", config);
+  RootComplex rc("rc", config);
+  (void)rc.attach(iommu, [](std::uint32_t) {});
+  PcieLink link("link", config, config.link);
   StreamInitiator init("init", config.link, reads, size, count, tags, iova, split);
   init.socket.bind(link.device_side);
   link.host_side.bind(rc.socket);

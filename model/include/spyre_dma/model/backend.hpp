@@ -10,7 +10,8 @@ namespace spyre_dma::model {
 
 // A SimDevice backend: settings preset, config (a JSON configuration file), fidelity (tlp or
 // burst) and trace (a Perfetto trace file); a Settings::patch merges into the configuration (a
-// regression test's faults), Settings::seed becomes SimConfig::seed. Its capabilities: memory
+// regression test's faults), Settings::seed becomes SimConfig::seed, and Settings::devices, where
+// above 1, topology.devices (open_devices builds them as one SimNode). Its capabilities: memory
 // backdoor, statistics, simulated clock, misbehaviour. `sim` is this with the SystemC data path;
 // the RTL library derives `rtl` from it.
 class SimBackend : public backend::Backend {
@@ -23,6 +24,7 @@ class SimBackend : public backend::Backend {
   std::vector<backend::SettingInfo> settings() const override;
   nlohmann::json configuration(const backend::Settings& settings) const override;
   backend::Instance open(const backend::Settings& settings) const override;
+  std::vector<backend::Instance> open_devices(const backend::Settings& settings) const override;
 
   // The resolved configuration; throws backend::BackendError naming the setting, file and key.
   SimConfig sim_config(const backend::Settings& settings) const;

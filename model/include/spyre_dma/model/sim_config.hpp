@@ -42,7 +42,7 @@ struct HostConfig {
   double memory_latency_ns = 90.0;      // DRAM read latency behind the root complex
   double root_complex_ns = 100.0;       // completer processing per read request
   double iommu_ns = 0.0;                // added per TLP when translation is charged
-  double memory_gbps = 100.0;           // host memory bandwidth available to DMA, GB/s
+  double memory_gbps = 100.0;           // GB/s for DMA reads and staging copies, all devices together
 };
 
 struct DeviceConfig {
@@ -70,6 +70,28 @@ struct HostCostConfig {
   // copies of 1 MiB and more run at 4.5 GB/s through the driver's staging on a PCIe Gen4 host,
   // docs/traces.md "Calibrate"), so that pageable copies cost what they cost on a real host.
   double staging_gbps = 4.5;
+};
+
+// The PCIe switches of a server: every switch the same part. A switch forwards TLPs cut-through,
+// and its uplink is a PCIe link of its own (towards the root port, or a parent switch) with the
+// framing, credits and latency of LinkConfig (mps, mrrs, rcb and credits as the devices' link).
+struct SwitchConfig {
+  std::uint32_t generation = 5;  // of the uplink
+  std::uint32_t lanes = 16;      // of the uplink
+  double latency_ns = 150.0;     // the uplink's one-way latency: PHY, wire and data-link
+  double forward_ns = 110.0;     // a TLP's latency across the switch, ingress to egress port
+};
+
+// The devices of one simulated server and the PCIe tree between them and the host: a regular tree,
+// so that a whole server is a few numbers. Devices are numbered from 0; consecutive devices share
+// a switch; switches sit on root ports of their own, or `switches_per_root_port` of them under a
+// parent switch on one root port. Every device has its own link (LinkConfig) to its switch or root
+// port; they all share the root complex and host memory (HostConfig).
+struct TopologyConfig {
+  std::uint32_t devices = 1;                 // 1..16
+  std::uint32_t devices_per_switch = 0;      // 0: no switches, each device on a root port of its own
+  std::uint32_t switches_per_root_port = 1;  // > 1: those switches hang under a parent switch
+  SwitchConfig switches;
 };
 
 // A device that breaks the ring contract on purpose, once, at the at_cb-th CB the controller
@@ -126,6 +148,7 @@ struct SimConfig {
   HostConfig host;
   DeviceConfig device;
   HostCostConfig host_cost;
+  TopologyConfig topology;
   FaultConfig faults;
   Fidelity fidelity = Fidelity::kTlp;
   DataPathKind data_path = DataPathKind::kSystemC;

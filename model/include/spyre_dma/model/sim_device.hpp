@@ -7,9 +7,11 @@
 // instant plus HostCostConfig::register_write_ns; a register read first lets earlier writes land
 // (PCIe: a read does not pass posted writes).
 //
-// SystemC has one kernel per process: one SimDevice may exist at a time (a second throws
-// std::logic_error); each gets a fresh simulation context. All SystemC work runs on one thread the
-// device owns; the Device methods may be called from any thread.
+// SystemC has one kernel per process: one simulated server may exist at a time (a second throws
+// std::logic_error); each gets a fresh simulation context. A SimDevice built from a configuration
+// is device 0 of a server of its own (the other devices of a topology sit idle); a server's
+// devices together come from SimNode (spyre_dma/model/sim_node.hpp). All SystemC work runs on one
+// thread the server owns; the Device methods may be called from any thread.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +28,8 @@
 
 namespace spyre_dma::model {
 
+class NodeSimulation;
+
 class SimDevice final : public device_core::IommuDevice,
                         public backend::MemoryBackdoor,
                         public backend::StatisticsSource,
@@ -35,6 +39,8 @@ class SimDevice final : public device_core::IommuDevice,
   // `trace_path`: where to write a Perfetto / chrome://tracing JSON of the run's CBs (empty: none).
   explicit SimDevice(SimConfig config = {}, std::string trace_path = {});
   ~SimDevice() override;
+  SimDevice(const SimDevice&) = delete;
+  SimDevice& operator=(const SimDevice&) = delete;
 
   DeviceDescription describe() const override;  // backend "sim", Progress::kHostDriven
   std::uint32_t wait_for_interrupt(std::chrono::nanoseconds timeout) override;
@@ -55,15 +61,20 @@ class SimDevice final : public device_core::IommuDevice,
   // (backend::MisbehaveControl).
   void arm_misbehave(const device_core::Misbehave& misbehave) override;
 
-  class Impl;
+  // Which device of its server this is (0-based).
+  unsigned index() const noexcept { return index_; }
 
  private:
+  friend class SimNode;
+  SimDevice(std::shared_ptr<NodeSimulation> simulation, unsigned index);
+
   // A read first lets earlier writes land; a write is posted (it lands after the host's cost).
   std::uint64_t bar0_read(std::uint64_t offset, unsigned width) override;
   void bar0_write(std::uint64_t offset, std::uint64_t value, unsigned width) override;
   device_core::Iommu& device_iommu() override;
 
-  std::unique_ptr<Impl> impl_;
+  std::shared_ptr<NodeSimulation> sim_;
+  unsigned index_;
 };
 
 }  // namespace spyre_dma::model

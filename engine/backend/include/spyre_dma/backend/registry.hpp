@@ -41,6 +41,9 @@ struct Settings {
   // Merged into the backend's configuration before it opens (JSON merge patch): a regression
   // test's faults. A backend without such a configuration refuses a non-null patch.
   nlohmann::json patch = nullptr;
+  // How many devices a run opens together (Registry::open_devices): a simulated server's devices
+  // share its host and PCIe tree, so a model backend builds them as one server of this size.
+  std::uint32_t devices = 1;
 
   bool has(const std::string& key) const { return values.count(key) != 0; }
   std::string get(const std::string& key, const std::string& fallback = {}) const {
@@ -77,6 +80,10 @@ class Backend {
   virtual nlohmann::json configuration(const Settings& settings) const = 0;
   // A fresh device. Throws BackendError for settings it refuses.
   virtual Instance open(const Settings& settings) const = 0;
+  // Settings::devices fresh devices that work together, device i at index i. By default they are
+  // independent (separate cards: each open()ed on its own); a model backend overrides this to
+  // build one server whose devices share its host and PCIe switches.
+  virtual std::vector<Instance> open_devices(const Settings& settings) const;
 };
 
 class Registry {
@@ -99,8 +106,9 @@ class Registry {
   // backend this build left out (what it needs), one unavailable here (why), a setting it does not
   // take (naming the backends that do), or the backend's own refusal of a value.
   std::string check(const std::string& name, const Settings& settings) const;
-  // Both throw BackendError with check()'s message.
+  // These throw BackendError with check()'s message.
   Instance open(const std::string& name, const Settings& settings) const;
+  std::vector<Instance> open_devices(const std::string& name, const Settings& settings) const;
   nlohmann::json configuration(const std::string& name, const Settings& settings) const;
 
   // One line per backend for --help: name, summary, and "(not built: ...)" or "(unavailable: ...)".

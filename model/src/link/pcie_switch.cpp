@@ -1,0 +1,68 @@
+#include "link/pcie_switch.hpp"
+
+#include <algorithm>
+
+#include "pcie/timing.hpp"
+#include "sim/sim_time.hpp"
+#include "sim/tlp.hpp"
+
+namespace spyre_dma::model {
+
+using namespace sc_core;
+using pcie::Ps;
+
+PcieSwitch::PcieSwitch(sc_module_name name, const LinkConfig& below, const LinkConfig& above, double forward_ns)
+    : sc_module(name),
+      downstream("downstream"),
+      upstream("upstream"),
+      below_(pcie::link_params(below)),
+      above_(pcie::link_params(above)),
+      below_rate_(pcie::tlp_ps_per_byte(below_)),
+      above_rate_(pcie::tlp_ps_per_byte(above_)),
+      forward_ps_(pcie::ns_to_ps(forward_ns)) {
+  downstream.register_b_transport(this, &PcieSwitch::b_transport);
+}
+
+void PcieSwitch::b_transport(int port, tlm::tlm_generic_payload& gp, sc_time& delay) {
+  TlpExtension* ext = gp.get_extension<TlpExtension>();
+  const Ps arrival = to_ps(sc_time_stamp() + delay);  // the last TLP is here
+  const Ps first = ext->first_ps ? std::min<Ps>(ext->first_ps, arrival) : arrival;
+  const std::uint64_t addr = gp.get_address(), len = gp.get_data_length();
+  ++tlps_up_;
+  if (gp.is_write()) {
+    const bool run = ext->burst && !ext->msi;
+    const pcie::WireBytes w = run ? pcie::write_wire(above_, addr, len)
+                                  : pcie::WireBytes{pcie::tlp_overhead_bytes(above_, pcie::TlpType::kMWr) + len, 0, 1, 0};
+    const Ps d = above_rate_.ceil_ps(w.upstream);
+    const Ps last_tlp = d / std::max<std::uint64_t>(1, w.upstream_tlps);
+    // Cut-through: it starts once its first TLP is through, and cannot end before its last is.
+    Ps earliest = std::max(first, arrival + last_tlp - std::min(arrival + last_tlp, d)) + forward_ps_;
+    if (order_.size() <= static_cast<std::size_t>(port)) order_.resize(port + 1);
+    PortOrder& o = order_[port];
+    const bool later = first >= o.first;
+    if (later && o.sent > earliest + d) {
+      earliest = o.sent - d;
+      ++holds_;
+    }
+    sc_time up = delay_until(earliest);
+    upstream->b_transport(gp, up);
+    const Ps sent = to_ps(sc_time_stamp() + up);
+    if (later) o = {first, std::max(o.sent, sent)};
+    ext->taken_ps = sent;  // out of this switch's receive buffer
+    return;
+  }
+  // A read request: on up, its completions back down as they arrive from the uplink.
+  sc_time up = delay_until(arrival + forward_ps_);
+  upstream->b_transport(gp, up);
+  const Ps last = to_ps(sc_time_stamp() + up);  // the last completion is at this switch
+  if (ext->drop_completion || ext->status != CompletionStatus::kSuccess) {
+    ext->ready_ps = last + forward_ps_;
+    return;
+  }
+  const pcie::WireBytes above = pcie::read_wire(above_, addr, len), below = pcie::read_wire(below_, addr, len);
+  const Ps d_above = above_rate_.ceil_ps(above.downstream), d_below = below_rate_.ceil_ps(below.downstream);
+  const Ps first_in = last - std::min(last, d_above) + d_above / std::max<std::uint64_t>(1, above.downstream_tlps);
+  ext->ready_ps = std::max(first_in, last - std::min(last, d_below)) + forward_ps_;
+}
+
+}  // namespace spyre_dma::model

@@ -1,0 +1,214 @@
+#include "sim/node_simulation.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "sim/kernel.hpp"
+#include "spyre_dma/device_core/register_file.hpp"
+#include "spyre_dma/status.hpp"
+
+namespace spyre_dma::model {
+
+using namespace sc_core;
+
+namespace {
+std::atomic<bool> g_simulation_alive{false};
+
+// Simulated time stops at 2^63 ps (about 106 days): the model adds durations below 2^62 ps to
+// times below this, so no time it computes wraps around its 64 bits before the horizon is
+// reached, and nothing past it is simulated.
+constexpr pcie::Ps kHorizonPs = pcie::Ps{1} << 63;
+}  // namespace
+
+NodeSimulation::NodeSimulation(SimConfig config, std::string trace_path)
+    : config_(std::move(config)), trace_path_(std::move(trace_path)), hooks_(debug_hooks()) {
+  bool expected = false;
+  if (!g_simulation_alive.compare_exchange_strong(expected, true)) {
+    throw std::logic_error(
+        "SimDevice: one simulated server per process at a time (SystemC has one kernel); a server of "
+        "several devices is one SimNode");
+  }
+  try {
+    for (std::uint32_t d = 0; d < config_.topology.devices; ++d) iommus_.push_back(std::make_unique<device_core::Iommu>());
+    irq_mask_.assign(iommus_.size(), 0);
+    thread_ = std::thread([this] { loop(); });
+    call([this] {  // elaboration done, or its exception rethrown here
+      if (elaboration_error_) std::rethrow_exception(elaboration_error_);
+    });
+  } catch (...) {
+    shutdown();
+    g_simulation_alive = false;
+    throw;
+  }
+}
+
+NodeSimulation::~NodeSimulation() {
+  shutdown();
+  g_simulation_alive = false;
+}
+
+void NodeSimulation::enqueue(std::function<void()> command) {
+  {
+    std::lock_guard lock(mu_);
+    if (stop_) throw std::logic_error("SimDevice: the simulation thread has stopped");
+    if (!failure_.empty()) throw DeviceFault(failure_);
+    commands_.push_back(std::move(command));
+    queued_.store(true, std::memory_order_release);
+  }
+  cv_.notify_one();
+}
+
+void NodeSimulation::post_write(unsigned d, std::uint64_t offset, std::uint64_t value, unsigned width) {
+  device_core::check_bar0_access(offset, width, true, "SimDevice");
+  std::lock_guard lock(mu_);
+  writes_.push_back({d, offset, value, width});
+}
+
+// Queued with the writes, so that it lands between the writes issued before and after it.
+void NodeSimulation::host_copied(unsigned d, std::uint64_t bytes) {
+  std::lock_guard lock(mu_);
+  writes_.push_back({d, 0, bytes, 0});
+}
+
+// On the simulation thread: hands every device's queued register writes to the model at the
+// current instant.
+void NodeSimulation::take_writes() {
+  std::vector<QueuedWrite> w;
+  {
+    std::lock_guard lock(mu_);
+    w.swap(writes_);
+  }
+  for (const QueuedWrite& q : w) {
+    DeviceModel& device = top_->device(q.device);
+    if (q.width == 0) device.host_copied(q.value);
+    else device.post_write(q.offset, q.value, q.width);
+  }
+}
+
+// Runs the model until `done()` or until nothing is left to simulate.
+void NodeSimulation::run_until(const std::function<bool()>& done) {
+  while (!done()) {
+    if (!sc_pending_activity()) return;
+    const pcie::Ps now = to_ps(sc_time_stamp());
+    if (to_ps(sc_time_to_pending_activity()) >= kHorizonPs - now) horizon_reached();
+    sc_start(from_ps(kHorizonPs - now), SC_EXIT_ON_STARVATION);
+  }
+}
+
+// Runs the model until simulated time `at` (interrupts on the way stay pending for the next
+// wait_for_interrupt()).
+void NodeSimulation::run_to(pcie::Ps at) {
+  at = std::min(at, kHorizonPs);
+  for (pcie::Ps now = to_ps(sc_time_stamp()); now < at; now = to_ps(sc_time_stamp())) sc_start(from_ps(at - now));
+  if (to_ps(sc_time_stamp()) >= kHorizonPs) horizon_reached();
+}
+
+void NodeSimulation::horizon_reached() {
+  fail("the model cannot simulate past 2^63 ps (about 106 days of simulated time)");
+}
+
+// On the simulation thread: the simulation cannot go on. Every later call throws the same.
+void NodeSimulation::fail(const std::string& why) {
+  const std::string message = "sim: the simulation stopped at " + std::to_string(to_ps(sc_time_stamp()) / 1000) +
+                              " ns of simulated time: " + why + "; a new device starts a fresh simulation";
+  {
+    std::lock_guard lock(mu_);
+    if (failure_.empty()) failure_ = message;
+  }
+  throw DeviceFault(message);
+}
+
+std::uint64_t NodeSimulation::read_register(unsigned d, std::uint64_t offset, unsigned width) {
+  device_core::check_bar0_access(offset, width, false, "SimDevice");
+  return call([&] {
+    take_writes();
+    DeviceModel& device = top_->device(d);
+    if (device.writes_pending()) {
+      device.pause_when_written();
+      run_until([&] { return !device.writes_pending(); });
+    }
+    // The read's completion travels upstream behind the device's posted writes sent before it
+    // (PCIe ordering): it returns once they have landed, so what it reports is in host memory.
+    ProtocolChecker& checker = device.link.checker();
+    const pcie::Ps sent = to_ps(sc_time_stamp());
+    if (!hooks_.reads_pass_posted) run_to(checker.posted_arrival_bound(LinkDirection::kUp, sent));
+    const std::uint64_t value = device.controller.read_register(offset, width);
+    checker.completion_order(LinkDirection::kUp, sent, to_ps(sc_time_stamp()), "BAR0 read completion");
+    return value;
+  });
+}
+
+std::uint32_t NodeSimulation::wait_for_interrupt(unsigned d) {
+  return call([&] {
+    take_writes();
+    run_until([&] { return irq_mask_[d] != 0; });
+    const std::uint32_t m = irq_mask_[d];
+    irq_mask_[d] = 0;
+    return m;
+  });
+}
+
+void NodeSimulation::loop() {
+  fresh_kernel();
+  try {
+    std::vector<device_core::Iommu*> iommus;
+    for (auto& i : iommus_) iommus.push_back(i.get());
+    // An MSI-X message speaks for the pipelines its vector was given to (Device::wait_for_interrupt
+    // returns pipelines, not vectors).
+    top_ = std::make_unique<SimTop>("spyre", config_, iommus, [this](unsigned d, std::uint32_t vector) {
+      irq_mask_[d] |= top_->device(d).controller.pipelines_of_vector(vector);
+      sc_pause();
+    }, trace_path_);
+  } catch (...) {
+    elaboration_error_ = std::current_exception();
+  }
+  for (;;) {
+    std::function<void()> cmd;
+    {
+      spin_until([&] { return queued_.load(std::memory_order_acquire); });
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return stop_ || !commands_.empty(); });
+      if (commands_.empty()) break;
+      cmd = std::move(commands_.front());
+      commands_.pop_front();
+      queued_.store(!commands_.empty(), std::memory_order_relaxed);
+    }
+    cmd();  // a packaged task: its exceptions travel to the caller through the future
+  }
+  stop_threads();
+  top_.reset();
+  release_kernel();  // the simulation was the kernel's only user
+}
+
+nlohmann::json NodeSimulation::server_statistics() {
+  SimTop& t = *top_;
+  const TopologyConfig& topo = config_.topology;
+  nlohmann::json uplinks = nlohmann::json::array();
+  for (std::size_t k = 0; k < t.uplinks.size(); ++k) {
+    PcieLink& l = *t.uplinks[k];
+    const LinkCounters& c = l.counters();
+    uplinks.push_back({{"switch", k},
+                       {"busy_ns", {{"up", l.up_busy_ps() / 1000.0}, {"down", l.down_busy_ps() / 1000.0}}},
+                       {"payload_bytes", {{"up", c.payload_up}, {"down", c.payload_down}}},
+                       {"credit_stalls", c.credit_stalls},
+                       {"credit_stall_ns", c.credit_stall_ps / 1000.0},
+                       {"ordering_holds", t.switches[k]->ordering_holds()},
+                       {"protocol_violations", l.checker().violations()}});
+  }
+  return {{"devices", topo.devices},
+          {"devices_per_switch", topo.devices_per_switch},
+          {"switches", t.switches.size()},
+          {"host_memory_busy_ns", t.root_complex.memory_busy_ps() / 1000.0},
+          {"uplinks", uplinks}};
+}
+
+void NodeSimulation::shutdown() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_one();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace spyre_dma::model

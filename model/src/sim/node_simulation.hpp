@@ -1,0 +1,130 @@
+// The simulation of one server (SimConfig::topology): one thread owns the SystemC kernel and the
+// elaborated model; every call that touches the model runs on it, in call order. The devices'
+// handles (SimDevice) share it; it ends when the last of them (and the SimNode) is gone.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/debug_hooks.hpp"
+#include "sim/sim_top.hpp"
+#include "spyre_dma/device_core/iommu.hpp"
+#include "spyre_dma/model/sim_config.hpp"
+
+namespace spyre_dma::model {
+
+class NodeSimulation {
+ public:
+  // Throws std::logic_error while another simulation lives in this process (SystemC has one
+  // kernel), and what elaboration throws (a configuration the model cannot run).
+  NodeSimulation(SimConfig config, std::string trace_path);
+  ~NodeSimulation();
+  NodeSimulation(const NodeSimulation&) = delete;
+  NodeSimulation& operator=(const NodeSimulation&) = delete;
+
+  // Runs f on the simulation thread and returns its result (or rethrows its exception). An error
+  // SystemC raises stops the simulation for good: that call and every later one throw DeviceFault.
+  template <class F>
+  auto call(F&& f) -> decltype(f());
+
+  // Device `d`'s register write, posted: the next call hands it to the model at that instant.
+  void post_write(unsigned d, std::uint64_t offset, std::uint64_t value, unsigned width);
+  // Device `d`'s host staging copy, queued with its writes.
+  void host_copied(unsigned d, std::uint64_t bytes);
+  // A read first lets device d's earlier writes land, and returns behind its posted writes.
+  std::uint64_t read_register(unsigned d, std::uint64_t offset, unsigned width);
+  // Runs the model until device d has raised an interrupt (or nothing is left to simulate);
+  // returns its pipelines' bits and clears them. Other devices' interrupts stay pending.
+  std::uint32_t wait_for_interrupt(unsigned d);
+
+  // What the devices share (SimNode::statistics); on the simulation thread.
+  nlohmann::json server_statistics();
+
+  const SimConfig& config() const noexcept { return config_; }
+  std::size_t size() const noexcept { return iommus_.size(); }
+  device_core::Iommu& iommu(unsigned d) { return *iommus_.at(d); }
+  SimTop& top() noexcept { return *top_; }
+
+ private:
+  struct QueuedWrite {
+    unsigned device;
+    std::uint64_t offset;
+    std::uint64_t value;
+    unsigned width;  // 0: a staging copy of `value` bytes
+  };
+  void loop();
+  void take_writes();
+  void run_until(const std::function<bool()>& done);
+  void run_to(pcie::Ps at);
+  [[noreturn]] void horizon_reached();
+  [[noreturn]] void fail(const std::string& why);
+  void shutdown();
+  void enqueue(std::function<void()> command);
+  template <class Ready>
+  static void spin_until(Ready ready);
+
+  SimConfig config_;
+  std::string trace_path_;
+  DebugHooks hooks_;
+  std::vector<std::unique_ptr<device_core::Iommu>> iommus_;
+  std::unique_ptr<SimTop> top_;
+  std::vector<std::uint32_t> irq_mask_;  // per device; simulation thread only
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> commands_;
+  std::atomic<bool> queued_{false};  // commands_ is not empty (read without the lock by the spin)
+  std::vector<QueuedWrite> writes_;
+  std::exception_ptr elaboration_error_;
+  std::string failure_;  // why the simulation stopped for good (empty: it did not); under mu_
+  bool stop_ = false;
+};
+
+template <class Ready>
+void NodeSimulation::spin_until(Ready ready) {
+  // Spins for up to 50 us (yielding the core when another thread wants it), then gives up.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
+  for (unsigned i = 0; !ready(); ++i) {
+    if ((i & 63) == 63) {
+      if (std::chrono::steady_clock::now() > until) return;
+      std::this_thread::yield();
+    }
+  }
+}
+
+template <class F>
+auto NodeSimulation::call(F&& f) -> decltype(f()) {
+  using R = decltype(f());
+  std::packaged_task<R()> task([this, &f]() -> R {
+    try {
+      return f();
+    } catch (const sc_core::sc_report& r) {
+      fail(std::string("SystemC: ") + r.what());
+    }
+  });
+  std::future<R> result = task.get_future();
+  // Shared: the caller may return (result ready) before the simulation thread sets it.
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  enqueue([&task, done] {
+    task();
+    done->store(true, std::memory_order_release);
+  });
+  // Most calls take a few microseconds of simulation: waiting for them by spinning a little
+  // saves the two thread wake-ups that would otherwise cost more than the work itself.
+  spin_until([&] { return done->load(std::memory_order_acquire); });
+  return result.get();
+}
+
+}  // namespace spyre_dma::model
