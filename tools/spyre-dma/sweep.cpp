@@ -120,6 +120,18 @@ Sweep::Timing Sweep::transfer(Direction d, HostMemory mem, std::uint64_t bytes, 
     }
   }
   const auto deadline = t0 + config_.timeout;
+  if (lanes_.size() > 1) {
+    // Every device's engine polled in turn, as each device's own runtime thread would drive it: a
+    // poll of a simulated server steps to the next interrupt of any device, and each engine takes
+    // up its own work (staging copies of pageable memory, the next CBs) when its device asks.
+    // Waiting for one device at a time would leave the others' host work until it is done.
+    for (bool idle = false; !idle && Clock::now() < deadline;) {
+      idle = true;
+      for (Lane& lane : lanes_) {
+        for (std::size_t i = 0; i < used; ++i) idle = lane.streams[i].query() && idle;
+      }
+    }
+  }
   for (std::size_t l = 0; l < lanes_.size(); ++l) {
     Lane& lane = lanes_[l];
     const std::string where = lanes_.size() > 1 ? fmt::format("{} on device {}", what, l) : what;

@@ -31,7 +31,7 @@ Controller::Controller(sc_module_name name, const SimConfig& config, RootComplex
       memory("memory"),
       config_(config),
       iommu_(requester.iommu()),
-      rc_(requester),
+      requester_(requester),
       host_(config, requester, checker,
             [this](tlm::tlm_generic_payload& gp, sc_time& d) { pcie->b_transport(gp, d); }),
       device_memory_([this](tlm::tlm_generic_payload& gp, sc_time& d) { memory->b_transport(gp, d); }),

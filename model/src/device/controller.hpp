@@ -193,7 +193,7 @@ class Controller : public sc_core::sc_module, private device_core::RegisterHooks
 
   const SimConfig& config_;
   device_core::Iommu& iommu_;
-  RootComplex::Requester& rc_;
+  RootComplex::Requester& requester_;
   HostLink host_;
   MemoryLink device_memory_;
   DebugHooks hooks_;

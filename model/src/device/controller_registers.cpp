@@ -54,7 +54,7 @@ void Controller::reset() {
   ++counters_.resets;
   fatal_ = false;
   aborting_ = 0;
-  rc_.bump_epoch();
+  requester_.bump_epoch();
   regs_.reset();
   doorbells_.clear();
   for (PipelineState& p : pipes_) {

@@ -27,7 +27,7 @@ void describe(tlm::tlm_generic_payload& gp, tlm::tlm_command command, std::uint6
 
 HostLink::HostLink(const SimConfig& config, RootComplex::Requester& requester, ProtocolChecker& checker, Transport link)
     : config_(config),
-      rc_(requester),
+      requester_(requester),
       checker_(checker),
       link_(std::move(link)),
       completion_limit_(pcie::completion_limit(pcie::link_params(config.link))) {}
@@ -37,7 +37,7 @@ HostPort::Read HostLink::read(std::uint64_t iova, std::uint8_t* dst, std::uint64
   tlm::tlm_generic_payload gp;
   TlpExtension ext;
   ext.type = pcie::TlpType::kMRd;
-  ext.requester = rc_.id();
+  ext.requester = requester_.id();
   ext.burst = burst;
   ext.tags = config_.device.read_tags;
   if (faults) {
@@ -67,12 +67,12 @@ HostPort::Write HostLink::post(std::uint64_t iova, const std::uint8_t* src, std:
   tlm::tlm_generic_payload gp;
   TlpExtension ext;
   ext.type = pcie::TlpType::kMWr;
-  ext.requester = rc_.id();
+  ext.requester = requester_.id();
   ext.burst = burst;
   ext.ordered_visible = ordered;
   ext.msi = msi_vector.has_value();
   ext.msi_vector = msi_vector.value_or(0);
-  ext.epoch = rc_.epoch();
+  ext.epoch = requester_.epoch();
   if (faults) {
     ext.force_replay = faults->force_replay;
     ext.poisoned = faults->poisoned;

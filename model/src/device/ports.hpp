@@ -40,7 +40,7 @@ class HostLink final : public HostPort {
              const TlpFaults* faults, std::optional<std::uint32_t> msi_vector);
 
   const SimConfig& config_;
-  RootComplex::Requester& rc_;
+  RootComplex::Requester& requester_;
   ProtocolChecker& checker_;
   Transport link_;
   std::uint32_t completion_limit_;

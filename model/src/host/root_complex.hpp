@@ -1,10 +1,11 @@
 // The host side of the links: the root complex as completer of the devices' requests, and the host
 // memory behind the IOMMU. Every device is a requester with an IOMMU domain, MSI-X target and
-// reset epoch of its own; they share host memory's bandwidth, with the CPU's staging copies. Reads are answered from host memory through the IOMMU (an unmapped
-// IOVA is an Unsupported Request completion, never a touch of other memory); posted writes land in
-// host memory. Writes the host must observe in simulated-time order (RBs, MSI-X) take effect at
-// their arrival time, through a time-ordered queue, so that a host reading memory between two
-// simulation slices never sees an RB "from the future".
+// reset epoch of its own; they share host memory's bandwidth, with the CPU's staging copies.
+// Reads are answered from host memory through the IOMMU (an unmapped IOVA is an Unsupported
+// Request completion, never a touch of other memory); posted writes land in host memory. Writes
+// the host must observe in simulated-time order (RBs, MSI-X) take effect at their arrival time,
+// through a time-ordered queue, so that a host reading memory between two simulation slices never
+// sees an RB "from the future".
 #pragma once
 
 #include <cstdint>

@@ -138,10 +138,11 @@ std::uint64_t NodeSimulation::read_register(unsigned d, std::uint64_t offset, un
   });
 }
 
-std::uint32_t NodeSimulation::wait_for_interrupt(unsigned d) {
+std::uint32_t NodeSimulation::wait_for_interrupt(unsigned d, bool step) {
   return call([&] {
     take_writes();
-    run_until([&] { return irq_mask_[d] != 0; });
+    const std::uint64_t before = interrupts_;
+    run_until([&] { return irq_mask_[d] != 0 || (step && interrupts_ != before); });
     const std::uint32_t m = irq_mask_[d];
     irq_mask_[d] = 0;
     return m;
@@ -157,6 +158,7 @@ void NodeSimulation::loop() {
     // returns pipelines, not vectors).
     top_ = std::make_unique<SimTop>("spyre", config_, iommus, [this](unsigned d, std::uint32_t vector) {
       irq_mask_[d] |= top_->device(d).controller.pipelines_of_vector(vector);
+      ++interrupts_;
       sc_pause();
     }, trace_path_);
   } catch (...) {

@@ -46,8 +46,10 @@ class NodeSimulation {
   // A read first lets device d's earlier writes land, and returns behind its posted writes.
   std::uint64_t read_register(unsigned d, std::uint64_t offset, unsigned width);
   // Runs the model until device d has raised an interrupt (or nothing is left to simulate);
-  // returns its pipelines' bits and clears them. Other devices' interrupts stay pending.
-  std::uint32_t wait_for_interrupt(unsigned d);
+  // returns its pipelines' bits and clears them. Other devices' interrupts stay pending. `step`:
+  // also stop at the next interrupt of any other device (then d's bits may be 0), so that a
+  // thread that polls every device's engine in turn lets each take up its work as it comes.
+  std::uint32_t wait_for_interrupt(unsigned d, bool step);
 
   // What the devices share (SimNode::statistics); on the simulation thread.
   nlohmann::json server_statistics();
@@ -81,6 +83,7 @@ class NodeSimulation {
   std::vector<std::unique_ptr<device_core::Iommu>> iommus_;
   std::unique_ptr<SimTop> top_;
   std::vector<std::uint32_t> irq_mask_;  // per device; simulation thread only
+  std::uint64_t interrupts_ = 0;         // raised so far, any device; simulation thread only
   std::thread thread_;
   std::mutex mu_;
   std::condition_variable cv_;

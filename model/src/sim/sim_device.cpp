@@ -38,7 +38,9 @@ void SimDevice::host_copied(std::uint64_t bytes) {
   if (config().host_cost.staging_gbps > 0) sim_->host_copied(index_, bytes);
 }
 
-std::uint32_t SimDevice::wait_for_interrupt(std::chrono::nanoseconds) { return sim_->wait_for_interrupt(index_); }
+std::uint32_t SimDevice::wait_for_interrupt(std::chrono::nanoseconds timeout) {
+  return sim_->wait_for_interrupt(index_, timeout <= std::chrono::nanoseconds::zero());
+}
 
 const SimConfig& SimDevice::config() const noexcept { return sim_->config(); }
 

@@ -43,6 +43,10 @@ class SimDevice final : public device_core::IommuDevice,
   SimDevice& operator=(const SimDevice&) = delete;
 
   DeviceDescription describe() const override;  // backend "sim", Progress::kHostDriven
+  // Runs the server's simulation until this device interrupts. A zero timeout (a poll: the
+  // engine's Op::done(), Stream::query()) is one step: it also returns at the next interrupt of
+  // any other device of the server, so a thread that polls every device's engine in turn lets
+  // each take up its work (staging copies, new CBs) as its device asks for it.
   std::uint32_t wait_for_interrupt(std::chrono::nanoseconds timeout) override;
   // Charges bytes / HostCostConfig::staging_gbps of simulated time before the next register write.
   void host_copied(std::uint64_t bytes) override;
