@@ -40,7 +40,7 @@ pcie::Ps RootComplex::staging_copy(pcie::Ps start, std::uint64_t bytes) {
     const std::uint64_t n = std::min(kPiece, bytes - at);
     const pcie::Ps earliest = start + static_cast<pcie::Ps>(static_cast<double>(at) * ps_per_byte);
     const pcie::Ps d = memory_rate_.ceil_ps(2 * n);
-    end = std::max(end, memory_.reserve(earliest, d) + d);
+    end = std::max(end, memory_.reserve_spread(earliest, d));
   }
   return end;
 }
@@ -79,7 +79,10 @@ void RootComplex::b_transport(int /*port*/, tlm::tlm_generic_payload& gp, sc_tim
     ++r.read_requests_;
     if ((++read_requests_ & 63) == 0) memory_.prune(to_ps(sc_time_stamp()));
     device_core::Iommu::Window w = r.iommu_.translate(iova, len, false);
-    const pcie::Ps served = memory_.reserve(arrival, memory_rate_.ceil_ps(len));
+    // Memory serves requests interleaved, a cache line at a time: a read takes whatever memory
+    // time is free from its arrival on, and is served once the last of it is done.
+    const pcie::Ps d = memory_rate_.ceil_ps(len);
+    const pcie::Ps served = memory_.reserve_spread(arrival, d) - d;
     ext->ready_ps = served + service_ps_;
     if (!w) {
       ++r.iommu_faults_;

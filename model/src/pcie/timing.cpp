@@ -103,6 +103,55 @@ Ps Serializer::reserve(Ps earliest_ps, Ps duration_ps) {
   return start;
 }
 
+Ps Serializer::reserve_spread(Ps earliest_ps, Ps duration_ps) {
+  Ps t = std::max(earliest_ps, floor_);
+  ++reservations_;
+  if (duration_ps == 0) return t;
+  checked_end(t, duration_ps);
+  busy_total_ += duration_ps;
+  // First booking that ends after t: every gap from t on, in order, takes what it can hold.
+  auto i = static_cast<std::size_t>(std::partition_point(busy_.begin(), busy_.end(),
+                                                         [t](const Interval& iv) { return iv.end <= t; }) -
+                                    busy_.begin());
+  Ps left = duration_ps;
+  for (;;) {
+    if (i < busy_.size() && busy_[i].start <= t) {  // inside a booking: on to its end
+      t = busy_[i].end;
+      ++i;
+      continue;
+    }
+    const Ps gap_end = i < busy_.size() ? busy_[i].start : checked_end(t, left);
+    const Ps take = std::min(left, gap_end - t);
+    // Book [t, t + take): it joins the booking before it when that ends at t, the one after when
+    // it fills the gap.
+    const Ps end = t + take;
+    const bool join_prev = i > 0 && busy_[i - 1].end == t;
+    const bool join_next = i < busy_.size() && busy_[i].start == end;
+    if (join_prev && join_next) {
+      busy_[i - 1].end = busy_[i].end;
+      busy_.erase(busy_.begin() + static_cast<std::ptrdiff_t>(i));
+      --i;
+    } else if (join_prev) {
+      busy_[i - 1].end = end;
+      --i;
+    } else if (join_next) {
+      busy_[i].start = t;
+    } else {
+      busy_.insert(busy_.begin() + static_cast<std::ptrdiff_t>(i), Interval{t, end});
+    }
+    left -= take;
+    if (left == 0) {
+      while (busy_.size() > max_intervals_) {  // give up the oldest gap
+        floor_ = busy_.front().end;
+        busy_.pop_front();
+      }
+      return end;
+    }
+    t = busy_[i].end;  // the booking now covering [.., end) and whatever it joined
+    ++i;
+  }
+}
+
 void Serializer::prune(Ps before_ps) {
   if (before_ps <= floor_) return;
   floor_ = before_ps;

@@ -60,6 +60,11 @@ class Serializer {
   explicit Serializer(std::size_t max_intervals = kDefaultMaxIntervals);  // >= 1
 
   Ps reserve(Ps earliest_ps, Ps duration_ps);
+  // Books `duration_ps` of time from max(earliest, floor) on in as many free gaps as it takes,
+  // earliest first, and returns when the last piece ends: a resource that serves several requests
+  // interleaved in small units (host memory, in cache lines) rather than one whole request at a
+  // time. No gap is left too short to use.
+  Ps reserve_spread(Ps earliest_ps, Ps duration_ps);
   // Where reserve() would place it, without booking.
   Ps peek(Ps earliest_ps, Ps duration_ps) const;
   // Nothing may start before before_ps from now on; history before it is dropped. A value below

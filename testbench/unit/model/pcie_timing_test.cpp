@@ -103,6 +103,36 @@ TEST(PcieSerializer, FillsEarliestGapThatFits) {
   EXPECT_EQ(s.busy_until_ps(), 140u);
 }
 
+TEST(PcieSerializer, SpreadFillsEveryGapInTurn) {
+  Serializer s;
+  s.reserve(10, 10);   // [10,20)
+  s.reserve(25, 5);    // [25,30)
+  s.reserve(40, 10);   // [40,50)
+  // 10 + 5 + 10 of 27: the gaps [0,10), [20,25), [30,40), then 2 after the last booking.
+  EXPECT_EQ(s.reserve_spread(0, 27), 52u);
+  EXPECT_EQ(s.interval_count(), 1u);  // everything joined: [0,52)
+  EXPECT_EQ(s.busy_until_ps(), 52u);
+  EXPECT_EQ(s.busy_ps(), 25u + 27u);
+  // From inside a booking: starts at its end.
+  EXPECT_EQ(s.reserve_spread(30, 3), 55u);
+  // Ending inside a gap leaves the rest of it free for the next booking.
+  s.reserve(100, 10);  // [0,55) [100,110)
+  EXPECT_EQ(s.reserve_spread(60, 20), 80u);  // [60,80)
+  EXPECT_EQ(s.reserve(0, 20), 80u);          // [80,100) still free, and exactly fills it
+  EXPECT_EQ(s.interval_count(), 2u);         // [0,55) [60,110)
+  EXPECT_EQ(s.reserve_spread(0, 0), 0u);     // nothing to book: the earliest time
+}
+
+TEST(PcieSerializer, SpreadMatchesReserveWhereItFits) {
+  // With room in one gap, spreading books exactly what first fit would.
+  Serializer a, b;
+  for (Ps t : {Ps{0}, Ps{100}, Ps{230}}) {
+    EXPECT_EQ(a.reserve(t, 50) + 50, b.reserve_spread(t, 50));
+  }
+  EXPECT_EQ(a.interval_count(), b.interval_count());
+  EXPECT_EQ(a.busy_until_ps(), b.busy_until_ps());
+}
+
 TEST(PcieSerializer, LateCallEarlyTime) {
   // A temporally decoupled initiator far ahead books first; one behind still gets its time.
   Serializer s;
