@@ -85,19 +85,76 @@ std::string summary_table(const st::Trace& t, const st::ReplayResult& r) {
   return s;
 }
 
+namespace {
+
+// Several devices at once: trace i on device i (one trace: the same on every device).
+int run_replay_together(const TraceOptions& o, const st::ReplayOptions& ro) {
+  BackendOptions backend = o.backend;
+  std::vector<std::string> files{o.file};
+  files.insert(files.end(), o.more_files.begin(), o.more_files.end());
+  if (files.size() > 1 && backend.devices > 1 && backend.devices != files.size()) {
+    fmt::print(stderr, "spyre-dma trace replay: --devices {} with {} trace files: give one trace per device, or one "
+               "trace for every device\n", backend.devices, files.size());
+    return 2;
+  }
+  if (files.size() > 1) backend.devices = static_cast<std::uint32_t>(files.size());
+  std::vector<st::Trace> traces;
+  for (const std::string& f : files) traces.push_back(st::read_trace(f));
+  std::vector<const st::Trace*> per_device;
+  for (std::uint32_t d = 0; d < backend.devices; ++d) per_device.push_back(&traces[files.size() > 1 ? d : 0]);
+  std::vector<spyre_dma::backend::Instance> instances = open_backends(backend);
+  const std::string name = instances.front().device->describe().name;
+  const auto wall0 = std::chrono::steady_clock::now();
+  const std::vector<st::ReplayResult> results = st::replay_together(per_device, std::move(instances), ro);
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  std::size_t ops = 0;
+  for (const st::Trace* t : per_device) ops += t->ops.size();
+  fmt::print("replayed {} trace(s) on {} devices at once ({} ops) on {} in {:.3f} s wall\n", files.size(),
+             backend.devices, ops, name, wall_s);
+  nlohmann::json devices = nlohmann::json::array();
+  bool ok = true;
+  for (std::size_t d = 0; d < results.size(); ++d) {
+    const std::string& file = files[files.size() > 1 ? d : 0];
+    fmt::print("\ndevice {}: {}\n{}{}", d, file, summary_table(*per_device[d], results[d]), results[d].summary());
+    nlohmann::json j = results[d].to_json();
+    j["device"] = d;
+    j["trace"] = file;
+    devices.push_back(std::move(j));
+    if (!results[d].data_ok) {
+      fmt::print(stderr, "spyre-dma trace replay: device {}: error: {}\n", d, results[d].data_error);
+      ok = false;
+    }
+  }
+  if (!o.json.empty()) {
+    const nlohmann::json j = {{"devices", devices}, {"backend", backend_config(backend)}, {"wall_s", wall_s}};
+    try {
+      spyre_dma::traces::write_file_atomically(o.json, j.dump(1) + "\n");
+    } catch (const spyre_dma::traces::OutputError& e) {
+      fmt::print(stderr, "spyre-dma trace replay: --json: {}\n", e.what());
+      return 2;
+    }
+  }
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+
 int run_replay(const TraceOptions& o) {
   const BackendOptions& backend = o.backend;
   if (std::string e = check_backend_options(backend); !e.empty()) {
     fmt::print(stderr, "spyre-dma trace replay: {}\n", e);
     return 2;
   }
-  if (!check_outputs("trace replay", {{"--json", o.json}, {"--perfetto", o.perfetto}}, {o.file})) return 2;
-  const st::Trace t = st::read_trace(o.file);
+  std::vector<std::string> inputs{o.file};
+  inputs.insert(inputs.end(), o.more_files.begin(), o.more_files.end());
+  if (!check_outputs("trace replay", {{"--json", o.json}, {"--perfetto", o.perfetto}}, inputs)) return 2;
   st::ReplayOptions ro;
   ro.honour_start_times = o.honour_start_times;
   ro.verify_data = !o.no_verify;
   ro.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(to_timeout(o.timeout_s));
   ro.perfetto_path = o.perfetto;
+  if (!o.more_files.empty() || backend.devices > 1) return run_replay_together(o, ro);
+  const st::Trace t = st::read_trace(o.file);
   spyre_dma::backend::Instance instance = open_backend(backend);
   const std::string name = instance.device->describe().name;
   const auto wall0 = std::chrono::steady_clock::now();
@@ -191,11 +248,15 @@ CLI::App* add_trace_command(CLI::App& app, TraceOptions& o) {
 
   o.replay = trace->add_subcommand("replay", "Replay a trace on a backend; report per-op device durations");
   o.replay->add_option("file", o.file, "Trace file")->required();
+  o.replay->add_option("more", o.more_files,
+                       "More trace files: each on a device of its own, all at once (the first on device 0; sim, "
+                       "rtl: one simulated server, its PCIe tree from the configuration's topology)");
   auto backend_opts = [&o](CLI::App* c) {
     add_backend_options(*c, o.backend);
     c->add_option("--timeout", o.timeout_s, "Seconds the whole run may take")->capture_default_str()->check(timeout_seconds());
   };
   backend_opts(o.replay);
+  add_devices_option(*o.replay, o.backend);
   o.replay->add_flag("--honour-start-times", o.honour_start_times,
                      "Hold each op until the device time reaches its captured start (relative to the first)");
   o.replay->add_flag("--no-verify", o.no_verify, "Skip the data check");

@@ -19,6 +19,7 @@ namespace spyre_dma_cli {
 
 struct TraceOptions {
   std::string file;  // show / replay: the trace
+  std::vector<std::string> more_files;  // replay: the traces of devices 1, 2, ... (one per device)
   // replay
   BackendOptions backend;  // replay and capture: --backend and its settings
   bool honour_start_times = false;

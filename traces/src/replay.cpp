@@ -96,14 +96,44 @@ class Replayer {
   }
 
   ReplayResult run() {
-    prepare();
-    result_.ops.resize(trace_.ops.size());
+    begin();
     for (std::size_t i = 0; i < trace_.ops.size(); ++i) {
       if (options_.honour_start_times) hold_until_start(trace_.ops[i]);
       submit(i);
       while (inflight_.size() >= kWindowOps || inflight_bytes_ > kWindowBytes) reclaim_front(true);
       while (!inflight_.empty() && inflight_.front().op.done()) reclaim_front(false);
     }
+    while (!inflight_.empty()) reclaim_front(true);
+    return finish();
+  }
+
+  // The same replay in steps that never block, for several replays driven from one thread (one
+  // per device of a server): begin(), then advance() until it returns true, then finish().
+  void begin() {
+    prepare();
+    result_.ops.resize(trace_.ops.size());
+  }
+
+  // Takes back the ops that are done, submits what the window and the captured start times
+  // allow, and returns whether every op has been submitted and taken back. Each call polls the
+  // engine once at least while anything is outstanding (on a simulated server: a step to the
+  // next interrupt of any device).
+  bool advance() {
+    if (Clock::now() >= deadline_) {
+      if (next_ < trace_.ops.size()) fail(fmt::format("op {} not submitted within the replay's timeout", trace_.ops[next_].id));
+      next_ = trace_.ops.size();  // finish() waits out nothing more than the deadline allows
+      return true;
+    }
+    while (!inflight_.empty() && inflight_.front().op.done()) reclaim_front(false);
+    while (next_ < trace_.ops.size()) {
+      if (inflight_.size() >= kWindowOps || inflight_bytes_ > kWindowBytes) return false;
+      if (options_.honour_start_times && !held_to_start(trace_.ops[next_])) return false;
+      submit(next_++);
+    }
+    return inflight_.empty();
+  }
+
+  ReplayResult finish() {
     while (!inflight_.empty()) reclaim_front(true);
     const auto left = std::max(Clock::duration::zero(), deadline_ - Clock::now());
     const spyre_dma::Status st = engine_->synchronize(left);
@@ -192,6 +222,32 @@ class Replayer {
       return;
     }
     std::this_thread::sleep_until(at);
+  }
+
+  // The stepping form of hold_until_start(): true once `op` may be submitted; until then the
+  // compute op that brings a host-driven device's time to the op's start runs on its own stream.
+  bool held_to_start(const Op& op) {
+    if (!op.start_ns || !first_start_) return true;
+    const double target = *op.start_ns - *first_start_;
+    if (!host_driven_) {
+      const auto at = deadline_after<Clock>(wall0_, std::chrono::nanoseconds(static_cast<std::int64_t>(
+                                                        std::min(target, 9.2e18))));
+      return Clock::now() >= at;
+    }
+    if (!clock_) return true;
+    if (hold_.valid()) {
+      if (!hold_.done()) return false;
+      const spyre_dma::Status st = hold_.status();
+      if (!st.ok()) fail(fmt::format("holding op {} until {} ns: {}", op.id, target, st.to_string()));
+      hold_ = spyre_dma::Op();
+      return true;
+    }
+    if (!sim_t0_) sim_t0_ = clock_->now_ns();
+    const double now = clock_->now_ns() - *sim_t0_;
+    if (now >= target) return true;
+    if (!clock_stream_.valid()) clock_stream_ = engine_->create_stream();
+    hold_ = clock_stream_.compute(std::chrono::nanoseconds(static_cast<std::int64_t>(target - now)));
+    return false;
   }
 
   void submit(std::size_t index) {
@@ -349,22 +405,41 @@ class Replayer {
   }
 
   void write_perfetto() {
+    write_file_atomically(options_.perfetto_path,
+                          nlohmann::json{{"traceEvents", perfetto_events(0, first_raw_start())}, {"displayTimeUnit", "ns"}}
+                                  .dump() +
+                              "\n");
+  }
+
+ public:
+  // The device time (ns) of the replay's first device start (0: none started); after finish().
+  std::uint64_t first_raw_start() const {
+    std::uint64_t first = 0;
+    for (const std::uint64_t t : raw_start_) {
+      if (t && (!first || t < first)) first = t;
+    }
+    return first;
+  }
+
+  // One slice per op that reached the device, on process `pid`, one track per trace stream, its
+  // start relative to `base_ns` (device time); after finish().
+  nlohmann::json perfetto_events(int pid, std::uint64_t base_ns) const {
     nlohmann::json events = nlohmann::json::array();
     for (std::size_t i = 0; i < trace_.ops.size(); ++i) {
       const Op& op = trace_.ops[i];
       if (!raw_start_[i]) continue;
       events.push_back({{"name", fmt::format("{} {}", to_string(op.kind), op.bytes)},
                         {"ph", "X"},
-                        {"pid", 0},
+                        {"pid", pid},
                         {"tid", op.stream},
-                        {"ts", result_.ops[i].start_ns / 1000.0},
+                        {"ts", static_cast<double>(raw_start_[i] - base_ns) / 1000.0},
                         {"dur", result_.ops[i].duration_ns / 1000.0},
                         {"args", {{"op", op.id}}}});
     }
-    write_file_atomically(options_.perfetto_path,
-                          nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ns"}}.dump() + "\n");
+    return events;
   }
 
+ private:
   const Trace& trace_;
   spyre_dma::backend::MemoryBackdoor* backdoor_;
   spyre_dma::backend::SimulatedClock* clock_;
@@ -381,6 +456,8 @@ class Replayer {
   std::map<std::uint32_t, spyre_dma::Stream> streams_;
   std::map<std::uint32_t, spyre_dma::Event> events_;
   spyre_dma::Stream clock_stream_;
+  spyre_dma::Op hold_;     // advance(): the compute op holding the next op to its start
+  std::size_t next_ = 0;   // advance(): the next op to submit
   std::unordered_set<std::uint64_t> dep_targets_;
   std::unordered_map<std::uint64_t, spyre_dma::Event> dep_events_;
   std::deque<InFlight> inflight_;
@@ -407,6 +484,50 @@ ReplayResult replay(const Trace& trace, spyre_dma::backend::Instance backend, co
   if (!backend.device) throw std::invalid_argument("replay: null device");
   Replayer r(trace, std::move(backend), options);
   return r.run();
+}
+
+std::vector<ReplayResult> replay_together(const std::vector<const Trace*>& traces,
+                                          std::vector<spyre_dma::backend::Instance> devices,
+                                          const ReplayOptions& options) {
+  if (traces.size() != devices.size()) {
+    throw std::invalid_argument(fmt::format("replay_together: {} traces for {} devices", traces.size(), devices.size()));
+  }
+  for (std::size_t i = 0; i < traces.size(); ++i) {
+    if (const std::string bad = check_trace(*traces[i]); !bad.empty()) {
+      throw TraceError("<trace " + std::to_string(i) + ">", 0, "", bad);
+    }
+    if (!devices[i].device) throw std::invalid_argument("replay_together: null device " + std::to_string(i));
+  }
+  ReplayOptions each = options;
+  each.perfetto_path.clear();  // one file for every device, below
+  std::vector<std::unique_ptr<Replayer>> replayers;
+  for (std::size_t i = 0; i < traces.size(); ++i) {
+    replayers.push_back(std::make_unique<Replayer>(*traces[i], std::move(devices[i]), each));
+  }
+  for (auto& r : replayers) r->begin();
+  // Round robin: each replayer submits what it can and polls its engine once, so every device's
+  // host side (submissions, staging copies) keeps up with every other's, deterministically.
+  for (bool all = false; !all;) {
+    all = true;
+    for (auto& r : replayers) all = r->advance() && all;
+  }
+  std::vector<ReplayResult> out;
+  for (auto& r : replayers) out.push_back(r->finish());
+  if (!options.perfetto_path.empty()) {
+    std::uint64_t base = 0;
+    for (const auto& r : replayers) {
+      const std::uint64_t f = r->first_raw_start();
+      if (f && (!base || f < base)) base = f;
+    }
+    nlohmann::json events = nlohmann::json::array();
+    for (std::size_t i = 0; i < replayers.size(); ++i) {
+      events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", i}, {"args", {{"name", fmt::format("device {}", i)}}}});
+      for (auto& e : replayers[i]->perfetto_events(static_cast<int>(i), base)) events.push_back(std::move(e));
+    }
+    write_file_atomically(options.perfetto_path,
+                          nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ns"}}.dump() + "\n");
+  }
+  return out;
 }
 
 ReplayResult replay_on_sim(const Trace& trace, const spyre_dma::model::SimConfig& config,

@@ -67,6 +67,16 @@ struct ReplayResult {
 // engine failures before anything is submitted; failed ops are reported in data_ok/data_error.
 ReplayResult replay(const Trace& trace, spyre_dma::backend::Instance backend, const ReplayOptions& options);
 
+// Replays traces[i] on devices[i], all at once, driven from the calling thread in turn (on a
+// simulated server, deterministically): several ranks' profiles of one node on a server's devices
+// (Registry::open_devices). Each result is its own device's, its ops' starts relative to that
+// device's first start. With options.perfetto_path, one timeline of every device (a process per
+// device, starts relative to the first start of any). Throws as replay() does, naming the trace
+// by its index, and std::invalid_argument when the counts differ.
+std::vector<ReplayResult> replay_together(const std::vector<const Trace*>& traces,
+                                          std::vector<spyre_dma::backend::Instance> devices,
+                                          const ReplayOptions& options);
+
 // Opens a SimDevice with `config`, replays on it and closes it (one SimDevice may exist at a
 // time, so calls must not overlap).
 ReplayResult replay_on_sim(const Trace& trace, const spyre_dma::model::SimConfig& config,
