@@ -94,6 +94,17 @@ std::optional<SystemcDataPath::HostCopy> SystemcDataPath::check_host_copy(const 
   return c;
 }
 
+// A CB's TLPs are booked in a loop that runs ahead of the kernel's time. Past kRunAheadPs it
+// yields until the kernel is half that behind, so that every other requester (the other
+// pipeline, the other devices of a server) books its TLPs of the same stretch of time in between,
+// as the link's and the switches' arbiters interleave them; booked a whole CB ahead, one device's
+// CB would hold a shared uplink until it was over.
+void SystemcDataPath::keep_pace(Ps at) {
+  if (sc_core::sc_get_current_process_handle().proc_kind() != sc_core::SC_THREAD_PROC_) return;
+  const Ps now = to_ps(sc_core::sc_time_stamp());
+  if (at > now + kRunAheadPs) sc_core::wait(from_ps(at - now - kRunAheadPs / 2));
+}
+
 Ps SystemcDataPath::through_dma_engine(Ps t, std::uint64_t bytes, Ps done) {
   if (!dma_engine_limited_) return done;
   const Ps d = dma_engine_rate_.ceil_ps(bytes);
@@ -245,6 +256,7 @@ void SystemcDataPath::h2d_requests(std::uint64_t iova, std::uint64_t phys, std::
       done = std::max(done, memory_.write(phys + (seg.addr - iova), dst, seg.len, arrived));
     }
     issue = g.at_ps;
+    keep_pace(issue);
   }
 }
 
@@ -335,6 +347,7 @@ void SystemcDataPath::d2h_writes(std::uint64_t iova, std::uint64_t bytes, Ps rea
     ok = ok && w.ok;
     a += n;
     left -= n;
+    keep_pace(sent);
   }
 }
 

@@ -41,6 +41,9 @@ class SystemcDataPath final : public DataPath {
   CbExecution h2d(const HostCopy& copy, Ps start, CbExecution run);
   CbExecution d2h(const HostCopy& copy, Ps start, CbExecution run);
   // The device's own data-path limit (dma_engine_gbps), when configured.
+  // Yields the calling SystemC thread while `at` lies more than kRunAheadPs ahead of the kernel.
+  void keep_pace(Ps at);
+  static constexpr Ps kRunAheadPs = 2'000'000;  // 2 us, the controller's quantum
   Ps through_dma_engine(Ps t, std::uint64_t bytes, Ps done);
   // Injected faults of an H2D's read requests in burst fidelity (one call stands for all).
   void burst_read_faults(std::uint64_t iova, std::uint64_t bytes, Ps t, CbExecution& run, TlpFaults& f);
