@@ -22,6 +22,11 @@
 namespace spyre_dma::traces {
 namespace {
 
+// Host copies from this size on tell their path's bandwidth (see default_parameters()).
+constexpr std::uint64_t kBandwidthBytes = 256u << 10;
+
+bool host_copy(const Op& op) { return op.kind == OpKind::kH2D || op.kind == OpKind::kD2H; }
+
 using nlohmann::json;
 namespace model = spyre_dma::model;
 
@@ -61,6 +66,16 @@ std::size_t piece_of(const std::vector<FitParameter>& params, const std::vector<
   return fallback;
 }
 
+// Whether `p`'s steps are judged by the compared copy `o` (FitParameter::min_bytes ... paths).
+bool governs(const FitParameter& p, const OpComparison& o) {
+  if (o.bytes < p.min_bytes || o.bytes >= p.max_bytes) return false;
+  if (p.pageable && o.direction.find("pageable") == std::string::npos) return false;
+  if (p.paths.empty()) return true;
+  const std::string first = o.direction.substr(0, o.direction.find(' '));
+  return std::find(p.paths.begin(), p.paths.end(), o.direction) != p.paths.end() ||
+         std::find(p.paths.begin(), p.paths.end(), first) != p.paths.end();
+}
+
 // Mean squared ln(simulated / captured) over the copies compare() measures (not bounds), with
 // compare()'s simulated figure: the time each copy adds to its stream, which is what a GPU-side
 // duration and bandwidthTest's loop time measure.
@@ -69,9 +84,7 @@ double mean_sq_log(const Comparison& c, const FitParameter* judged_by = nullptr)
   std::size_t n = 0;
   for (const auto& o : c.ops) {
     if (o.bound) continue;
-    if (judged_by && (o.bytes < judged_by->min_bytes || o.bytes >= judged_by->max_bytes ||
-                      (judged_by->pageable && o.direction.find("pageable") == std::string::npos)))
-      continue;
+    if (judged_by && !governs(*judged_by, o)) continue;
     const double d = o.simulated_ns <= 0 ? 1e-3 : o.simulated_ns;
     const double e = std::log(d / o.captured_ns);
     s += e * e;
@@ -86,7 +99,9 @@ bool pageable_line(const Trace& t, std::uint64_t min_bytes, double* a, double* b
   double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
   std::set<std::uint64_t> sizes;
   for (const Op& op : t.ops) {
-    if (!measurable(op, t.header.resolution_ns) || op.host != HostMemory::kPageable || op.bytes < min_bytes) continue;
+    if (!measurable(op, t.header.resolution_ns) || !host_copy(op) || op.host != HostMemory::kPageable ||
+        op.bytes < min_bytes)
+      continue;
     const double x = static_cast<double>(op.bytes), y = *op.duration_ns;
     n += 1;
     sx += x;
@@ -101,12 +116,26 @@ bool pageable_line(const Trace& t, std::uint64_t min_bytes, double* a, double* b
   return *b > 0;
 }
 
+// The highest rate of the measurable host copies (registered or pageable) of at least min_bytes.
 double max_gbps(const Trace& t, bool pageable, std::uint64_t min_bytes) {
   double best = 0;
   for (const Op& op : t.ops) {
-    if (!measurable(op, t.header.resolution_ns) || op.bytes < min_bytes) continue;
+    if (!measurable(op, t.header.resolution_ns) || op.bytes < min_bytes || !host_copy(op)) continue;
     if ((op.host == HostMemory::kPageable) != pageable) continue;
     best = std::max(best, static_cast<double>(op.bytes) / *op.duration_ns);
+  }
+  return best;
+}
+
+// The highest rate at which device memory moved bytes in the measurable device copies and fills of
+// at least min_bytes: a copy reads and writes each byte, a fill writes it.
+double max_memory_gbps(const Trace& t, std::uint64_t min_bytes) {
+  double best = 0;
+  for (const Op& op : t.ops) {
+    if (!measurable(op, t.header.resolution_ns) || op.bytes < min_bytes) continue;
+    if (op.kind != OpKind::kD2D && op.kind != OpKind::kFill) continue;
+    const double moved = static_cast<double>(op.bytes) * (op.kind == OpKind::kD2D ? 2 : 1);
+    best = std::max(best, moved / *op.duration_ns);
   }
   return best;
 }
@@ -253,11 +282,24 @@ std::vector<FitParameter> default_parameters(const Trace& t, const model::SimCon
     if (op.bytes < (64u << 10) && op.kind == OpKind::kH2D) small_h2d = true;
     if (op.host == HostMemory::kPageable) pageable = true;
   }
-  const double direct_gbps = max_gbps(t, false, 1u << 20);
+  // Each path's bandwidth from its own copies, and judged by them only: the host copies' by the
+  // registered host copies (the DMA engine and the link), device memory's by the device copies
+  // and fills (the model's DRAM); pageable copies go through staging, below. Host copies from
+  // 256 KiB on: at the few GB/s of a busy node their fixed cost is a few percent of that.
+  const double direct_gbps = max_gbps(t, false, kBandwidthBytes);
   const double staged_gbps = max_gbps(t, true, 1u << 20);
+  const double memory_gbps = max_memory_gbps(t, 1u << 20);
   if (direct_gbps > 0) {
     out.push_back({"device.dma_engine_gbps", direct_gbps, direct_gbps, direct_gbps / 2, direct_gbps * 2,
-                   "the bandwidth of the largest direct copies; judged by copies >= 1 MiB", 1u << 20});
+                   "the bandwidth of the largest registered host copies; judged by registered H2D and D2H copies "
+                   ">= 256 KiB",
+                   kBandwidthBytes, UINT64_MAX, false, {"h2d registered", "d2h registered"}});
+  }
+  if (memory_gbps > 0 && cfg.contains(pointer("device.dram_gbps"))) {
+    out.push_back({"device.dram_gbps", memory_gbps, memory_gbps, memory_gbps / 2, memory_gbps * 2,
+                   "the bytes device memory moved in the largest device copies and fills (a copy reads and "
+                   "writes); judged by D2D copies and fills >= 1 MiB",
+                   1u << 20, UINT64_MAX, false, {"d2d", "fill"}});
   }
   if (pageable && staged_gbps > 0 && cfg.contains(pointer("host_cost.staging_gbps"))) {
     // A driver that stages in pieces starts the device after its first piece: the device time
@@ -273,24 +315,27 @@ std::vector<FitParameter> default_parameters(const Trace& t, const model::SimCon
       const double piece = std::clamp(round_piece(-a / (b - inv_dma)), 65536.0, 16.0 * 1048576);
       out.push_back({"host_cost.staging_gbps", gbps, gbps, gbps / 4, gbps * 4,
                      "the slope of device time against size of the pageable copies >= 1 MiB", 1u << 20,
-                     UINT64_MAX, true});
+                     UINT64_MAX, true, {"h2d", "d2h"}});
       out.push_back({kStagingPieceKey, piece, piece, 65536.0, 16.0 * 1048576,
                      "the intercept of that line: the device starts after the first piece", 1u << 20, UINT64_MAX,
-                     true});
+                     true, {"h2d", "d2h"}});
     } else {
       out.push_back({"host_cost.staging_gbps", staged_gbps, staged_gbps, staged_gbps / 4, staged_gbps * 4,
-                     "the bandwidth of the largest pageable copies >= 1 MiB", 1u << 20, UINT64_MAX, true});
+                     "the bandwidth of the largest pageable copies >= 1 MiB", 1u << 20, UINT64_MAX, true,
+                     {"h2d", "d2h"}});
     }
   }
   if (small) {
     const double v = std::max(1.0, base.device.cb_overhead_ns);
     out.push_back({"device.cb_overhead_ns", v, v, 1, 50000,
-                   "the duration of small copies (fixed cost per CB); judged by copies < 256 KiB", 0, 256u << 10});
+                   "the duration of small copies (fixed cost per CB); judged by copies < 256 KiB", 0, 256u << 10, false,
+                   {}});
   }
   if (small_h2d) {
     const double v = std::max(1.0, base.link.latency_ns);
     out.push_back({"link.latency_ns", v, v, 1, 20000,
-                   "the duration of small reads (round trip); judged by copies < 64 KiB", 0, 64u << 10});
+                   "the duration of small reads (round trip); judged by H2D copies < 64 KiB", 0, 64u << 10, false,
+                   {"h2d"}});
   }
   return out;
 }
@@ -330,7 +375,8 @@ CalibrationResult calibrate(const Trace& trace, const CalibrateOptions& options)
         auto d = std::find_if(defaults.begin(), defaults.end(), [&](const FitParameter& p) { return p.key == key; });
         const double v = options.staging_buffer_bytes ? static_cast<double>(options.staging_buffer_bytes) : 4.0 * 1048576;
         params.push_back(d != defaults.end() ? *d
-                                             : FitParameter{key, v, v, 65536.0, 16.0 * 1048576, "named on the command line"});
+                                             : FitParameter{key, v, v, 65536.0, 16.0 * 1048576, "named on the command line", 0,
+                                                                          UINT64_MAX, false, {}});
         continue;
       }
       if (!cfg.contains(pointer(key)) || !cfg[pointer(key)].is_number())
@@ -340,7 +386,7 @@ CalibrationResult calibrate(const Trace& trace, const CalibrateOptions& options)
         params.push_back(*d);
       } else {
         const double v = std::max(1e-3, cfg[pointer(key)].get<double>());
-        params.push_back({key, v, v, v / 100, v * 100, "named on the command line"});
+        params.push_back({key, v, v, v / 100, v * 100, "named on the command line", 0, UINT64_MAX, false, {}});
       }
     }
   }

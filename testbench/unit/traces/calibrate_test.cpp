@@ -87,4 +87,53 @@ TEST(Calibrate, AlexnetBelow4MiBPredictsLargerCopiesWithinTenPercent) {
   EXPECT_LT(e, 0.10) << r.summary();
 }
 
+// A profile of a busy node in miniature: registered H2D copies at the few GB/s a device gets of
+// a shared host, device copies and a fill at HBM speed, on streams of their own. Each path's
+// parameter is judged by its own copies: the device copies do not pull the host copies' bandwidth
+// up (they did when one bandwidth was judged by every copy of 1 MiB and more).
+TEST(Calibrate, EachPathIsFittedOnItsOwnCopies) {
+  Trace t;
+  t.header.resolution_ns = 1000;
+  std::uint64_t id = 0;
+  double at = 0;
+  auto add = [&](OpKind kind, std::uint64_t bytes, double gbps, std::uint32_t stream) {
+    Op op;
+    op.id = ++id;
+    op.kind = kind;
+    op.stream = stream;
+    op.bytes = bytes;
+    const std::uint64_t alloc = id;
+    t.allocations.push_back({alloc, bytes, 0});
+    op.dst_alloc = alloc;
+    if (kind == OpKind::kH2D) op.host = HostMemory::kRegistered;
+    if (kind == OpKind::kD2D) {
+      t.allocations.push_back({1000 + id, bytes, 0});
+      op.src_alloc = 1000 + id;
+    }
+    op.start_ns = at;
+    op.duration_ns = static_cast<double>(bytes) / gbps;
+    at += *op.duration_ns + 10000;
+    t.ops.push_back(op);
+  };
+  for (std::uint64_t mib : {1, 2, 4, 8, 16}) add(OpKind::kH2D, mib << 20, 6.0, 0);
+  for (std::uint64_t mib : {16, 64}) add(OpKind::kD2D, mib << 20, 700.0, 1);
+  add(OpKind::kFill, 32u << 20, 1400.0, 1);
+  CalibrateOptions o;
+  o.base = spyre_dma::model::preset("gen4x16");
+  o.max_replays = 40;
+  const CalibrationResult r = calibrate(t, o);
+  double engine = 0, dram = 0;
+  for (const auto& p : r.parameters) {
+    if (p.key == "device.dma_engine_gbps") engine = p.value;
+    if (p.key == "device.dram_gbps") dram = p.value;
+  }
+  EXPECT_NEAR(engine, 6.0, 1.0) << r.summary();
+  EXPECT_GT(dram, 1000.0) << r.summary();
+  for (const auto& op : r.fit.ops) {
+    if (op.bound) continue;
+    EXPECT_LT(std::fabs(op.rel_error), op.direction == "h2d registered" ? 0.05 : 0.30)
+        << op.direction << " " << op.bytes << "\n" << r.summary();
+  }
+}
+
 }  // namespace

@@ -54,6 +54,11 @@ struct FitParameter {
   std::uint64_t min_bytes = 0;
   std::uint64_t max_bytes = UINT64_MAX;
   bool pageable = false;
+  // The paths it governs, as direction_name() names them or their first word ("h2d" takes
+  // "h2d registered" and "h2d pageable"); empty: every path. The device's DMA engine is judged
+  // by host copies, its memory by device copies and fills, so that a profile's HBM-speed
+  // device copies do not pull the host copies' bandwidth up (or the other way round).
+  std::vector<std::string> paths;
 };
 
 struct CalibrateOptions {
