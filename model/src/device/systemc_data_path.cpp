@@ -48,6 +48,7 @@ SystemcDataPath::SystemcDataPath(const DataPathContext& c)
       hooks_(debug_hooks()),
       layout_(c.config.device.memory_bytes),
       completion_timeout_ps_(pcie::ns_to_ps(c.config.faults.completion_timeout_ns)),
+      dram_latency_ps_(pcie::ns_to_ps(c.config.device.dram_latency_ns)),
       tags_(c.config.device.read_tags),
       dma_engine_rate_(rate_for_gbps(c.config.device.dma_engine_gbps > 0 ? c.config.device.dma_engine_gbps : 1)),
       dma_engine_limited_(c.config.device.dma_engine_gbps > 0) {}
@@ -298,12 +299,7 @@ CbExecution SystemcDataPath::d2h(const HostCopy& copy, Ps t, CbExecution run) {
     ++counters_.write_tlps;
     run.faulted = !poisoned.empty() || w.replays > 0;
   } else {
-    // Device memory is read once for the CB; each MWr leaves once its part has streamed out of
-    // DRAM (latency plus its end offset at the DRAM rate, as the DRAM bus schedules it).
-    const Ps read_start = memory_.read(phys, scratch.data(), bytes, t) -
-                          rate_for_gbps(config_.device.dram_gbps).ceil_ps(bytes) -
-                          pcie::ns_to_ps(config_.device.dram_latency_ns);
-    d2h_writes(iova, bytes, read_start, run, sent, landed, ok);
+    d2h_writes(iova, phys, bytes, t, run, sent, landed, ok);
   }
   run.issue_end_ps = run.done_ps = through_dma_engine(t, bytes, sent);
   if (!ok) {
@@ -316,19 +312,29 @@ CbExecution SystemcDataPath::d2h(const HostCopy& copy, Ps t, CbExecution run) {
   return run;
 }
 
-void SystemcDataPath::d2h_writes(std::uint64_t iova, std::uint64_t bytes, Ps read_start, CbExecution& run, Ps& sent,
-                                 Ps& landed, bool& ok) {
+void SystemcDataPath::d2h_writes(std::uint64_t iova, std::uint64_t phys, std::uint64_t bytes, Ps t, CbExecution& run,
+                                 Ps& sent, Ps& landed, bool& ok) {
   const pcie::PsPerByte dram = rate_for_gbps(config_.device.dram_gbps);
-  const Ps dram_latency = pcie::ns_to_ps(config_.device.dram_latency_ns);
   const std::uint32_t mps = hooks_.writes_over_mps ? 2 * config_.link.mps : config_.link.mps;
   const bool inject = faults_.enabled();
-  const std::uint8_t* scratch = scratch_[1].data();
+  std::uint8_t* scratch = scratch_[1].data();
   bool first_tlp = true;
+  // Device memory streams out chunk after chunk from t; an MWr leaves once its part is out (its
+  // chunk's end less the rest of the chunk at the DRAM rate, plus the latency).
+  std::uint64_t read = 0;  // bytes read so far
+  Ps bus = t;              // where the next chunk starts on the memory bus
+  Ps chunk_done = t;       // when the last chunk read is out
   for (std::uint64_t a = iova, left = bytes; left > 0;) {
     std::uint64_t n = pcie::request_step(a, left, mps);
     if (hooks_.writes_cross_4k) n = std::min<std::uint64_t>(left, a == iova ? hw::kFlitBytes : mps);
     const std::uint64_t end = a + n - iova;
-    const Ps ready = read_start + dram.ceil_ps(end) + dram_latency;
+    while (read < end) {
+      const std::uint64_t c = std::min<std::uint64_t>(kPaceBytes, bytes - read);
+      chunk_done = memory_.read(phys + read, scratch + read, c, bus);
+      bus = chunk_done - dram_latency_ps_;
+      read += c;
+    }
+    const Ps ready = chunk_done - dram.ceil_ps(read - end);
     TlpFaults f;
     if (inject) {
       if (first_tlp) {
@@ -351,6 +357,22 @@ void SystemcDataPath::d2h_writes(std::uint64_t iova, std::uint64_t bytes, Ps rea
   }
 }
 
+Ps SystemcDataPath::device_memory_work(const device_core::CbWork& w, Ps t) {
+  const bool fill = w.kind == device_core::CbWork::Kind::kFill;
+  // A copy whose destination overlaps its source from above goes from the end, so that every
+  // chunk reads bytes no earlier chunk has overwritten (as one copy of the whole range would).
+  const bool backward = !fill && w.device > w.source && w.device < w.source + w.bytes;
+  Ps bus = t, done = t;
+  for (std::uint64_t k = 0; k < w.bytes; k += kPaceBytes) {
+    const std::uint64_t n = std::min<std::uint64_t>(kPaceBytes, w.bytes - k);
+    const std::uint64_t off = backward ? w.bytes - k - n : k;
+    done = fill ? memory_.fill(w.device + off, w.pattern, n, bus) : memory_.copy(w.device + off, w.source + off, n, bus);
+    bus = done - dram_latency_ps_;
+    keep_pace(bus);
+  }
+  return done;
+}
+
 CbExecution SystemcDataPath::device_side(const hw::ControlBlock& cb, Ps t) {
   CbExecution run;
   run.done_ps = run.issue_end_ps = t;
@@ -360,9 +382,7 @@ CbExecution SystemcDataPath::device_side(const hw::ControlBlock& cb, Ps t) {
     return run;
   }
   const device_core::CbWork& w = checked.work;
-  run.done_ps = run.issue_end_ps = w.kind == device_core::CbWork::Kind::kFill
-                                       ? memory_.fill(w.device, w.pattern, w.bytes, t)
-                                       : memory_.copy(w.device, w.source, w.bytes, t);
+  run.done_ps = run.issue_end_ps = device_memory_work(w, t);
   run.data_ps = run.done_ps;
   run.outcome = device_core::CbOutcome::done(w.bytes);
   return run;

@@ -50,9 +50,16 @@ class SystemcDataPath final : public DataPath {
   // TLP fidelity: the read requests of an H2D, each through a tag, into device memory.
   void h2d_requests(std::uint64_t iova, std::uint64_t phys, std::uint64_t bytes, Ps t, CbExecution& run, Ps& issue,
                     Ps& done, bool& ok);
-  // TLP fidelity: the MWr of a D2H, each once its part has streamed out of device memory.
-  void d2h_writes(std::uint64_t iova, std::uint64_t bytes, Ps read_start, CbExecution& run, Ps& sent, Ps& landed,
-                  bool& ok);
+  // TLP fidelity: the MWr of a D2H, each once its part has streamed out of device memory, which
+  // is read from `t` on a chunk (kPaceBytes) at a time as the MWrs come to it.
+  void d2h_writes(std::uint64_t iova, std::uint64_t phys, std::uint64_t bytes, Ps t, CbExecution& run, Ps& sent,
+                  Ps& landed, bool& ok);
+  // A fill or a device copy a chunk (kPaceBytes) at a time, each chunk on the memory bus from
+  // where the one before left it, paced like the TLPs; returns when the last is done.
+  Ps device_memory_work(const device_core::CbWork& w, Ps t);
+  // Device memory work of one CB is booked this much at a time: a chunk's bus time at LPDDR5 rate
+  // is well under the run-ahead, so the other pipeline's accesses interleave with it.
+  static constexpr std::uint64_t kPaceBytes = 64u << 10;
 
   const SimConfig& config_;
   HostPort& host_;
@@ -62,6 +69,7 @@ class SystemcDataPath final : public DataPath {
   const DebugHooks hooks_;
   const device_core::FlatMemory layout_;
   const Ps completion_timeout_ps_;
+  const Ps dram_latency_ps_;
   pcie::TagPool tags_;
   pcie::Serializer dma_engine_;  // the device's own data-path limit (dma_engine_gbps)
   const pcie::PsPerByte dma_engine_rate_;
