@@ -21,7 +21,7 @@ namespace spyre_dma::model::config {
 static_assert(sizeof(void*) != 8 || sizeof(Credits) == 24, "Credits changed: update fields()");
 static_assert(sizeof(void*) != 8 || sizeof(LinkConfig) == 104,
               "LinkConfig changed: update fields()");
-static_assert(sizeof(void*) != 8 || sizeof(HostConfig) == 32,
+static_assert(sizeof(void*) != 8 || sizeof(HostConfig) == 48,
               "HostConfig changed: update fields()");
 static_assert(sizeof(void*) != 8 || sizeof(DeviceConfig) == 80,
               "DeviceConfig changed: update fields()");
@@ -33,7 +33,7 @@ static_assert(sizeof(void*) != 8 || sizeof(MisbehaveConfig) == sizeof(std::strin
               "MisbehaveConfig changed: update fields()");
 static_assert(sizeof(void*) != 8 || sizeof(FaultConfig) == 2 * sizeof(std::string) + 96,
               "FaultConfig changed: update fields()");
-static_assert(sizeof(void*) != 8 || sizeof(SimConfig) == 3 * sizeof(std::string) + 400,
+static_assert(sizeof(void*) != 8 || sizeof(SimConfig) == 3 * sizeof(std::string) + 416,
               "SimConfig changed: update fields()");
 
 const char* type_name(ValueType type) {
@@ -401,6 +401,14 @@ std::vector<Field> build_fields() {
                     "Host memory bandwidth available to DMA reads and the CPU's staging copies, shared "
                     "by every device (posted writes are absorbed by the root complex's write "
                     "buffers)."));
+  f.push_back(field("host.iotlb_entries", SPYRE_FIELD(host.iotlb_entries), int_range(0, 1u << 20), "pages",
+                    "Translations the IOMMU's IOTLB holds per device, least recently used out first; a "
+                    "TLP on a page it does not hold waits host.iotlb_miss_ns. 0: no IOTLB modelled "
+                    "(host.iommu_ns is the whole translation cost)."));
+  f.push_back(field("host.iotlb_page_bytes", SPYRE_FIELD(host.iotlb_page_bytes), pow2(4096, 1u << 30), "bytes",
+                    "Page size of the IOMMU's mappings: one IOTLB entry covers one page."));
+  f.push_back(field("host.iotlb_miss_ns", SPYRE_FIELD(host.iotlb_miss_ns), duration_ns(), "ns",
+                    "Page walk of an IOTLB miss, added to the TLP that missed."));
 
   // --- device ----------------------------------------------------------------------------
   static const char* const kPipelines[] = {"compute", "dmai", "dmao"};

@@ -16,7 +16,10 @@ RootComplex::RootComplex(sc_module_name name, const SimConfig& config)
                                  config.host.iommu_ns)),
       interrupt_ps_(pcie::ns_to_ps(config.host_cost.interrupt_ns)),
       memory_rate_(rate_for_gbps(config.host.memory_gbps)),
-      staging_gbps_(config.host_cost.staging_gbps) {
+      staging_gbps_(config.host_cost.staging_gbps),
+      iotlb_entries_(config.host.iotlb_entries),
+      iotlb_page_(config.host.iotlb_page_bytes),
+      iotlb_miss_ps_(pcie::ns_to_ps(config.host.iotlb_miss_ns)) {
   socket.register_b_transport(this, &RootComplex::b_transport);
   SC_METHOD(deliver);
   sensitive << due_;
@@ -24,7 +27,9 @@ RootComplex::RootComplex(sc_module_name name, const SimConfig& config)
 }
 
 RootComplex::Requester& RootComplex::attach(device_core::Iommu& iommu, std::function<void(std::uint32_t)> on_interrupt) {
-  requesters_.push_back(Requester(static_cast<std::uint16_t>(requesters_.size()), iommu, std::move(on_interrupt)));
+  requesters_.push_back(
+      Requester(static_cast<std::uint16_t>(requesters_.size()), iommu, std::move(on_interrupt),
+                Iotlb(iotlb_entries_, iotlb_miss_ps_)));
   return requesters_.back();
 }
 
@@ -43,6 +48,16 @@ pcie::Ps RootComplex::staging_copy(pcie::Ps start, std::uint64_t bytes) {
     end = std::max(end, memory_.reserve_spread(earliest, d));
   }
   return end;
+}
+
+pcie::Ps RootComplex::translated(Requester& r, std::uint64_t iova, std::uint64_t len, pcie::Ps at, bool run) {
+  if (iotlb_entries_ == 0 || len == 0) return at;
+  pcie::Ps ready = at;
+  for (std::uint64_t page = iova / iotlb_page_, last = (iova + len - 1) / iotlb_page_; page <= last; ++page) {
+    const pcie::Ps t = r.iotlb_.lookup(page, at);
+    if (!run || page == iova / iotlb_page_) ready = std::max(ready, t);
+  }
+  return ready;
 }
 
 bool RootComplex::write_host(Requester& r, std::uint64_t iova, const std::uint8_t* data, std::size_t len) {
@@ -82,7 +97,7 @@ void RootComplex::b_transport(int /*port*/, tlm::tlm_generic_payload& gp, sc_tim
     // Memory serves requests interleaved, a cache line at a time: a read takes whatever memory
     // time is free from its arrival on, and is served once the last of it is done.
     const pcie::Ps d = memory_rate_.ceil_ps(len);
-    const pcie::Ps served = memory_.reserve_spread(arrival, d) - d;
+    const pcie::Ps served = memory_.reserve_spread(translated(r, iova, len, arrival, ext && ext->burst), d) - d;
     ext->ready_ps = served + service_ps_;
     if (!w) {
       ++r.iommu_faults_;
@@ -100,6 +115,9 @@ void RootComplex::b_transport(int /*port*/, tlm::tlm_generic_payload& gp, sc_tim
     return;
   }
   ++r.write_requests_;
+  // A write takes effect once its page is translated (an MSI-X message is not translated).
+  const pcie::Ps landed = ext && ext->msi ? arrival : translated(r, iova, len, arrival, ext && ext->burst);
+  if (ext) ext->ready_ps = landed;
   if (ext && (ext->ordered_visible || ext->msi)) {
     // Checked now (the device learns of a fault through its response), applied at arrival.
     if (!ext->msi && !r.iommu_.translate(iova, len, true)) {
@@ -109,7 +127,7 @@ void RootComplex::b_transport(int /*port*/, tlm::tlm_generic_payload& gp, sc_tim
     }
     Pending p{iova, std::vector<std::uint8_t>(gp.get_data_ptr(), gp.get_data_ptr() + len), ext->msi,
               ext->msi_vector, ext->epoch, &r};
-    const pcie::Ps at = ext->msi ? arrival + interrupt_ps_ : arrival;
+    const pcie::Ps at = ext->msi ? arrival + interrupt_ps_ : landed;
     const bool first = pending_.empty() || at < pending_.begin()->first;
     pending_.emplace(at, std::move(p));
     if (first) due_.notify(from_ps(at) - sc_time_stamp());

@@ -18,6 +18,7 @@
 #include <tlm>
 #include <tlm_utils/multi_passthrough_target_socket.h>
 
+#include "host/iotlb.hpp"
 #include "pcie/timing.hpp"
 #include "spyre_dma/model/sim_config.hpp"
 #include "spyre_dma/device_core/iommu.hpp"
@@ -42,14 +43,17 @@ class RootComplex : public sc_core::sc_module {
     std::uint64_t read_requests() const noexcept { return read_requests_; }
     std::uint64_t write_requests() const noexcept { return write_requests_; }
     std::uint64_t iommu_faults() const noexcept { return iommu_faults_; }
+    const Iotlb& iotlb() const noexcept { return iotlb_; }
 
    private:
     friend class RootComplex;
-    Requester(std::uint16_t id, device_core::Iommu& iommu, std::function<void(std::uint32_t)> on_interrupt)
-        : id_(id), iommu_(iommu), on_interrupt_(std::move(on_interrupt)) {}
+    Requester(std::uint16_t id, device_core::Iommu& iommu, std::function<void(std::uint32_t)> on_interrupt,
+              Iotlb iotlb)
+        : id_(id), iommu_(iommu), on_interrupt_(std::move(on_interrupt)), iotlb_(std::move(iotlb)) {}
     std::uint16_t id_;
     device_core::Iommu& iommu_;
     std::function<void(std::uint32_t)> on_interrupt_;
+    Iotlb iotlb_;
     std::uint64_t epoch_ = 0;
     std::uint64_t read_requests_ = 0, write_requests_ = 0, iommu_faults_ = 0;
   };
@@ -81,6 +85,9 @@ class RootComplex : public sc_core::sc_module {
   void deliver();  // SC_METHOD: applies the ordered writes that are due
   bool write_host(Requester& r, std::uint64_t iova, const std::uint8_t* data, std::size_t len);
   bool write_ordered(Requester& r, std::uint64_t iova, const std::uint8_t* data, std::size_t len);
+  // When a transaction of [iova, iova + len) arriving at `at` is translated, through r's IOTLB.
+  // A run of TLPs (burst fidelity) walks while its data moves: it waits for its first page only.
+  pcie::Ps translated(Requester& r, std::uint64_t iova, std::uint64_t len, pcie::Ps at, bool run);
 
   std::deque<Requester> requesters_;  // stable references
   pcie::Ps service_ps_;      // completer processing + memory latency per read request
@@ -91,6 +98,9 @@ class RootComplex : public sc_core::sc_module {
   pcie::Serializer memory_{std::size_t{1} << 17};
   pcie::PsPerByte memory_rate_;
   double staging_gbps_;
+  std::uint32_t iotlb_entries_;
+  std::uint64_t iotlb_page_;
+  pcie::Ps iotlb_miss_ps_;
   std::multimap<pcie::Ps, Pending> pending_;  // equal times keep arrival order
   sc_core::sc_event due_;
   std::uint64_t read_requests_ = 0;

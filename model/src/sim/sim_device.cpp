@@ -105,7 +105,8 @@ nlohmann::json SimDevice::statistics() {
                        {"resets", c.resets}};
     j["root_complex"] = {{"read_requests", t.requester.read_requests()},
                          {"write_requests", t.requester.write_requests()},
-                         {"iommu_faults", t.requester.iommu_faults()}};
+                         {"iommu_faults", t.requester.iommu_faults()},
+                         {"iotlb", {{"hits", t.requester.iotlb().hits()}, {"misses", t.requester.iotlb().misses()}}}};
     j["device_memory"] = {{"bytes_read", t.device_memory.bytes_read()},
                           {"bytes_written", t.device_memory.bytes_written()},
                           {"bytes_resident", t.device_memory.storage().bytes_resident()}};

@@ -268,3 +268,50 @@ TEST(SimTopology, ConfigurationIsChecked) {
 
 }  // namespace
 }  // namespace spyre_dma::model
+
+namespace spyre_dma::model {
+namespace {
+
+// One 4 KiB H2D into the same device buffer from each of `pages` host pages in turn, twice over;
+// returns the mean duration of each round.
+std::pair<double, double> small_copies(const SimConfig& config, std::size_t pages) {
+  SimNode node(config);
+  auto engine = Engine::open(node.device(0));
+  Stream s = engine->create_stream();
+  DeviceBuffer dev = engine->allocate(4096);
+  HostBuffer host = engine->allocate_host(pages * 4096);
+  double round[2] = {0, 0};
+  for (int r = 0; r < 2; ++r) {
+    for (std::size_t p = 0; p < pages; ++p) {
+      Op op = s.copy_h2d(dev, 0, static_cast<std::uint8_t*>(host.data()) + p * 4096, 4096);
+      EXPECT_TRUE(op.wait(std::chrono::seconds(10)).ok());
+      round[r] += double(op.device_end_ns() - op.device_start_ns());
+    }
+  }
+  return {round[0] / double(pages), round[1] / double(pages)};
+}
+
+TEST(SimIotlb, MissesCostTheirWalkAndHitsNothing) {
+  SimConfig c = preset("gen4x16");
+  const auto off = small_copies(c, 16);
+  c.host.iotlb_entries = 64;
+  c.host.iotlb_miss_ns = 500;
+  const auto held = small_copies(c, 16);  // 16 pages fit: the second round hits
+  c.host.iotlb_entries = 8;
+  const auto thrashed = small_copies(c, 16);  // 16 pages in 8 entries, in turn: every lookup misses
+  EXPECT_NEAR(off.first, off.second, 5.0);
+  // A 4 KiB copy reads one page (8 requests at MRRS 512): the first misses, the others wait for
+  // its walk, so a miss adds one walk; the RB ring's page hits after the first copy.
+  EXPECT_NEAR(held.first - off.first, 500.0, 40.0);
+  EXPECT_NEAR(held.second, off.second, 5.0);
+  EXPECT_NEAR(thrashed.second - off.second, 500.0, 40.0);
+  EXPECT_THROW(validate([] {
+                 SimConfig bad;
+                 bad.host.iotlb_page_bytes = 5000;
+                 return bad;
+               }()),
+               ConfigError);
+}
+
+}  // namespace
+}  // namespace spyre_dma::model

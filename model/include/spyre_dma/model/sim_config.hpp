@@ -43,6 +43,12 @@ struct HostConfig {
   double root_complex_ns = 100.0;       // completer processing per read request
   double iommu_ns = 0.0;                // added per TLP when translation is charged
   double memory_gbps = 100.0;           // GB/s for DMA reads and staging copies, all devices together
+  // The IOMMU's translation cache, per device: the pages (iotlb_page_bytes) whose translations
+  // it holds, least recently used out first; a TLP on a page it does not hold waits
+  // iotlb_miss_ns for the page walk. 0 entries: no IOTLB modelled (iommu_ns is the whole cost).
+  std::uint32_t iotlb_entries = 0;
+  std::uint32_t iotlb_page_bytes = 4096;
+  double iotlb_miss_ns = 0.0;
 };
 
 struct DeviceConfig {
