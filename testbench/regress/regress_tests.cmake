@@ -34,6 +34,17 @@ if(TARGET spyre-dma)
               --coverage "${_regress_out}/smoke-rtl-coverage.txt")
     set_tests_properties(regress.smoke.rtl PROPERTIES LABELS "regress;rtl" TIMEOUT 600 PROCESSORS 2)
   endif()
+  # The same programs on every device of a simulated server at once (four devices, two behind
+  # each switch): every device's run has every checker of its own, and the test fails if one does.
+  if(TARGET SpyreDma::model)
+    foreach(_suite smoke faults)
+      add_test(NAME regress.${_suite}.sim_server
+        COMMAND spyre-dma regress --suite ${_suite} --backend sim --preset server-8x-gen5x16 --devices 4
+                --seeds 1..6 --jobs 2 --progress lines
+                --json "${_regress_out}/${_suite}-sim-server.json")
+      set_tests_properties(regress.${_suite}.sim_server PROPERTIES LABELS regress TIMEOUT 600 PROCESSORS 2)
+    endforeach()
+  endif()
   if(TARGET SpyreDma::model)
     add_test(NAME regress.faults.sim
       COMMAND spyre-dma regress --suite faults --backend sim --jobs 2 --progress lines

@@ -72,11 +72,22 @@ std::vector<be::Instance> open_backends(const BackendOptions& o) {
   return be::builtin().open_devices(o.name, settings_of(o));
 }
 
-spyre_dma::regress::TestBackend open_test_backend(const BackendOptions& o, const spyre_dma::regress::Program& program) {
+namespace {
+be::Settings test_settings(const BackendOptions& o, const spyre_dma::regress::Program& program) {
   be::Settings s = settings_of(o);
   s.seed = program.seed;
   s.patch = program.faults.config_patch();
-  return be::builtin().open(o.name, s);
+  return s;
+}
+}  // namespace
+
+spyre_dma::regress::TestBackend open_test_backend(const BackendOptions& o, const spyre_dma::regress::Program& program) {
+  return be::builtin().open(o.name, test_settings(o, program));
+}
+
+std::vector<spyre_dma::regress::TestBackend> open_test_backends(const BackendOptions& o,
+                                                                const spyre_dma::regress::Program& program) {
+  return be::builtin().open_devices(o.name, test_settings(o, program));
 }
 
 nlohmann::json backend_config(const BackendOptions& o) { return be::builtin().configuration(o.name, settings_of(o)); }

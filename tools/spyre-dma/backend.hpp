@@ -70,6 +70,9 @@ void add_devices_option(CLI::App& command, BackendOptions& options);
 // backend's configuration (a backend that cannot inject faults refuses a plan).
 spyre_dma::regress::TestBackend open_test_backend(const BackendOptions& options,
                                                   const spyre_dma::regress::Program& program);
+// The same for options.devices devices that run the program together (one server on sim, rtl).
+std::vector<spyre_dma::regress::TestBackend> open_test_backends(const BackendOptions& options,
+                                                                const spyre_dma::regress::Program& program);
 
 // The resolved configuration of the backend (sim: every model parameter), for --dump-config and
 // for embedding in result files.

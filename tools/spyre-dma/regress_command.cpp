@@ -118,6 +118,7 @@ std::string repro_command(const RegressOptions& o, std::uint64_t seed) {
   for (const auto& [key, value] : settings_of(o.backend).values) c += " --" + key + " " + value;
   if (o.fault_rate >= 0) c += fmt::format(" --fault-rate {}", o.fault_rate);
   if (o.ops > 0) c += fmt::format(" --ops {}", o.ops);
+  if (o.backend.devices > 1) c += fmt::format(" --devices {}", o.backend.devices);
   if (o.corrupt_seed == static_cast<std::int64_t>(seed)) c += fmt::format(" --corrupt-seed {}", seed);
   if (!o.directed_dir.empty()) c += " --directed-dir " + o.directed_dir;
   return c;
@@ -163,12 +164,34 @@ Report run_one(const RegressOptions& o, const Suite& base, std::uint64_t seed) {
       ro.corrupt_op = best;
     }
     const BackendOptions bo = o.backend;
-    const TestResult t = run_program(p, [&](const Program& prog) { return open_test_backend(bo, prog); }, ro);
-    c.status = t.passed ? "pass" : "fail";
-    c.findings = t.findings;
-    c.finding_count = t.finding_count;
-    c.metrics = t.metrics;
-    r.coverage = t.coverage;
+    if (bo.devices <= 1) {
+      const TestResult t = run_program(p, [&](const Program& prog) { return open_test_backend(bo, prog); }, ro);
+      c.status = t.passed ? "pass" : "fail";
+      c.findings = t.findings;
+      c.finding_count = t.finding_count;
+      c.metrics = t.metrics;
+      r.coverage = t.coverage;
+    } else {
+      // The program on every device of one server at once: the test passes when every device's
+      // run does; findings name their device, figures and coverage add up.
+      const std::vector<TestResult> all = run_program_together(p, open_test_backends(bo, p), ro);
+      bool passed = true;
+      double sim_ns = 0;  // one server, one clock: its time, not the devices' sum
+      for (std::size_t d = 0; d < all.size(); ++d) {
+        const TestResult& t = all[d];
+        passed = passed && t.passed;
+        for (Finding f : t.findings) {
+          f.message = fmt::format("device {}: {}", d, f.message);
+          c.findings.push_back(std::move(f));
+        }
+        c.finding_count += t.finding_count;
+        c.metrics += t.metrics;
+        sim_ns = std::max(sim_ns, t.metrics.sim_time_ns);
+        r.coverage.merge(t.coverage);
+      }
+      c.metrics.sim_time_ns = sim_ns;
+      c.status = passed ? "pass" : "fail";
+    }
   } catch (const std::exception& e) {
     c.status = "fail";
     c.findings.push_back(Finding{FindingKind::kSetup, -1, e.what()});
@@ -243,6 +266,7 @@ CLI::App* add_regress_command(CLI::App& app, RegressOptions& o) {
                  "protocol checking) on a backend over a range of seeds, in worker processes");
   cmd->add_option("--suite", o.suite, "smoke, nightly, faults or directed (--list describes them)");
   add_backend_options(*cmd, o.backend);
+  add_devices_option(*cmd, o.backend);
   cmd->add_option("--seeds", o.seeds, "Seeds A..B (inclusive) or A; default: the suite's range");
   cmd->add_option("--shard", o.shard, "Run only slice i of N of the seeds (i/N, 0-based; seed k of the range goes "
                                       "to shard k mod N)");

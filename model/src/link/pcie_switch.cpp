@@ -39,15 +39,26 @@ void PcieSwitch::b_transport(int port, tlm::tlm_generic_payload& gp, sc_time& de
     Ps earliest = std::max(first, arrival + last_tlp - std::min(arrival + last_tlp, d)) + forward_ps_;
     if (order_.size() <= static_cast<std::size_t>(port)) order_.resize(port + 1);
     PortOrder& o = order_[port];
-    const bool later = first >= o.first;
-    if (later && o.sent > earliest + d) {
-      earliest = o.sent - d;
+    // Nothing arrives before now any more: what did is folded into the floor.
+    const Ps now = to_ps(sc_time_stamp());
+    while (!o.sent_by_arrival.empty() && o.sent_by_arrival.begin()->first < now) {
+      o.floor = std::max(o.floor, o.sent_by_arrival.begin()->second);
+      o.sent_by_arrival.erase(o.sent_by_arrival.begin());
+    }
+    Ps ahead = o.floor;  // the latest departure of a write of this port that arrived before this one
+    for (auto it = o.sent_by_arrival.upper_bound(first); it != o.sent_by_arrival.begin();) {
+      --it;
+      ahead = std::max(ahead, it->second);
+    }
+    if (ahead > earliest + d) {
+      earliest = ahead - d;
       ++holds_;
     }
     sc_time up = delay_until(earliest);
     upstream->b_transport(gp, up);
     const Ps sent = to_ps(sc_time_stamp() + up);
-    if (later) o = {first, std::max(o.sent, sent)};
+    Ps& slot = o.sent_by_arrival[first];
+    slot = std::max(slot, sent);
     ext->taken_ps = sent;  // out of this switch's receive buffer
     return;
   }

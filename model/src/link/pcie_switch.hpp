@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include <systemc>
@@ -38,9 +39,13 @@ class PcieSwitch : public sc_core::sc_module {
   std::uint64_t ordering_holds() const noexcept { return holds_; }  // writes held behind an earlier one
 
  private:
+  // The posted writes of one downstream port still arriving or ahead: when each began to arrive,
+  // and when it had left on the uplink. Writes are booked out of time order (an RB after the next
+  // CB's data), so a write is held behind every write of its port that arrived before it, not
+  // only the one booked last.
   struct PortOrder {
-    pcie::Ps first = 0;  // when the last posted write from this port began to arrive
-    pcie::Ps sent = 0;   // when it had left on the uplink
+    std::map<pcie::Ps, pcie::Ps> sent_by_arrival;
+    pcie::Ps floor = 0;  // the latest departure of the writes that arrived before now (dropped)
   };
   void b_transport(int port, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
 

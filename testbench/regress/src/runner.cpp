@@ -42,6 +42,59 @@ TestResult TestRun::run() {
   return finish(t0);
 }
 
+void TestRun::begin() {
+  t0_ = lap_ = Clock::now();
+  if (std::string e = check_program(p_); !e.empty()) {
+    findings_.add(FindingKind::kSetup, -1, "program: " + e);
+    stopped_ = true;
+    return;
+  }
+  try {
+    setup();
+  } catch (const std::exception& e) {
+    findings_.add(FindingKind::kSetup, -1, fmt::format("the test stopped: {}", e.what()));
+    stopped_ = true;
+  }
+  const auto now = Clock::now();
+  metrics_.setup_s = std::chrono::duration<double>(now - lap_).count();
+  lap_ = now;
+}
+
+bool TestRun::streams_idle() {
+  bool idle = true;
+  for (Stream& s : streams_) idle = s.query() && idle;
+  return idle;
+}
+
+bool TestRun::advance() {
+  if (stopped_) return true;
+  try {
+    while (next_ < p_.ops.size()) {
+      if (p_.ops[next_].type == OpType::kSync) {
+        if (!streams_idle()) return false;
+        end_epoch(next_++);
+        continue;
+      }
+      step(next_++);
+      return false;
+    }
+    if (!streams_idle()) return false;
+    end_epoch(p_.ops.size());
+    const auto now = Clock::now();
+    metrics_.run_s = std::chrono::duration<double>(now - lap_).count();
+    lap_ = now;
+    scoreboard_.verify_all();
+    final_checks();
+    metrics_.check_s = std::chrono::duration<double>(Clock::now() - lap_).count();
+  } catch (const std::exception& e) {
+    findings_.add(FindingKind::kSetup, -1, fmt::format("the test stopped: {}", e.what()));
+  }
+  stopped_ = true;
+  return true;
+}
+
+TestResult TestRun::end() { return finish(t0_); }
+
 void TestRun::setup() {
   backend_ = open_(p_);
   if (!backend_.device || !backend_.memory) throw std::runtime_error("the backend did not open");
@@ -225,6 +278,25 @@ TestMetrics& TestMetrics::operator+=(const TestMetrics& o) {
 
 TestResult run_program(const Program& program, const BackendFactory& open, const RunOptions& options) {
   return detail::TestRun(program, open, options).run();
+}
+
+std::vector<TestResult> run_program_together(const Program& program, std::vector<TestBackend> devices,
+                                             const RunOptions& options) {
+  std::vector<BackendFactory> opens;
+  for (TestBackend& d : devices) {
+    opens.push_back([d](const Program&) mutable { return std::exchange(d, TestBackend{}); });
+  }
+  std::vector<std::unique_ptr<detail::TestRun>> runs;
+  for (const BackendFactory& open : opens) runs.push_back(std::make_unique<detail::TestRun>(program, open, options));
+  devices.clear();  // each run holds its device now (or will, at begin())
+  for (auto& r : runs) r->begin();
+  for (bool all = false; !all;) {
+    all = true;
+    for (auto& r : runs) all = r->advance() && all;
+  }
+  std::vector<TestResult> out;
+  for (auto& r : runs) out.push_back(r->end());
+  return out;
 }
 
 }  // namespace spyre_dma::regress

@@ -68,4 +68,11 @@ struct TestResult {
 
 TestResult run_program(const Program& program, const BackendFactory& open, const RunOptions& options = {});
 
+// The program on every device of `devices` at once (the devices of one server,
+// Registry::open_devices), each with every checker of its own, driven in turn from the calling
+// thread: one op (or one poll of the streams where the program waits for them) per device per
+// round, so the run is deterministic. Result i is device i's.
+std::vector<TestResult> run_program_together(const Program& program, std::vector<TestBackend> devices,
+                                             const RunOptions& options = {});
+
 }  // namespace spyre_dma::regress

@@ -34,6 +34,14 @@ class TestRun {
 
   TestResult run();
 
+  // The same run in steps that never wait for the device, for several runs driven in turn from one
+  // thread (one per device of a server): begin(), advance() until it returns true, then end().
+  // Each advance() submits one op, or polls the streams once where the program waits for them (a
+  // sync, the end), so the runs' ops interleave and every device's host work keeps up.
+  void begin();
+  bool advance();
+  TestResult end();
+
  private:
   using Clock = std::chrono::steady_clock;
 
@@ -82,6 +90,9 @@ class TestRun {
   void cover_data_op(const OpSpec& op);
   void final_checks();
 
+  // advance(): whether every stream is idle, each polled once (a step of a simulated device).
+  bool streams_idle();
+
   const Program& p_;
   const BackendFactory& open_;
   const RunOptions& o_;
@@ -107,6 +118,9 @@ class TestRun {
   std::vector<std::size_t> epoch_ops_;
   TestMetrics metrics_;
   Coverage coverage_;
+  Clock::time_point t0_, lap_;  // begin() / advance() / end()
+  std::size_t next_ = 0;        // advance(): the next op
+  bool stopped_ = false;        // advance(): the run stopped (a setup finding) or is over
 };
 
 }  // namespace spyre_dma::regress::detail
