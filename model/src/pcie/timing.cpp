@@ -77,29 +77,41 @@ Ps Serializer::peek(Ps earliest_ps, Ps duration_ps) const {
   return find(earliest_ps, duration_ps, &index);
 }
 
-Ps Serializer::reserve(Ps earliest_ps, Ps duration_ps) {
-  std::size_t i = 0;
-  const Ps start = find(earliest_ps, duration_ps, &i);
-  ++reservations_;
-  if (duration_ps == 0) return start;
-  const Ps end = start + duration_ps;
+std::size_t Serializer::book(std::size_t i, Ps start, Ps end) {
   const bool join_prev = i > 0 && busy_[i - 1].end == start;
   const bool join_next = i < busy_.size() && busy_[i].start == end;
   if (join_prev && join_next) {
     busy_[i - 1].end = busy_[i].end;
     busy_.erase(busy_.begin() + static_cast<std::ptrdiff_t>(i));
-  } else if (join_prev) {
+    return i - 1;
+  }
+  if (join_prev) {
     busy_[i - 1].end = end;
-  } else if (join_next) {
+    return i - 1;
+  }
+  if (join_next) {
     busy_[i].start = start;
   } else {
     busy_.insert(busy_.begin() + static_cast<std::ptrdiff_t>(i), Interval{start, end});
   }
-  busy_total_ += duration_ps;
+  return i;
+}
+
+void Serializer::keep_history() {
   while (busy_.size() > max_intervals_) {  // give up the oldest gap
     floor_ = busy_.front().end;
     busy_.pop_front();
   }
+}
+
+Ps Serializer::reserve(Ps earliest_ps, Ps duration_ps) {
+  std::size_t i = 0;
+  const Ps start = find(earliest_ps, duration_ps, &i);
+  ++reservations_;
+  if (duration_ps == 0) return start;
+  book(i, start, start + duration_ps);
+  busy_total_ += duration_ps;
+  keep_history();
   return start;
 }
 
@@ -113,42 +125,20 @@ Ps Serializer::reserve_spread(Ps earliest_ps, Ps duration_ps) {
   auto i = static_cast<std::size_t>(std::partition_point(busy_.begin(), busy_.end(),
                                                          [t](const Interval& iv) { return iv.end <= t; }) -
                                     busy_.begin());
-  Ps left = duration_ps;
-  for (;;) {
+  for (Ps left = duration_ps;;) {
     if (i < busy_.size() && busy_[i].start <= t) {  // inside a booking: on to its end
-      t = busy_[i].end;
-      ++i;
+      t = busy_[i++].end;
       continue;
     }
     const Ps gap_end = i < busy_.size() ? busy_[i].start : checked_end(t, left);
     const Ps take = std::min(left, gap_end - t);
-    // Book [t, t + take): it joins the booking before it when that ends at t, the one after when
-    // it fills the gap.
-    const Ps end = t + take;
-    const bool join_prev = i > 0 && busy_[i - 1].end == t;
-    const bool join_next = i < busy_.size() && busy_[i].start == end;
-    if (join_prev && join_next) {
-      busy_[i - 1].end = busy_[i].end;
-      busy_.erase(busy_.begin() + static_cast<std::ptrdiff_t>(i));
-      --i;
-    } else if (join_prev) {
-      busy_[i - 1].end = end;
-      --i;
-    } else if (join_next) {
-      busy_[i].start = t;
-    } else {
-      busy_.insert(busy_.begin() + static_cast<std::ptrdiff_t>(i), Interval{t, end});
-    }
+    i = book(i, t, t + take);  // now the booking that covers [t, t + take)
     left -= take;
     if (left == 0) {
-      while (busy_.size() > max_intervals_) {  // give up the oldest gap
-        floor_ = busy_.front().end;
-        busy_.pop_front();
-      }
-      return end;
+      keep_history();
+      return t + take;
     }
-    t = busy_[i].end;  // the booking now covering [.., end) and whatever it joined
-    ++i;
+    t = busy_[i++].end;
   }
 }
 

@@ -83,6 +83,10 @@ class Serializer {
     Ps end;
   };
   Ps find(Ps earliest_ps, Ps duration_ps, std::size_t* index) const;
+  // Books [start, end) in front of busy_[i] (the gap it lies in), joining the bookings it
+  // touches; returns the index of the booking that now covers it.
+  std::size_t book(std::size_t i, Ps start, Ps end);
+  void keep_history();  // drops the oldest bookings beyond max_intervals_, raising the floor
 
   std::deque<Interval> busy_;  // sorted, disjoint, not touching, all end > floor_
   std::size_t max_intervals_;

@@ -119,7 +119,10 @@ TEST(Replay, SimReproducesDataAndIsDeterministic) {
   EXPECT_EQ(a.total_ns, b.total_ns);
 }
 
-TEST(Replay, HonourStartTimesDelaysOps) {
+namespace {
+
+// Three 4 KiB H2D copies captured 50 us apart.
+st::Trace spaced_trace() {
   st::Trace t;
   t.allocations.push_back({1, 1 << 20, 0});
   for (std::uint64_t i = 1; i <= 3; ++i) {
@@ -130,6 +133,13 @@ TEST(Replay, HonourStartTimesDelaysOps) {
     op.start_ns = 1000.0 + static_cast<double>(i - 1) * 50000.0;  // 50 us apart
     t.ops.push_back(op);
   }
+  return t;
+}
+
+}  // namespace
+
+TEST(Replay, HonourStartTimesDelaysOps) {
+  const st::Trace t = spaced_trace();
   spyre_dma::model::SimConfig config;
   const st::ReplayResult fast = st::replay_on_sim(t, config, {});
   st::ReplayOptions honour;
@@ -289,16 +299,7 @@ TEST(ReplayTogether, DifferentTracesPerDeviceDeterministically) {
 }
 
 TEST(ReplayTogether, HonoursStartTimesOnEveryDevice) {
-  st::Trace t;
-  t.allocations.push_back({1, 1 << 20, 0});
-  for (std::uint64_t i = 1; i <= 3; ++i) {
-    auto op = make(i, 0, st::OpKind::kH2D, 4096);
-    op.host = st::HostMemory::kRegistered;
-    op.dst_alloc = 1;
-    op.dst_offset = (i - 1) * 4096;
-    op.start_ns = 1000.0 + static_cast<double>(i - 1) * 50000.0;  // 50 us apart
-    t.ops.push_back(op);
-  }
+  const st::Trace t = spaced_trace();
   st::ReplayOptions honour;
   honour.honour_start_times = true;
   const auto r = st::replay_together({&t, &t}, server_devices(server(2, 0)), honour);
