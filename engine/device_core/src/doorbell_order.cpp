@@ -1,9 +1,12 @@
 // Doorbell sequence numbers for barriers (see doorbell_order.hpp).
 #include "spyre_dma/device_core/doorbell_order.hpp"
 
-#include <algorithm>
-
 namespace spyre_dma::device_core {
+
+DoorbellOrder::DoorbellOrder(const std::array<std::uint32_t, hw::kNumPipelines>& depth) : depth_(depth) {
+  records_.reserve(hw::kNumPipelines);
+  for (unsigned p = 0; p < hw::kNumPipelines; ++p) records_.emplace_back(bound(static_cast<hw::Pipeline>(p)));
+}
 
 void DoorbellOrder::note(hw::Pipeline p, std::uint32_t old_pi, std::uint32_t new_pi, std::uint32_t retired) {
   auto& recs = records_[static_cast<unsigned>(p)];
@@ -11,7 +14,7 @@ void DoorbellOrder::note(hw::Pipeline p, std::uint32_t old_pi, std::uint32_t new
   while (recs.size() > kKeptRetired && index_reached(retired, recs[kKeptRetired].pi_end)) recs.pop_front();
   const std::uint64_t seq = ++seq_;
   if (new_pi == old_pi) return;
-  if (recs.size() <= std::size_t{depth_[static_cast<unsigned>(p)]} + 1 + kKeptRetired) {
+  if (recs.size() < bound(p)) {
     recs.push_back(Record{new_pi, seq});
   } else {
     recs.back().pi_end = new_pi;  // overrun: more doorbells in flight than the ring can hold
@@ -23,15 +26,14 @@ DoorbellOrder::Targets DoorbellOrder::barrier_targets(hw::Pipeline p, std::uint3
   // The CB's own sequence number: that of the first record past its index (records are in index
   // order). Without one (a CB cannot be fetched before its doorbell) it waits for everything.
   const auto& own = records_[static_cast<unsigned>(p)];
-  const auto handed = std::partition_point(own.begin(), own.end(),
-                                           [&](const Record& r) { return index_reached(index, r.pi_end); });
-  const std::uint64_t seq = handed != own.end() ? handed->seq : seq_ + 1;
+  const std::size_t handed = own.partition_point([&](const Record& r) { return index_reached(index, r.pi_end); });
+  const std::uint64_t seq = handed != own.size() ? own[handed].seq : seq_ + 1;
   Targets targets;
   for (unsigned q = 0; q < hw::kNumPipelines; ++q) {
     if (q == static_cast<unsigned>(p)) continue;
     const auto& recs = records_[q];
-    const auto later = std::partition_point(recs.begin(), recs.end(), [&](const Record& r) { return r.seq < seq; });
-    if (later != recs.begin()) targets[q] = std::prev(later)->pi_end;
+    const std::size_t later = recs.partition_point([&](const Record& r) { return r.seq < seq; });
+    if (later != 0) targets[q] = recs[later - 1].pi_end;
   }
   return targets;
 }

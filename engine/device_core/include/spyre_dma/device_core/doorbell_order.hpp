@@ -24,9 +24,9 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <mutex>
 #include <optional>
+#include <vector>
 
 #include "spyre_dma/hw/contract.hpp"
 
@@ -42,7 +42,7 @@ class DoorbellOrder {
   using Targets = std::array<std::optional<std::uint32_t>, hw::kNumPipelines>;
   static constexpr std::size_t kKeptRetired = 4096;
 
-  explicit DoorbellOrder(const std::array<std::uint32_t, hw::kNumPipelines>& depth) : depth_(depth) {}
+  explicit DoorbellOrder(const std::array<std::uint32_t, hw::kNumPipelines>& depth);
 
   // Records a doorbell moving pipeline p's producer index to new_pi and publishes it by storing
   // `cb_pi` (a register cell: load() and store()) under the same lock, so that numbering and
@@ -66,12 +66,48 @@ class DoorbellOrder {
     std::uint32_t pi_end;  // CBs below this index were handed over by this doorbell or earlier
     std::uint64_t seq;
   };
+  // One pipeline's records, oldest first, in a ring allocated once at its bound (the doorbell is
+  // the submission hot path: no allocation there).
+  class Records {
+   public:
+    explicit Records(std::size_t bound) : slots_(power_of_two_at_least(bound)), mask_(slots_.size() - 1) {}
+    std::size_t size() const noexcept { return size_; }
+    const Record& operator[](std::size_t i) const noexcept { return slots_[(head_ + i) & mask_]; }
+    Record& back() noexcept { return slots_[(head_ + size_ - 1) & mask_]; }
+    void push_back(const Record& r) noexcept { slots_[(head_ + size_++) & mask_] = r; }
+    void pop_front() noexcept { head_ = (head_ + 1) & mask_, --size_; }
+    void clear() noexcept { head_ = size_ = 0; }
+    // The first position whose record fails `pred` (records are partitioned by it).
+    template <class Pred>
+    std::size_t partition_point(Pred pred) const {
+      std::size_t lo = 0, hi = size_;
+      while (lo < hi) {
+        const std::size_t mid = lo + (hi - lo) / 2;
+        if (pred((*this)[mid])) lo = mid + 1;
+        else hi = mid;
+      }
+      return lo;
+    }
+
+   private:
+    static std::size_t power_of_two_at_least(std::size_t n) {
+      std::size_t p = 1;
+      while (p < n) p <<= 1;
+      return p;
+    }
+    std::vector<Record> slots_;
+    std::size_t mask_;
+    std::size_t head_ = 0, size_ = 0;
+  };
   void note(hw::Pipeline p, std::uint32_t old_pi, std::uint32_t new_pi, std::uint32_t retired);
+  std::size_t bound(hw::Pipeline p) const noexcept {  // records kept at most (see the file comment)
+    return std::size_t{depth_[static_cast<unsigned>(p)]} + 2 + kKeptRetired;
+  }
 
   const std::array<std::uint32_t, hw::kNumPipelines> depth_;
   mutable std::mutex mutex_;
   std::uint64_t seq_ = 0;
-  std::array<std::deque<Record>, hw::kNumPipelines> records_;
+  std::vector<Records> records_;
 };
 
 }  // namespace spyre_dma::device_core
