@@ -29,7 +29,7 @@ install(TARGETS ${_spyre_dma_libraries}
 # (No INCLUDES DESTINATION: each library's $<INSTALL_INTERFACE:include> already names it.)
 
 # Public headers: every exported library's tree goes to <prefix>/include/spyre_dma/...
-foreach(_tree IN ITEMS contract device_core backend . refdev)
+foreach(_tree IN ITEMS contract device_core backend . refdev vfio)
   install(DIRECTORY "${PROJECT_SOURCE_DIR}/engine/${_tree}/include/"
     DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
     FILES_MATCHING PATTERN "*.hpp" PATTERN "*.h")

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "engine_core.hpp"
+#include "spyre_dma/shareable_memory.hpp"
 
 namespace spyre_dma {
 
@@ -35,13 +36,16 @@ HostBuffer Engine::register_host(void* ptr, std::size_t bytes) {
 
 HostBuffer Engine::allocate_host(std::size_t bytes) {
   if (bytes == 0) throw InvalidArgument("allocate_host: zero bytes");
-  const std::size_t rounded = (bytes + 4095) / 4096 * 4096;
-  void* p = std::aligned_alloc(4096, rounded);
-  if (!p) throw OutOfMemory("allocate_host: " + std::to_string(bytes) + " bytes");
+  void* p = nullptr;
+  try {
+    p = allocate_shareable(bytes);  // shared with a device in another process (vfio-user)
+  } catch (const std::bad_alloc&) {
+    throw OutOfMemory("allocate_host: " + std::to_string(bytes) + " bytes");
+  }
   try {
     return HostBuffer(core_->register_host(p, bytes, true));
   } catch (...) {
-    std::free(p);
+    free_shareable(p);
     throw;
   }
 }

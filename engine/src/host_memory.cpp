@@ -5,6 +5,7 @@
 #include <string>
 
 #include "spyre_dma/status.hpp"
+#include "spyre_dma/shareable_memory.hpp"
 
 namespace spyre_dma::detail {
 
@@ -17,7 +18,7 @@ HostRegistrationState::~HostRegistrationState() {
       // The device is gone or already forgot the mapping (after a reset): nothing left to undo.
     }
   }
-  if (owned) std::free(data);
+  if (owned) free_shareable(data);
 }
 
 void HostRegistry::add(const std::shared_ptr<HostRegistrationState>& reg) {

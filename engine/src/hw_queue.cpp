@@ -1,4 +1,5 @@
 #include "hw_queue.hpp"
+#include "spyre_dma/shareable_memory.hpp"
 
 #include <atomic>
 #include <cstdlib>
@@ -7,13 +8,8 @@
 
 namespace spyre_dma::detail {
 namespace {
-std::uint8_t* alloc_ring(std::size_t bytes) {
-  const std::size_t rounded = (bytes + 4095) / 4096 * 4096;
-  auto* p = static_cast<std::uint8_t*>(std::aligned_alloc(4096, rounded));
-  if (!p) throw std::bad_alloc();
-  std::memset(p, 0, rounded);
-  return p;
-}
+// Zero-filled, and shareable with a device in another process (vfio-user).
+std::uint8_t* alloc_ring(std::size_t bytes) { return static_cast<std::uint8_t*>(allocate_shareable(bytes)); }
 }  // namespace
 
 HwQueue::HwQueue(Device& device, hw::Pipeline pipe, std::uint32_t slots)
@@ -25,8 +21,8 @@ HwQueue::HwQueue(Device& device, hw::Pipeline pipe, std::uint32_t slots)
     rb_iova_ = device_.map(rb_ring_, std::size_t(slots) * hw::kRbBytes, DmaAccess::kBoth);
   } catch (...) {
     if (cb_iova_) device_.unmap(cb_iova_);
-    std::free(cb_ring_);
-    std::free(rb_ring_);
+    free_shareable(cb_ring_);
+    free_shareable(rb_ring_);
     throw;
   }
 }
@@ -38,8 +34,8 @@ HwQueue::~HwQueue() {
     device_.unmap(rb_iova_);
   } catch (...) {
   }
-  std::free(cb_ring_);
-  std::free(rb_ring_);
+  free_shareable(cb_ring_);
+  free_shareable(rb_ring_);
 }
 
 void HwQueue::program() {

@@ -1,4 +1,5 @@
 #include "staging_pool.hpp"
+#include "spyre_dma/shareable_memory.hpp"
 
 #include <cstdlib>
 #include <exception>
@@ -12,12 +13,11 @@ StagingPool::StagingPool(Device& device, std::size_t buffer_bytes, std::size_t c
   try {
     for (std::size_t i = 0; i < count; ++i) {
       Buffer b;
-      b.data = static_cast<std::uint8_t*>(std::aligned_alloc(4096, (buffer_bytes + 4095) / 4096 * 4096));
-      if (!b.data) throw std::bad_alloc();
+      b.data = static_cast<std::uint8_t*>(allocate_shareable(buffer_bytes));  // vfio-user shares it
       buffers_.push_back(b);
     }
   } catch (...) {
-    for (Buffer& b : buffers_) std::free(b.data);
+    for (Buffer& b : buffers_) free_shareable(b.data);
     throw;
   }
   for (std::size_t i = count; i-- > 0;) free_.push_back(static_cast<int>(i));
@@ -26,7 +26,7 @@ StagingPool::StagingPool(Device& device, std::size_t buffer_bytes, std::size_t c
 StagingPool::~StagingPool() {
   for (Buffer& b : buffers_) {
     unmap(b);
-    std::free(b.data);
+    free_shareable(b.data);
   }
 }
 

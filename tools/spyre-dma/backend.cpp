@@ -53,6 +53,9 @@ void add_backend_options(CLI::App& cmd, BackendOptions& o, bool model_settings) 
          "cuda: device memory to allocate (e.g. 4GiB)")
       ->type_name("SIZE");
   cmd.add_option("--cuda-device", o.extra["cuda-device"], "cuda: CUDA device ordinal")->check(CLI::NonNegativeNumber);
+  cmd.add_option("--vfio-socket", o.extra["vfio-socket"], "vfio-user: the socket of a running `spyre-dma serve`");
+  cmd.add_option("--vfio-serve", o.extra["vfio-serve"],
+                 "vfio-user: start a private `spyre-dma serve` of this backend for each device");
 }
 
 std::vector<std::string> backend_names() { return be::builtin().names(); }

@@ -52,18 +52,37 @@ Iommu::Iommu(std::uint64_t iova_base, std::uint64_t iova_limit)
 
 Iommu::~Iommu() = default;
 
-std::uint64_t Iommu::map(void* host, std::size_t bytes, DmaAccess access) {
-  if (host == nullptr) throw std::invalid_argument("Iommu::map: null host pointer");
-  if (bytes == 0) throw std::invalid_argument("Iommu::map: zero bytes");
+namespace {
+// The checks map() and map_at() share: the request itself, and that its pages fit the range.
+void check_request(const char* who, const void* host, std::size_t bytes, DmaAccess access, std::uint64_t range) {
+  if (host == nullptr) throw std::invalid_argument(std::string(who) + ": null host pointer");
+  if (bytes == 0) throw std::invalid_argument(std::string(who) + ": zero bytes");
   const auto a = static_cast<std::uint8_t>(access);
   if (a == 0 || a > static_cast<std::uint8_t>(DmaAccess::kBoth)) {
-    throw std::invalid_argument("Iommu::map: invalid access");
+    throw std::invalid_argument(std::string(who) + ": invalid access");
   }
   const std::uint64_t offset = reinterpret_cast<std::uintptr_t>(host) % kPage;
-  const std::uint64_t range = limit_ - base_;
   if (bytes > range || offset + bytes > range - 2 * kPage) {
-    throw std::runtime_error("Iommu::map: " + std::to_string(bytes) + " bytes exceed the IOVA range");
+    throw std::runtime_error(std::string(who) + ": " + std::to_string(bytes) + " bytes exceed the IOVA range");
   }
+}
+}  // namespace
+
+std::uint64_t Iommu::insert(std::uint64_t page, std::uint64_t need, void* host, std::size_t bytes, DmaAccess access) {
+  auto m = std::make_unique<Mapping>();
+  m->iova = page + reinterpret_cast<std::uintptr_t>(host) % kPage;
+  m->bytes = bytes;
+  m->reserved_end = page + need;
+  m->host = static_cast<std::uint8_t*>(host);
+  m->access = access;
+  const std::uint64_t iova = m->iova;
+  by_page_.emplace(page, std::move(m));
+  return iova;
+}
+
+std::uint64_t Iommu::map(void* host, std::size_t bytes, DmaAccess access) {
+  check_request("Iommu::map", host, bytes, access, limit_ - base_);
+  const std::uint64_t offset = reinterpret_cast<std::uintptr_t>(host) % kPage;
   const std::uint64_t pages_bytes = (offset + bytes + kPage - 1) / kPage * kPage;
   const std::uint64_t need = pages_bytes + kPage;  // the mapping's pages and one guard page
 
@@ -92,16 +111,35 @@ std::uint64_t Iommu::map(void* host, std::size_t bytes, DmaAccess access) {
     }
     break;
   }
-  auto m = std::make_unique<Mapping>();
-  m->iova = candidate + offset;
-  m->bytes = bytes;
-  m->reserved_end = candidate + need;
-  m->host = static_cast<std::uint8_t*>(host);
-  m->access = access;
-  const std::uint64_t iova = m->iova;
-  by_page_.emplace(candidate, std::move(m));
+  const std::uint64_t iova = insert(candidate, need, host, bytes, access);
   cursor_ = candidate + need;
   return iova;
+}
+
+std::uint64_t Iommu::map_at(void* host, std::size_t bytes, DmaAccess access, std::uint64_t iova) {
+  check_request("Iommu::map_at", host, bytes, access, limit_ - base_);
+  const std::uint64_t offset = reinterpret_cast<std::uintptr_t>(host) % kPage;
+  if (iova % kPage != offset) {
+    throw std::invalid_argument("Iommu::map_at: IOVA " + hex(iova) + " lies at offset " + hex(iova % kPage) +
+                                " of its page, the host address at " + hex(offset));
+  }
+  const std::uint64_t page = iova - offset;
+  const std::uint64_t need = (offset + bytes + kPage - 1) / kPage * kPage + kPage;
+  if (page < base_ || page > limit_ || limit_ - page < need) {
+    throw std::invalid_argument("Iommu::map_at: IOVA " + hex(iova) + " (" + std::to_string(bytes) +
+                                " bytes and a guard page) lies outside the IOVA space [" + hex(base_) + ", " +
+                                hex(limit_) + ")");
+  }
+  std::unique_lock<std::shared_mutex> lock(mutex_);
+  const auto next = by_page_.lower_bound(page);
+  const Mapping* clash = nullptr;
+  if (next != by_page_.begin() && std::prev(next)->second->reserved_end > page) clash = std::prev(next)->second.get();
+  if (!clash && next != by_page_.end() && next->first < page + need) clash = next->second.get();
+  if (clash) {
+    throw std::invalid_argument("Iommu::map_at: IOVA " + hex(iova) + " (" + std::to_string(bytes) +
+                                " bytes and a guard page) overlaps the mapping at " + hex(clash->iova));
+  }
+  return insert(page, need, host, bytes, access);
 }
 
 void Iommu::unmap(std::uint64_t iova) {

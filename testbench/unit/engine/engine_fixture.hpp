@@ -24,6 +24,7 @@
 #include "spyre_dma/hw/contract.hpp"
 #include "spyre_dma/backend/builtin.hpp"
 #include "spyre_dma/refdev/ref_device.hpp"
+#include "spyre_dma/shareable_memory.hpp"
 #include "spyre_dma/spyre_dma.hpp"
 
 namespace spyre_dma::test {
@@ -81,15 +82,13 @@ inline ::testing::AssertionResult bytes_equal(const void* expected, const void* 
 
 // --- Host memory ----------------------------------------------------------------------------
 
-// Page-aligned host memory of the caller (for register_host), freed with the object.
+// Page-aligned host memory of the caller (for register_host), freed with the object. Shareable, so
+// that a device in another process (vfio-user) can map it too.
 class AlignedHost {
  public:
   explicit AlignedHost(std::size_t bytes)
-      : bytes_(bytes),
-        p_(static_cast<std::uint8_t*>(std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096))) {
-    if (!p_) throw std::bad_alloc();
-  }
-  ~AlignedHost() { std::free(p_); }
+      : bytes_(bytes), p_(static_cast<std::uint8_t*>(allocate_shareable(bytes))) {}
+  ~AlignedHost() { free_shareable(p_); }
   AlignedHost(const AlignedHost&) = delete;
   AlignedHost& operator=(const AlignedHost&) = delete;
   std::uint8_t* data() const noexcept { return p_; }
@@ -299,15 +298,21 @@ struct Rig {
   refdev::RefDevice& dev() { return spy->ref(); }
 };
 
-// The backend the engine tests run on: refdev, or the one SPYRE_DMA_TEST_BACKEND names (sim, rtl:
-// CTest registers the suites once for each), opened through the backend registry.
+// The backend the engine tests run on: refdev, or the one SPYRE_DMA_TEST_BACKEND names (sim, rtl,
+// vfio-user: CTest registers the suites once for each), opened through the backend registry. On
+// vfio-user, the device is the one SPYRE_DMA_TEST_SERVE names (sim by default), served by a private
+// `spyre-dma serve` process per device (the build's spyre-dma).
 inline bool testing_on_rtl() {
   const char* b = std::getenv("SPYRE_DMA_TEST_BACKEND");
   return b != nullptr && std::string(b) == "rtl";
 }
+inline bool testing_through_vfio_user() {
+  const char* b = std::getenv("SPYRE_DMA_TEST_BACKEND");
+  return b != nullptr && std::string(b) == "vfio-user";
+}
 inline bool testing_on_sim() {
   const char* b = std::getenv("SPYRE_DMA_TEST_BACKEND");
-  return b != nullptr && (std::string(b) == "sim" || testing_on_rtl());
+  return b != nullptr && (std::string(b) == "sim" || testing_on_rtl() || testing_through_vfio_user());
 }
 
 // A fresh device of the run's backend (refdev unless SPYRE_DMA_TEST_BACKEND names another), with
@@ -329,6 +334,13 @@ inline std::shared_ptr<SpyDevice> make_device(const refdev::RefDeviceConfig& con
                       {"memory_bytes", config.device_memory_bytes},
                       {"usable_bytes", config.usable_bytes},
                       {"capabilities", config.capabilities}}}};
+  if (testing_through_vfio_user()) {
+    const char* served = std::getenv("SPYRE_DMA_TEST_SERVE");
+    settings.values["vfio-serve"] = served ? served : "sim";
+#ifdef SPYRE_DMA_TEST_SERVER_PROGRAM
+    settings.values["vfio-server"] = SPYRE_DMA_TEST_SERVER_PROGRAM;
+#endif
+  }
   return std::make_shared<SpyDevice>(backend::builtin().open(std::getenv("SPYRE_DMA_TEST_BACKEND"), settings).device);
 }
 

@@ -69,7 +69,14 @@ class Device {
   // device may touch only the bytes mapped. Throws std::invalid_argument for a null pointer or zero
   // size, std::runtime_error when the IOVA space is exhausted.
   virtual std::uint64_t map(void* host, std::size_t bytes, DmaAccess access) = 0;
-  // Removes the mapping that map() returned `iova` for. After it returns, the device can no longer
+  // Maps at an IOVA the caller chose, as VFIO's IOMMU API does (the host picks IOVAs there): how
+  // a device server maps a client's memory at the IOVAs in the client's CBs. `iova` keeps host's
+  // offset within its 4 KiB page; the mapping follows map()'s rules otherwise. Throws
+  // std::invalid_argument for an IOVA the device cannot use (outside its IOVA space, overlapping a
+  // mapping), naming it; a backend whose IOVAs are not the host's to choose throws
+  // std::logic_error (the default).
+  virtual std::uint64_t map_at(void* host, std::size_t bytes, DmaAccess access, std::uint64_t iova);
+  // Removes the mapping that map() or map_at() returned `iova` for. After it returns, the device can no longer
   // reach those bytes. Throws std::invalid_argument for an IOVA that map() did not return.
   virtual void unmap(std::uint64_t iova) = 0;
 

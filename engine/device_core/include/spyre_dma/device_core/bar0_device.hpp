@@ -1,6 +1,6 @@
 // Devices over the core: Bar0Device, whose BAR0 is one access routine taking the width
 // (RegisterFile::read / write, or a simulator's queue of posted writes), writes the seam's four
-// width-specific calls once; IommuDevice adds map() and unmap() through the device's IOMMU.
+// width-specific calls once; IommuDevice adds map(), map_at() and unmap() through the device's IOMMU.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +29,9 @@ class IommuDevice : public Bar0Device {
  public:
   std::uint64_t map(void* host, std::size_t bytes, DmaAccess access) final {
     return device_iommu().map(host, bytes, access);
+  }
+  std::uint64_t map_at(void* host, std::size_t bytes, DmaAccess access, std::uint64_t iova) final {
+    return device_iommu().map_at(host, bytes, access, iova);
   }
   void unmap(std::uint64_t iova) final { device_iommu().unmap(iova); }
 

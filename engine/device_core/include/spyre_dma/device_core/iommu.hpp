@@ -7,6 +7,9 @@
 // allocator has gone round the whole range once, so a stale IOVA faults rather than aliasing a
 // newer mapping.
 //
+// map_at() maps at an IOVA the host chose instead (VFIO's IOMMU API, where the host picks IOVAs),
+// under the same page and guard rules.
+//
 // translate() resolves a device access [iova, iova + bytes) in one direction. It succeeds only when
 // the whole range lies within one mapping and that mapping allows the direction; a range crossing
 // two mappings (or a guard page) faults. A successful translation returns a Window that pins the
@@ -67,6 +70,10 @@ class Iommu {
   // As Device::map: std::invalid_argument for a null pointer, zero bytes or an access value outside
   // DmaAccess; std::runtime_error when no IOVA range of that size is free.
   std::uint64_t map(void* host, std::size_t bytes, DmaAccess access);
+  // As Device::map_at: the mapping at an IOVA the host chose, which must keep host's offset in
+  // its page and leave the guard page free. std::invalid_argument (naming the IOVA) for one
+  // outside [iova_base, iova_limit) or overlapping a mapping or its guard page.
+  std::uint64_t map_at(void* host, std::size_t bytes, DmaAccess access, std::uint64_t iova);
   // Removes the mapping map() returned `iova` for (exactly that IOVA, else std::invalid_argument),
   // after waiting for open windows on it.
   void unmap(std::uint64_t iova);
@@ -89,6 +96,9 @@ class Iommu {
     DmaAccess access = DmaAccess::kBoth;
     std::atomic<std::uint32_t> pins{0};
   };
+
+  // Records a mapping whose pages start at `page` and reserve `need` bytes; under the lock.
+  std::uint64_t insert(std::uint64_t page, std::uint64_t need, void* host, std::size_t bytes, DmaAccess access);
 
   mutable std::shared_mutex mutex_;
   std::map<std::uint64_t, std::unique_ptr<Mapping>> by_page_;  // keyed by the first page's IOVA

@@ -1,0 +1,104 @@
+// The `vfio-user` backend's registration (see spyre_dma/vfio/backend.hpp).
+#include "spyre_dma/vfio/backend.hpp"
+
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+#include <string>
+
+#include "spyre_dma/vfio/client.hpp"
+
+namespace spyre_dma::vfio {
+namespace {
+
+constexpr const char* kForwarded[] = {"preset", "config", "fidelity"};
+
+// The spyre-dma executable that starts private servers.
+std::string server_program(const backend::Settings& s) {
+  if (s.has("vfio-server")) return s.get("vfio-server");
+  if (const char* env = std::getenv("SPYRE_DMA_SERVE_PROGRAM"); env && *env) return env;
+  char self[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n > 0) {
+    const std::string path(self, static_cast<std::size_t>(n));
+    const auto slash = path.rfind('/');
+    if (path.substr(slash == std::string::npos ? 0 : slash + 1) == "spyre-dma") return path;
+  }
+  return "spyre-dma";
+}
+
+class VfioUserBackend final : public backend::Backend {
+ public:
+  std::string name() const override { return "vfio-user"; }
+  std::string summary() const override {
+    return "a device in another process over vfio-user (spyre-dma serve; --vfio-socket or --vfio-serve)";
+  }
+  std::vector<backend::SettingInfo> settings() const override {
+    return {{"vfio-socket", "the socket of a running `spyre-dma serve`"},
+            {"vfio-serve", "start a private server of this backend for each device"},
+            {"vfio-server", "the spyre-dma executable that starts private servers"},
+            {"preset", "passed on to a private server"},
+            {"config", "passed on to a private server"},
+            {"fidelity", "passed on to a private server"}};
+  }
+  nlohmann::json configuration(const backend::Settings& s) const override {
+    check(s);
+    nlohmann::json j = {{"backend", "vfio-user"}};
+    if (s.has("vfio-socket")) j["socket"] = s.get("vfio-socket");
+    if (s.has("vfio-serve")) {
+      j["serve"] = s.get("vfio-serve");
+      j["server"] = server_program(s);
+      for (const char* k : kForwarded) {
+        if (s.has(k)) j[k] = s.get(k);
+      }
+    }
+    return j;
+  }
+  backend::Instance open(const backend::Settings& s) const override {
+    check(s);
+    backend::Instance i;
+    if (s.has("vfio-socket")) {
+      ClientOptions o;
+      o.socket_path = s.get("vfio-socket");
+      i.device = connect(o);
+      return i;
+    }
+    SpawnOptions o;
+    o.program = server_program(s);
+    o.backend = s.get("vfio-serve");
+    for (const char* k : kForwarded) {
+      if (s.has(k)) o.extra_args.insert(o.extra_args.end(), {std::string("--") + k, s.get(k)});
+    }
+    if (!s.patch.is_null()) o.extra_args.insert(o.extra_args.end(), {"--patch", s.patch.dump()});
+    if (s.seed) o.extra_args.insert(o.extra_args.end(), {"--seed", std::to_string(*s.seed)});
+    i.device = spawn(o);
+    return i;
+  }
+
+ private:
+  static void check(const backend::Settings& s) {
+    if (s.has("vfio-socket") == s.has("vfio-serve")) {
+      throw backend::BackendError(
+          "backend vfio-user: give exactly one of vfio-socket (a running server's socket) and vfio-serve (a backend "
+          "to serve privately)");
+    }
+    if (s.has("vfio-socket")) {
+      for (const char* k : kForwarded) {
+        if (s.has(k)) {
+          throw backend::BackendError(std::string("backend vfio-user: setting ") + k +
+                                      " goes to a private server (vfio-serve); a running server was started with its own");
+        }
+      }
+      if (!s.patch.is_null()) {
+        throw backend::BackendError("backend vfio-user: a configuration patch (faults) needs a private server (vfio-serve)");
+      }
+    }
+  }
+};
+
+}  // namespace
+
+void register_backend(backend::Registry& registry) { registry.add(std::make_unique<VfioUserBackend>()); }
+
+}  // namespace spyre_dma::vfio

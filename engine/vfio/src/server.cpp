@@ -1,0 +1,471 @@
+// The vfio-user device server (see spyre_dma/vfio/server.hpp).
+#include "spyre_dma/vfio/server.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "channel.hpp"
+#include "spyre_dma/hw/contract.hpp"
+#include "spyre_dma/vfio/protocol.hpp"
+
+namespace spyre_dma::vfio {
+namespace {
+
+constexpr std::uint64_t kPage = 4096;
+// How long a message that has begun may take to arrive whole.
+constexpr auto kMessageTimeout = std::chrono::seconds(5);
+
+// A reply with an errno, and the reason in the server's log (the protocol carries only the errno).
+struct Refusal {
+  int error;
+  std::string why;
+};
+
+std::string sockaddr_path_error(const std::string& path) {
+  return "vfio-user server: socket path " + path + " is longer than " + std::to_string(sizeof(sockaddr_un{}.sun_path) - 1) +
+         " bytes";
+}
+
+}  // namespace
+
+// One client's connection: its device, its mappings and its interrupts.
+class Server::Session {
+ public:
+  Session(Server& server, UniqueFd socket)
+      : server_(server), channel_(std::move(socket), "the client"), device_(server.factory_()) {
+    if (!device_) throw std::runtime_error("vfio-user server: the device factory returned no device");
+    description_ = device_->describe();
+    host_driven_ = description_.progress == Progress::kHostDriven;
+  }
+  ~Session() { close(); }
+
+  // Until the client leaves, the server stops or the connection breaks.
+  void run();
+
+ private:
+  struct Mapping {
+    void* base = nullptr;  // of our mmap
+    std::size_t length = 0;
+    std::uint64_t size = 0;  // as the client mapped it
+  };
+
+  void handle(const Message& m);
+  void reply(const Header& command, const std::vector<std::uint8_t>& payload);
+  void refuse(const Header& command, const Refusal& r);
+  std::vector<std::uint8_t> version(Reader& r);
+  std::vector<std::uint8_t> region_info(Reader& r) const;
+  std::vector<std::uint8_t> irq_info(Reader& r) const;
+  void set_irqs(Reader& r, const Message& m);
+  std::vector<std::uint8_t> region_read(Reader& r);
+  void region_write(Reader& r);
+  void dma_map(Reader& r, const Message& m);
+  void dma_unmap(Reader& r);
+  void signal(std::uint32_t mask);
+  void forward_interrupts();
+  void close() noexcept;
+
+  Server& server_;
+  Channel channel_;
+  std::shared_ptr<Device> device_;
+  DeviceDescription description_;
+  bool host_driven_ = false;
+  std::map<std::uint64_t, Mapping> mappings_;  // by the client's IOVA
+  std::mutex irq_mu_;
+  std::array<UniqueFd, hw::kNumPipelines> eventfds_;
+  std::atomic<bool> done_{false};
+  std::thread forwarder_;
+};
+
+void Server::Session::run() {
+  // A device that runs by itself raises its interrupts at any time: a thread forwards them.
+  if (!host_driven_) forwarder_ = std::thread([this] { forward_interrupts(); });
+  for (;;) {
+    pollfd fds[2] = {{channel_.fd(), POLLIN, 0}, {server_.stop_pipe_[0], POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    if (fds[1].revents != 0) return;  // the server stops
+    Message m;
+    try {
+      m = channel_.receive(kMessageTimeout);
+    } catch (const ConnectionClosed&) {
+      return;
+    } catch (const std::exception& e) {  // a header that cannot be trusted, a message cut short
+      if (server_.log_) server_.log_(std::string(e.what()) + "; the connection is closed");
+      return;
+    }
+    try {
+      handle(m);
+    } catch (const ConnectionClosed&) {
+      return;
+    }
+  }
+}
+
+void Server::Session::handle(const Message& m) {
+  const Header& h = m.header;
+  if (h.is_reply()) {
+    if (server_.log_) server_.log_("vfio-user server: the client sent a reply to no command (message " + std::to_string(h.id) + ")");
+    return;
+  }
+  Reader r = m.reader();
+  try {
+    switch (h.command) {
+      case Command::kVersion: return reply(h, version(r));
+      case Command::kDeviceGetInfo: {
+        DeviceInfo info;
+        info.flags = kDeviceFlagPci | kDeviceFlagReset;
+        info.num_regions = host_driven_ ? kNumPciRegions + 1 : kNumPciRegions;
+        info.num_irqs = kNumPciIrqs;
+        return reply(h, encode(info));
+      }
+      case Command::kDeviceGetRegionInfo: return reply(h, region_info(r));
+      case Command::kDeviceGetIrqInfo: return reply(h, irq_info(r));
+      case Command::kDeviceSetIrqs: set_irqs(r, m); return reply(h, {});
+      case Command::kRegionRead: return reply(h, region_read(r));
+      case Command::kRegionWrite: {
+        region_write(r);
+        RegionAccess echo;  // the reply repeats offset, region and count
+        Reader again = m.reader();
+        echo = parse_region_access(again, false);
+        return reply(h, encode(echo));
+      }
+      case Command::kDmaMap: dma_map(r, m); return reply(h, {});
+      case Command::kDmaUnmap: {
+        dma_unmap(r);
+        Reader again = m.reader();
+        return reply(h, encode(parse_dma_unmap(again)));
+      }
+      case Command::kDeviceReset:
+        device_->write32(hw::reg::kControl, hw::kControlReset);
+        return reply(h, {});
+      default:
+        return refuse(h, {ENOSYS, std::string("vfio-user server: ") + to_string(h.command) + " is not supported"});
+    }
+  } catch (const ConnectionClosed&) {
+    throw;
+  } catch (const Refusal& f) {
+    refuse(h, f);
+  } catch (const ProtocolError& e) {
+    refuse(h, {EINVAL, e.what()});
+  } catch (const std::out_of_range& e) {
+    refuse(h, {EINVAL, std::string("vfio-user server: ") + to_string(h.command) + ": " + e.what()});
+  } catch (const std::invalid_argument& e) {
+    refuse(h, {EINVAL, std::string("vfio-user server: ") + to_string(h.command) + ": " + e.what()});
+  } catch (const std::exception& e) {
+    refuse(h, {EIO, std::string("vfio-user server: ") + to_string(h.command) + " failed: " + e.what()});
+  }
+}
+
+void Server::Session::reply(const Header& command, const std::vector<std::uint8_t>& payload) {
+  if (!command.wants_reply()) return;
+  Header h;
+  h.id = command.id;
+  h.command = command.command;
+  h.flags = kFlagReply;
+  channel_.send(h, payload);
+}
+
+void Server::Session::refuse(const Header& command, const Refusal& r) {
+  if (server_.log_) server_.log_(r.why);
+  if (!command.wants_reply()) return;
+  Header h;
+  h.id = command.id;
+  h.command = command.command;
+  h.flags = kFlagReply | kFlagError;
+  h.error = static_cast<std::uint32_t>(r.error);
+  channel_.send(h, {});
+}
+
+std::vector<std::uint8_t> Server::Session::version(Reader& r) {
+  const Version theirs = parse_version(r);
+  if (theirs.major != kVersionMajor) {
+    throw Refusal{ENOTSUP, "vfio-user server: the client speaks version " + std::to_string(theirs.major) + "." +
+                               std::to_string(theirs.minor) + "; this server speaks " + std::to_string(kVersionMajor) +
+                               "." + std::to_string(kVersionMinor)};
+  }
+  Version ours;
+  const nlohmann::json caps = {
+      {"capabilities", {{"max_msg_fds", kMaxFds}, {"max_data_xfer_size", kMaxMessageBytes - kHeaderBytes - 16}}},
+      {"spyre_dma",
+       {{"backend", description_.backend},
+        {"name", description_.name},
+        {"progress", host_driven_ ? "host-driven" : "self-timed"}}}};
+  ours.capabilities_json = caps.dump();
+  return encode(ours);
+}
+
+std::vector<std::uint8_t> Server::Session::region_info(Reader& r) const {
+  RegionInfo asked = parse_region_info(r);
+  RegionInfo info;
+  info.index = asked.index;
+  if (asked.index == kBar0Region) {
+    info.size = hw::reg::kBar0Bytes;
+    info.flags = kRegionRead | kRegionWrite;
+  } else if (host_driven_ && asked.index == kNumPciRegions) {
+    info.size = kClockRegionBytes;
+    info.flags = kRegionWrite;
+    info.has_type = true;
+    info.type = kVendorRegionType;
+    info.subtype = kClockRegionSubtype;
+  } else if (asked.index >= (host_driven_ ? kNumPciRegions + 1 : kNumPciRegions)) {
+    throw Refusal{EINVAL, "vfio-user server: region " + std::to_string(asked.index) + " does not exist"};
+  }
+  return encode(info);
+}
+
+std::vector<std::uint8_t> Server::Session::irq_info(Reader& r) const {
+  IrqInfo info = parse_irq_info(r);
+  if (info.index >= kNumPciIrqs) {
+    throw Refusal{EINVAL, "vfio-user server: interrupt index " + std::to_string(info.index) + " does not exist"};
+  }
+  constexpr std::uint32_t kIrqInfoEventfd = 1u << 0, kIrqInfoNoResize = 1u << 3;
+  info.count = info.index == kMsixIrqIndex ? hw::kNumPipelines : 0;
+  info.flags = info.count ? kIrqInfoEventfd | kIrqInfoNoResize : 0;
+  return encode(info);
+}
+
+void Server::Session::set_irqs(Reader& r, const Message& m) {
+  const IrqSet s = parse_irq_set(r);
+  if (s.index != kMsixIrqIndex) {
+    throw Refusal{EINVAL, "vfio-user server: interrupts are MSI-X only (index " + std::to_string(kMsixIrqIndex) +
+                              "), not index " + std::to_string(s.index)};
+  }
+  if ((s.flags & kIrqActionTrigger) == 0) {
+    throw Refusal{ENOTSUP, "vfio-user server: only ACTION_TRIGGER is supported for MSI-X"};
+  }
+  std::lock_guard<std::mutex> lock(irq_mu_);
+  if ((s.flags & kIrqDataNone) != 0 && s.count == 0) {  // every vector released
+    for (auto& fd : eventfds_) fd.reset();
+    return;
+  }
+  if ((s.flags & kIrqDataEventfd) == 0) {
+    throw Refusal{ENOTSUP, "vfio-user server: MSI-X vectors are triggered through eventfds only"};
+  }
+  if (s.start + s.count > hw::kNumPipelines) {
+    throw Refusal{EINVAL, "vfio-user server: vectors " + std::to_string(s.start) + ".." +
+                              std::to_string(s.start + s.count) + " exceed the " +
+                              std::to_string(hw::kNumPipelines) + " the device has"};
+  }
+  if (m.fds.size() != s.count) {
+    throw Refusal{EINVAL, "vfio-user server: SET_IRQS for " + std::to_string(s.count) + " vectors came with " +
+                              std::to_string(m.fds.size()) + " file descriptors"};
+  }
+  for (std::uint32_t i = 0; i < s.count; ++i) {
+    const int dup = ::fcntl(m.fds[i].get(), F_DUPFD_CLOEXEC, 0);
+    if (dup < 0) throw Refusal{errno, std::string("vfio-user server: an eventfd cannot be kept: ") + std::strerror(errno)};
+    eventfds_[s.start + i].reset(dup);
+  }
+}
+
+std::vector<std::uint8_t> Server::Session::region_read(Reader& r) {
+  RegionAccess a = parse_region_access(r, false);
+  if (a.region != kBar0Region) {
+    throw Refusal{EINVAL, "vfio-user server: region " + std::to_string(a.region) + " cannot be read"};
+  }
+  std::uint64_t v = 0;
+  if (a.count == 4) v = device_->read32(a.offset);
+  else if (a.count == 8) v = device_->read64(a.offset);
+  else throw Refusal{EINVAL, "vfio-user server: BAR0 is read 4 or 8 bytes at a time, not " + std::to_string(a.count)};
+  a.data.resize(a.count);
+  for (std::uint32_t i = 0; i < a.count; ++i) a.data[i] = static_cast<std::uint8_t>(v >> (8 * i));
+  return encode(a);
+}
+
+void Server::Session::region_write(Reader& r) {
+  const RegionAccess a = parse_region_access(r, true);
+  std::uint64_t v = 0;
+  for (std::uint32_t i = 0; i < a.count && i < 8; ++i) v |= std::uint64_t{a.data[i]} << (8 * i);
+  if (a.region == kBar0Region) {
+    if (a.count == 4) return device_->write32(a.offset, static_cast<std::uint32_t>(v));
+    if (a.count == 8) return device_->write64(a.offset, v);
+    throw Refusal{EINVAL, "vfio-user server: BAR0 is written 4 or 8 bytes at a time, not " + std::to_string(a.count)};
+  }
+  if (host_driven_ && a.region == kNumPciRegions && a.count == 8) {
+    if (a.offset == kClockWaitOffset) {
+      // Bounded on our side too: a client's "forever" is a minute per message here.
+      const auto timeout = std::chrono::nanoseconds(std::min<std::uint64_t>(v, 60'000'000'000ull));
+      return signal(device_->wait_for_interrupt(timeout));
+    }
+    if (a.offset == kClockHostCopiedOffset) return device_->host_copied(v);
+  }
+  throw Refusal{EINVAL, "vfio-user server: no register of " + std::to_string(a.count) + " bytes at offset " +
+                            std::to_string(a.offset) + " of region " + std::to_string(a.region)};
+}
+
+void Server::Session::dma_map(Reader& r, const Message& m) {
+  const DmaMap d = parse_dma_map(r);
+  if (m.fds.size() != 1) {
+    throw Refusal{EINVAL, "vfio-user server: DMA_MAP at IOVA " + std::to_string(d.address) + " came with " +
+                              std::to_string(m.fds.size()) +
+                              " file descriptors; this server reaches client memory only through one shared file"};
+  }
+  const int fd = m.fds[0].get();
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || d.offset > static_cast<std::uint64_t>(st.st_size) ||
+      d.size > static_cast<std::uint64_t>(st.st_size) - d.offset) {
+    throw Refusal{EINVAL, "vfio-user server: DMA_MAP of " + std::to_string(d.size) + " bytes at file offset " +
+                              std::to_string(d.offset) + " lies beyond the file (" + std::to_string(st.st_size) +
+                              " bytes)"};
+  }
+  // A file that could shrink under a mapping would fault the server on its next access.
+  const int seals = ::fcntl(fd, F_GET_SEALS);
+  if (seals < 0 || (seals & F_SEAL_SHRINK) == 0) {
+    throw Refusal{EINVAL, "vfio-user server: DMA_MAP needs a memfd sealed against shrinking (F_SEAL_SHRINK)"};
+  }
+  if (mappings_.count(d.address) != 0) {
+    throw Refusal{EEXIST, "vfio-user server: IOVA " + std::to_string(d.address) + " is mapped already"};
+  }
+  const std::uint64_t first = d.offset / kPage * kPage;
+  const std::uint64_t delta = d.offset - first;
+  const std::size_t length = static_cast<std::size_t>((delta + d.size + kPage - 1) / kPage * kPage);
+  const int prot = ((d.flags & kDmaRead) ? PROT_READ : 0) | ((d.flags & kDmaWrite) ? PROT_READ | PROT_WRITE : 0);
+  void* base = ::mmap(nullptr, length, prot, MAP_SHARED, fd, static_cast<off_t>(first));
+  if (base == MAP_FAILED) {
+    throw Refusal{errno, std::string("vfio-user server: DMA_MAP cannot map the client's file: ") + std::strerror(errno)};
+  }
+  const DmaAccess access = (d.flags & kDmaRead) && (d.flags & kDmaWrite) ? DmaAccess::kBoth
+                           : (d.flags & kDmaWrite)                      ? DmaAccess::kDeviceWrites
+                                                                        : DmaAccess::kDeviceReads;
+  try {
+    device_->map_at(static_cast<std::uint8_t*>(base) + delta, d.size, access, d.address);
+  } catch (...) {
+    ::munmap(base, length);
+    throw;
+  }
+  mappings_[d.address] = Mapping{base, length, d.size};
+}
+
+void Server::Session::dma_unmap(Reader& r) {
+  const DmaUnmap d = parse_dma_unmap(r);
+  const auto it = mappings_.find(d.address);
+  if (it == mappings_.end() || it->second.size != d.size) {
+    throw Refusal{EINVAL, "vfio-user server: DMA_UNMAP of " + std::to_string(d.size) + " bytes at IOVA " +
+                              std::to_string(d.address) + " matches no mapping"};
+  }
+  device_->unmap(d.address);  // returns once the device can no longer reach the bytes
+  ::munmap(it->second.base, it->second.length);
+  mappings_.erase(it);
+}
+
+void Server::Session::signal(std::uint32_t mask) {
+  std::lock_guard<std::mutex> lock(irq_mu_);
+  for (unsigned p = 0; p < hw::kNumPipelines; ++p) {
+    if ((mask & (1u << p)) == 0 || !eventfds_[p]) continue;
+    const std::uint64_t one = 1;
+    (void)!::write(eventfds_[p].get(), &one, sizeof one);
+  }
+}
+
+void Server::Session::forward_interrupts() {
+  while (!done_.load(std::memory_order_acquire)) {
+    std::uint32_t mask = 0;
+    try {
+      mask = device_->wait_for_interrupt(std::chrono::milliseconds(20));
+    } catch (const std::exception& e) {
+      if (server_.log_) server_.log_(std::string("vfio-user server: the device's interrupts stopped: ") + e.what());
+      return;
+    }
+    if (mask != 0) signal(mask);
+  }
+}
+
+void Server::Session::close() noexcept {
+  done_.store(true, std::memory_order_release);
+  if (forwarder_.joinable()) forwarder_.join();
+  // The client is gone: its mappings go, after the device has let go of each.
+  for (auto& [iova, m] : mappings_) {
+    try {
+      device_->unmap(iova);
+    } catch (...) {
+    }
+    ::munmap(m.base, m.length);
+  }
+  mappings_.clear();
+  device_.reset();
+}
+
+Server::Server(DeviceFactory factory, std::string socket_path, Log log)
+    : factory_(std::move(factory)), path_(std::move(socket_path)), log_(std::move(log)) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path_.empty() || path_.size() >= sizeof addr.sun_path) throw std::runtime_error(sockaddr_path_error(path_));
+  std::memcpy(addr.sun_path, path_.c_str(), path_.size() + 1);
+  struct stat st {};
+  if (::lstat(path_.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode)) {
+      throw std::runtime_error("vfio-user server: " + path_ + " exists and is not a socket; it is left alone");
+    }
+    ::unlink(path_.c_str());  // a socket left by a server that is gone
+  }
+  if (::pipe2(stop_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) {
+    throw std::runtime_error(std::string("vfio-user server: no pipe: ") + std::strerror(errno));
+  }
+  listen_fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (listen_fd_ < 0 || ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::listen(listen_fd_, 4) != 0) {
+    const std::string why = std::strerror(errno);
+    if (listen_fd_ >= 0) ::close(listen_fd_);
+    ::close(stop_pipe_[0]);
+    ::close(stop_pipe_[1]);
+    throw std::runtime_error("vfio-user server: cannot listen on " + path_ + ": " + why);
+  }
+}
+
+Server::~Server() {
+  ::close(listen_fd_);
+  ::unlink(path_.c_str());
+  ::close(stop_pipe_[0]);
+  ::close(stop_pipe_[1]);
+}
+
+void Server::stop() noexcept {
+  stopping_.store(true);
+  const char c = 1;
+  (void)!::write(stop_pipe_[1], &c, 1);
+}
+
+std::uint64_t Server::serve(bool once) {
+  std::uint64_t served = 0;
+  while (!stopping_.load()) {
+    pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {stop_pipe_[0], POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      throw std::runtime_error(std::string("vfio-user server: poll failed: ") + std::strerror(errno));
+    }
+    if (fds[1].revents != 0) break;
+    const int client = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (client < 0) continue;
+    {
+      UniqueFd socket(client);
+      try {
+        Session session(*this, std::move(socket));
+        session.run();
+      } catch (const std::exception& e) {
+        if (log_) log_(std::string("vfio-user server: the session ended: ") + e.what());
+      }
+    }
+    ++served;
+    if (once) break;
+  }
+  return served;
+}
+
+}  // namespace spyre_dma::vfio
