@@ -251,12 +251,16 @@ void Client::release_irqs() {
 void Client::reap_child() noexcept {
   if (child_ <= 0) return;
   // The server leaves once its client has gone (serve --once); give it a moment, then end it.
-  for (int i = 0; i < 400; ++i) {
-    if (::waitpid(child_, nullptr, WNOHANG) == child_) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  bool gone = false;
+  for (int i = 0; i < 400 && !gone; ++i) {
+    gone = ::waitpid(child_, nullptr, WNOHANG) == child_;
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  ::kill(child_, SIGKILL);
-  ::waitpid(child_, nullptr, 0);
+  if (!gone) {
+    ::kill(child_, SIGKILL);
+    ::waitpid(child_, nullptr, 0);
+  }
+  ::unlink(options_.socket_path.c_str());  // left behind by a server that was killed
 }
 
 Message Client::request(Command c, const std::vector<std::uint8_t>& payload, const int* fds, std::size_t nfds,

@@ -1,0 +1,102 @@
+// What vfio-user costs: the engine on a refdev in its own process against the same engine on a
+// refdev in a `spyre-dma serve` process reached over vfio-user, measured in the same run.
+//
+//   BM_RoundTrip/in_process    a registered 4 KiB H2D, then Stream::synchronize, on refdev here
+//   BM_RoundTrip/vfio_user     the same through vfio-user (posted BAR0 writes, interrupts on
+//                              eventfds, host memory shared by memfd)
+//   BM_Copy256MiB/in_process   a registered 256 MiB H2D and D2H, synchronized
+//   BM_Copy256MiB/vfio_user    the same through vfio-user
+//
+// Counters:
+//   us_per_op / gb_per_s      per row
+//   vs_in_process             the vfio_user row's time per op over the in_process row's
+//                             (targets: round trip <= 3, 256 MiB bandwidth >= 0.9 as 1/ratio)
+// The in_process figure is measured on the spot when its row was filtered out.
+//
+// Run: build/default/testbench/bench/vfio_user_overhead (needs the build's spyre-dma).
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "bench_util.hpp"
+#include "spyre_dma/refdev/ref_device.hpp"
+#include "spyre_dma/spyre_dma.hpp"
+#include "spyre_dma/vfio/client.hpp"
+
+namespace {
+
+using namespace spyre_dma;
+using spyre_bench::WallTimer;
+
+constexpr auto kWait = std::chrono::seconds(30);
+
+std::shared_ptr<Device> open_device(bool through_vfio) {
+  if (!through_vfio) return std::make_shared<refdev::RefDevice>();
+  vfio::SpawnOptions o;
+  o.program = SPYRE_DMA_BENCH_SERVER_PROGRAM;
+  o.backend = "refdev";
+  return vfio::spawn(o);
+}
+
+// Seconds per op of `n` ops of `bytes` (H2D, plus D2H when `both`), each synchronized.
+double seconds_per_op(Engine& engine, std::size_t bytes, bool both, int n, std::string& error) {
+  HostBuffer host = engine.allocate_host(bytes);
+  DeviceBuffer dev = engine.allocate(bytes);
+  Stream stream = engine.create_stream();
+  auto once = [&] {
+    stream.copy_h2d(dev, 0, host.data(), bytes);
+    if (both) stream.copy_d2h(host.data(), dev, 0, bytes);
+    const Status st = stream.synchronize(kWait);
+    if (!st.ok()) error = st.to_string();
+  };
+  once();  // pages and mappings warm
+  WallTimer t;
+  for (int i = 0; i < n && error.empty(); ++i) once();
+  return t.seconds() / n;
+}
+
+std::string key(const char* what) { return std::string("vfio_user_overhead_") + what; }
+
+void run(benchmark::State& state, std::size_t bytes, bool both, int n, const char* what) {
+  const bool through_vfio = state.range(0) != 0;
+  auto engine = Engine::open(open_device(through_vfio));
+  std::string error;
+  double seconds = 0;
+  std::int64_t iterations = 0;
+  for (auto _ : state) {
+    const double s = seconds_per_op(*engine, bytes, both, n, error);
+    if (!error.empty()) {
+      state.SkipWithError(error.c_str());
+      return;
+    }
+    state.SetIterationTime(s * n);
+    seconds += s;
+    ++iterations;
+  }
+  const double per_op = seconds / static_cast<double>(iterations);
+  if (!through_vfio) spyre_bench::record_rate(key(what), per_op);
+  state.counters["us_per_op"] = per_op * 1e6;
+  state.counters["gb_per_s"] = static_cast<double>(bytes * (both ? 2 : 1)) / per_op / 1e9;
+  if (through_vfio) {
+    double base = 0;
+    if (auto r = spyre_bench::find_rate(key(what))) {
+      base = *r;
+    } else {
+      auto local = Engine::open(open_device(false));
+      base = seconds_per_op(*local, bytes, both, n, error);
+    }
+    state.counters["vs_in_process"] = per_op / base;
+  }
+}
+
+void BM_RoundTrip(benchmark::State& state) { run(state, 4096, false, 2000, "roundtrip"); }
+void BM_Copy256MiB(benchmark::State& state) { run(state, 256u << 20, true, 2, "copy256"); }
+
+BENCHMARK(BM_RoundTrip)->ArgName("vfio_user")->Arg(0)->Arg(1)->UseManualTime()->MinTime(spyre_bench::min_time(0.5))
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Copy256MiB)->ArgName("vfio_user")->Arg(0)->Arg(1)->UseManualTime()->MinTime(spyre_bench::min_time(1))
+    ->Unit(benchmark::kMillisecond);
+
+}  // namespace

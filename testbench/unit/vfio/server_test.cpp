@@ -1,0 +1,278 @@
+// The device server and the vfio-user client together: an engine through the socket, memory the
+// server cannot reach refused, hostile messages refused without harm to the next client, and
+// either side killed in the middle of a transfer.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "channel.hpp"
+#include "spyre_dma/refdev/ref_device.hpp"
+#include "spyre_dma/shareable_memory.hpp"
+#include "spyre_dma/spyre_dma.hpp"
+#include "spyre_dma/vfio/client.hpp"
+#include "spyre_dma/vfio/protocol.hpp"
+#include "spyre_dma/vfio/server.hpp"
+
+extern char** environ;
+
+namespace {
+
+using namespace spyre_dma;
+using namespace std::chrono_literals;
+using vfio::Command;
+
+std::string temp_socket(const char* name) {
+  return std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") + "/spyre-dma-test-" +
+         std::to_string(::getpid()) + "-" + name + ".sock";
+}
+
+// A server of fresh refdevs in a thread of this process, serving until the test ends.
+class ServerThread {
+ public:
+  explicit ServerThread(const char* name)
+      : server_([] { return std::make_shared<refdev::RefDevice>(); }, temp_socket(name),
+                [this](const std::string& line) { logged_.fetch_add(1), (void)line; }),
+        thread_([this] { served_ = server_.serve(false); }) {}
+  ~ServerThread() {
+    server_.stop();
+    thread_.join();
+  }
+  const std::string& path() const { return server_.path(); }
+  int logged() const { return logged_.load(); }
+
+ private:
+  std::atomic<int> logged_{0};
+  vfio::Server server_;
+  std::uint64_t served_ = 0;
+  std::thread thread_;
+};
+
+// Copies `bytes` through the engine both ways and checks the data.
+void round_trip(Engine& engine, std::size_t bytes, std::uint8_t seed) {
+  HostBuffer src = engine.allocate_host(bytes), dst = engine.allocate_host(bytes);
+  auto* s = static_cast<std::uint8_t*>(src.data());
+  for (std::size_t i = 0; i < bytes; ++i) s[i] = static_cast<std::uint8_t>(i * 7 + seed);
+  DeviceBuffer dev = engine.allocate(bytes);
+  Stream stream = engine.create_stream();
+  stream.copy_h2d(dev, 0, src.data(), bytes);
+  stream.copy_d2h(dst.data(), dev, 0, bytes);
+  ASSERT_TRUE(stream.synchronize(10s).ok());
+  EXPECT_EQ(std::memcmp(src.data(), dst.data(), bytes), 0);
+}
+
+TEST(VfioUser, EngineRunsThroughTheSocket) {
+  ServerThread server("engine");
+  vfio::ClientOptions o;
+  o.socket_path = server.path();
+  const std::shared_ptr<Device> device = vfio::connect(o);
+  EXPECT_EQ(device->describe().backend, "vfio-user");
+  EXPECT_NE(device->describe().name.find("refdev"), std::string::npos) << device->describe().name;
+  EXPECT_EQ(device->describe().progress, Progress::kSelfTimed);
+  auto engine = Engine::open(device);
+  round_trip(*engine, 1 << 20, 1);
+  // Pageable memory goes through the engine's (shareable) staging buffers.
+  std::vector<std::uint8_t> src(300'001), back(src.size());
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::uint8_t>(i ^ 0x5A);
+  DeviceBuffer dev = engine->allocate(src.size());
+  Stream stream = engine->create_stream();
+  stream.copy_h2d(dev, 0, src.data(), src.size());
+  stream.copy_d2h(back.data(), dev, 0, back.size());
+  ASSERT_TRUE(stream.synchronize(10s).ok());
+  EXPECT_EQ(src, back);
+}
+
+TEST(VfioUser, MemoryTheServerCannotReachIsRefusedByName) {
+  ServerThread server("unshared");
+  vfio::ClientOptions o;
+  o.socket_path = server.path();
+  auto engine = Engine::open(vfio::connect(o));
+  std::vector<std::uint8_t> heap(1 << 16);
+  try {
+    (void)engine->register_host(heap.data(), heap.size());
+    FAIL() << "heap memory was registered";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("not shareable"), std::string::npos) << e.what();
+  }
+  round_trip(*engine, 4096, 2);  // the engine still works
+}
+
+TEST(VfioUser, ServerRefusesIovasOutsideTheDeviceAndOverlaps) {
+  ServerThread server("iova");
+  vfio::ClientOptions o;
+  o.socket_path = server.path();
+  const std::shared_ptr<Device> device = vfio::connect(o);
+  void* p = allocate_shareable(8192);
+  const std::uint64_t iova = device->map(p, 8192, DmaAccess::kBoth);
+  EXPECT_GE(iova, 0x10'0000'0000ull);
+  device->unmap(iova);
+  EXPECT_THROW(device->unmap(iova), std::invalid_argument);
+  free_shareable(p);
+}
+
+// A raw connection speaking the protocol by hand.
+class RawClient {
+ public:
+  explicit RawClient(const std::string& path) {
+    int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+    for (int i = 0; i < 200 && ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0; ++i) {
+      std::this_thread::sleep_for(5ms);
+    }
+    channel_ = std::make_unique<vfio::Channel>(vfio::UniqueFd(fd), "the server");
+  }
+  // Sends a command and returns its reply.
+  vfio::Message ask(Command c, const std::vector<std::uint8_t>& payload, const int* fds = nullptr, std::size_t n = 0) {
+    vfio::Header h;
+    h.id = ++id_;
+    h.command = c;
+    channel_->send(h, payload, fds, n);
+    return channel_->receive(5s);
+  }
+  void send_raw(const std::vector<std::uint8_t>& bytes) {
+    ASSERT_EQ(::send(channel_->fd(), bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
+  }
+  vfio::Channel& channel() { return *channel_; }
+
+ private:
+  std::unique_ptr<vfio::Channel> channel_;
+  std::uint16_t id_ = 0;
+};
+
+std::uint32_t error_of(const vfio::Message& m) {
+  return (m.header.flags & vfio::kFlagError) ? m.header.error : 0;
+}
+
+TEST(VfioUser, HostileMessagesAreRefusedAndTheServerServesTheNextClient) {
+  ServerThread server("hostile");
+  {
+    RawClient c(server.path());
+    vfio::RegionAccess a;
+    a.count = 3;  // BAR0 is read 4 or 8 bytes at a time
+    EXPECT_EQ(error_of(c.ask(Command::kRegionRead, encode(a))), static_cast<std::uint32_t>(EINVAL));
+    a.count = 4;
+    a.offset = 8ull << 20;  // beyond BAR0
+    EXPECT_EQ(error_of(c.ask(Command::kRegionRead, encode(a))), static_cast<std::uint32_t>(EINVAL));
+    a.region = 5;  // a BAR the device does not have
+    a.offset = 0;
+    EXPECT_EQ(error_of(c.ask(Command::kRegionRead, encode(a))), static_cast<std::uint32_t>(EINVAL));
+    vfio::RegionAccess w;
+    w.count = 8;  // no data follows
+    EXPECT_EQ(error_of(c.ask(Command::kRegionWrite, encode(w))), static_cast<std::uint32_t>(EINVAL));
+    EXPECT_EQ(error_of(c.ask(static_cast<Command>(99), {})), static_cast<std::uint32_t>(ENOSYS));
+    // DMA_MAP without a file, with a file that can shrink, and beyond a file's end.
+    vfio::DmaMap m{vfio::kDmaRead, 0, 0x10'0000'0000ull, 4096};
+    EXPECT_EQ(error_of(c.ask(Command::kDmaMap, encode(m))), static_cast<std::uint32_t>(EINVAL));
+    const int unsealed = static_cast<int>(::memfd_create("t", MFD_CLOEXEC));
+    ASSERT_EQ(::ftruncate(unsealed, 8192), 0);
+    EXPECT_EQ(error_of(c.ask(Command::kDmaMap, encode(m), &unsealed, 1)), static_cast<std::uint32_t>(EINVAL));
+    ::close(unsealed);
+    void* p = allocate_shareable(4096);
+    const auto shared = find_shareable(p, 4096);
+    ASSERT_TRUE(shared);
+    m.size = 1 << 20;  // the file has 4096 bytes
+    EXPECT_EQ(error_of(c.ask(Command::kDmaMap, encode(m), &shared->fd, 1)), static_cast<std::uint32_t>(EINVAL));
+    m.size = 4096;
+    m.address = 0x1000;  // below the device's IOVA space
+    EXPECT_EQ(error_of(c.ask(Command::kDmaMap, encode(m), &shared->fd, 1)), static_cast<std::uint32_t>(EINVAL));
+    m.address = 0x10'0000'0000ull;
+    EXPECT_EQ(error_of(c.ask(Command::kDmaMap, encode(m), &shared->fd, 1)), 0u);
+    EXPECT_EQ(error_of(c.ask(Command::kDmaMap, encode(m), &shared->fd, 1)), static_cast<std::uint32_t>(EEXIST));
+    vfio::DmaUnmap u{0, 0x10'0000'0000ull, 4097};  // the size does not match the mapping
+    EXPECT_EQ(error_of(c.ask(Command::kDmaUnmap, encode(u))), static_cast<std::uint32_t>(EINVAL));
+    free_shareable(p);
+    // A header that cannot be trusted ends the connection.
+    std::vector<std::uint8_t> bad(vfio::kHeaderBytes, 0);
+    vfio::Header h;
+    h.size = 0xFFFF'FFFF;
+    vfio::write_header(h, bad.data());
+    c.send_raw(bad);
+    EXPECT_THROW(c.channel().receive(5s), vfio::ConnectionClosed);
+  }
+  EXPECT_GT(server.logged(), 0);
+  // The next client finds a fresh device.
+  vfio::ClientOptions o;
+  o.socket_path = server.path();
+  auto engine = Engine::open(vfio::connect(o));
+  round_trip(*engine, 1 << 16, 3);
+}
+
+#ifdef SPYRE_DMA_TEST_SERVER_PROGRAM
+// The build's spyre-dma as a separate client process, killed with its copies in flight.
+TEST(VfioUser, AClientKilledMidTransferLeavesTheServerReady) {
+  ServerThread server("killed-client");
+  std::vector<std::string> args = {SPYRE_DMA_TEST_SERVER_PROGRAM, "demo", "--backend", "vfio-user", "--vfio-socket",
+                                   server.path(), "--sizes", "64MiB", "--repeat", "1000", "--memory", "registered"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t quiet;
+  posix_spawn_file_actions_init(&quiet);
+  posix_spawn_file_actions_addopen(&quiet, 1, "/dev/null", O_WRONLY, 0);
+  pid_t pid = -1;
+  ASSERT_EQ(::posix_spawn(&pid, argv[0], &quiet, nullptr, argv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&quiet);
+  std::this_thread::sleep_for(800ms);  // connected, copying (the whole run takes tens of seconds)
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFSIGNALED(status)) << "the client ended by itself before it was killed";
+  vfio::ClientOptions o;
+  o.socket_path = server.path();
+  auto engine = Engine::open(vfio::connect(o));
+  round_trip(*engine, 1 << 20, 4);
+}
+
+TEST(VfioUser, AServerKilledMidTransferFailsEachOpOnceWithATypedError) {
+  vfio::SpawnOptions s;
+  s.program = SPYRE_DMA_TEST_SERVER_PROGRAM;
+  s.backend = "refdev";
+  const std::shared_ptr<Device> device = vfio::spawn(s);
+  const pid_t server = vfio::server_pid(*device);
+  ASSERT_GT(server, 0);
+  auto engine = Engine::open(device);
+  constexpr std::size_t kBytes = 16 << 20;
+  constexpr int kOps = 32;
+  HostBuffer src = engine->allocate_host(kBytes);
+  DeviceBuffer dev = engine->allocate(kBytes);
+  Stream stream = engine->create_stream();
+  std::vector<std::atomic<int>> calls(kOps);
+  std::vector<Op> ops;
+  for (int i = 0; i < kOps; ++i) {
+    ops.push_back(stream.copy_h2d(dev, 0, src.data(), kBytes, [&calls, i](const Status&) { calls[i].fetch_add(1); }));
+  }
+  ::kill(server, SIGKILL);
+  const Status st = stream.synchronize(20s);
+  EXPECT_FALSE(st.ok());
+  int failed = 0;
+  for (int i = 0; i < kOps; ++i) {
+    EXPECT_EQ(calls[i].load(), 1) << "op " << i;
+    const Status op_status = ops[i].status();
+    if (!op_status.ok()) {
+      ++failed;
+      EXPECT_EQ(op_status.code(), ErrorCode::kDeviceFault) << op_status.to_string();
+      EXPECT_NE(op_status.to_string().find("vfio-user"), std::string::npos) << op_status.to_string();
+    }
+  }
+  EXPECT_GT(failed, 0);
+  EXPECT_THROW(round_trip(*engine, 4096, 5), std::exception);
+}
+#endif
+
+}  // namespace
