@@ -24,6 +24,7 @@
 #include "channel.hpp"
 #include "spyre_dma/deadline.hpp"
 #include "spyre_dma/device_core/iommu.hpp"
+#include "spyre_dma/device_core/register_file.hpp"
 #include "spyre_dma/hw/contract.hpp"
 #include "spyre_dma/shareable_memory.hpp"
 #include "spyre_dma/vfio/protocol.hpp"
@@ -294,10 +295,7 @@ Message Client::request(Command c, const std::vector<std::uint8_t>& payload, con
 }
 
 std::uint64_t Client::read(std::uint64_t offset, unsigned width) {
-  if (offset >= hw::reg::kBar0Bytes || hw::reg::kBar0Bytes - offset < width) {
-    throw std::out_of_range("vfio-user: read" + std::to_string(8 * width) + " at offset " + hex(offset) +
-                            " lies beyond BAR0");
-  }
+  device_core::check_bar0_access(offset, width, false, "vfio-user");  // the contract's rule, before any message
   RegionAccess a;
   a.offset = offset;
   a.region = kBar0Region;
@@ -316,10 +314,7 @@ std::uint64_t Client::read(std::uint64_t offset, unsigned width) {
 
 void Client::write(std::uint32_t region, std::uint64_t offset, std::uint64_t value, unsigned width, bool wait,
                    std::chrono::nanoseconds timeout) {
-  if (region == kBar0Region && (offset >= hw::reg::kBar0Bytes || hw::reg::kBar0Bytes - offset < width)) {
-    throw std::out_of_range("vfio-user: write" + std::to_string(8 * width) + " at offset " + hex(offset) +
-                            " lies beyond BAR0");
-  }
+  if (region == kBar0Region) device_core::check_bar0_access(offset, width, true, "vfio-user");
   RegionAccess a;
   a.offset = offset;
   a.region = region;
