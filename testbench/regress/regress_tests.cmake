@@ -45,6 +45,17 @@ if(TARGET spyre-dma)
       set_tests_properties(regress.${_suite}.sim_server PROPERTIES LABELS regress TIMEOUT 600 PROCESSORS 2)
     endforeach()
   endif()
+  # smoke through vfio-user: each test's device in a private `spyre-dma serve` process, the
+  # scoreboard's set-up and checks through the server's memory region.
+  if(TARGET SpyreDma::vfio)
+    foreach(_backend IN LISTS _backends)
+      add_test(NAME regress.smoke.vfio_user_${_backend}
+        COMMAND spyre-dma regress --suite smoke --backend vfio-user --vfio-serve ${_backend} --seeds 1..40
+                --jobs 2 --progress lines --json "${_regress_out}/smoke-vfio-user-${_backend}.json")
+      set_tests_properties(regress.smoke.vfio_user_${_backend} PROPERTIES LABELS "regress;vfio" TIMEOUT 600
+        PROCESSORS 2)
+    endforeach()
+  endif()
   if(TARGET SpyreDma::model)
     add_test(NAME regress.faults.sim
       COMMAND spyre-dma regress --suite faults --backend sim --jobs 2 --progress lines

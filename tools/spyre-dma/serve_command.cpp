@@ -51,7 +51,7 @@ int run_serve(const ServeOptions& o) {
   }
   const std::string backend = o.backend.name;
   spyre_dma::vfio::Server server(
-      [backend, settings] { return spyre_dma::backend::builtin().open(backend, settings).device; }, o.socket,
+      [backend, settings] { return spyre_dma::backend::builtin().open(backend, settings); }, o.socket,
       [](const std::string& line) { fmt::print(stderr, "{}\n", line); });
   g_server = &server;
   std::signal(SIGINT, on_signal);

@@ -62,7 +62,7 @@ class VfioUserBackend final : public backend::Backend {
       ClientOptions o;
       o.socket_path = s.get("vfio-socket");
       i.device = connect(o);
-      return i;
+      return with_capabilities(i);
     }
     SpawnOptions o;
     o.program = server_program(s);
@@ -73,10 +73,15 @@ class VfioUserBackend final : public backend::Backend {
     if (!s.patch.is_null()) o.extra_args.insert(o.extra_args.end(), {"--patch", s.patch.dump()});
     if (s.seed) o.extra_args.insert(o.extra_args.end(), {"--seed", std::to_string(*s.seed)});
     i.device = spawn(o);
-    return i;
+    return with_capabilities(i);
   }
 
  private:
+  static backend::Instance with_capabilities(backend::Instance i) {
+    i.memory = memory_backdoor(*i.device);
+    i.clock = simulated_clock(*i.device);
+    return i;
+  }
   static void check(const backend::Settings& s) {
     if (s.has("vfio-socket") == s.has("vfio-serve")) {
       throw backend::BackendError(

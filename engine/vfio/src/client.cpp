@@ -56,7 +56,7 @@ UniqueFd connect_socket(const std::string& path, std::chrono::nanoseconds timeou
   }
 }
 
-class Client final : public Device {
+class Client final : public Device, public backend::MemoryBackdoor, public backend::SimulatedClock {
  public:
   Client(UniqueFd socket, const ClientOptions& options, pid_t child)
       : options_(options), channel_(std::move(socket), "the server at " + options.socket_path), child_(child) {
@@ -126,17 +126,63 @@ class Client final : public Device {
       // The server runs the device until an interrupt or the timeout; the interrupts are on their
       // eventfds before its reply leaves.
       const auto ns = static_cast<std::uint64_t>(std::max<std::int64_t>(timeout.count(), 0));
-      write(kNumPciRegions, kClockWaitOffset, ns, 8, true, timeout + options_.reply_timeout);
+      write(kClockRegion, kClockWaitOffset, ns, 8, true, timeout + options_.reply_timeout);
       return collect(std::chrono::nanoseconds::zero());
     }
     return collect(timeout);
   }
 
   void host_copied(std::uint64_t bytes) override {
-    if (host_driven_) write(kNumPciRegions, kClockHostCopiedOffset, bytes, 8, false);
+    if (host_driven_) write(kClockRegion, kClockHostCopiedOffset, bytes, 8, false);
   }
 
   pid_t child() const noexcept { return child_; }
+  bool has_memory() const noexcept { return memory_bytes_ != 0; }
+  bool has_clock() const noexcept { return host_driven_; }
+
+  void backdoor_read(std::uint64_t phys, void* dst, std::size_t bytes) override {
+    auto* out = static_cast<std::uint8_t*>(dst);
+    for (std::size_t done = 0; done < bytes;) {
+      const auto n = static_cast<std::uint32_t>(std::min<std::size_t>(bytes - done, kMaxMemoryAccess));
+      RegionAccess a;
+      a.offset = phys + done;
+      a.region = kMemoryRegion;
+      a.count = n;
+      Message m = request(Command::kRegionRead, encode(a));
+      Reader r = m.reader();
+      const RegionAccess got = parse_region_access(r, true);
+      if (got.count != n) throw ProtocolError("vfio-user: " + channel_.peer() + " answered a memory read short");
+      std::memcpy(out + done, got.data.data(), n);
+      done += n;
+    }
+  }
+  void backdoor_write(std::uint64_t phys, const void* src, std::size_t bytes) override {
+    const auto* in = static_cast<const std::uint8_t*>(src);
+    for (std::size_t done = 0; done < bytes;) {
+      const auto n = static_cast<std::uint32_t>(std::min<std::size_t>(bytes - done, kMaxMemoryAccess));
+      RegionAccess a;
+      a.offset = phys + done;
+      a.region = kMemoryRegion;
+      a.count = n;
+      a.data.assign(in + done, in + done + n);
+      request(Command::kRegionWrite, encode(a));  // acknowledged: the next DMA sees it
+      done += n;
+    }
+  }
+  double now_ns() override {
+    RegionAccess a;
+    a.offset = kClockNowOffset;
+    a.region = kClockRegion;
+    a.count = 8;
+    Message m = request(Command::kRegionRead, encode(a));
+    Reader r = m.reader();
+    const RegionAccess got = parse_region_access(r, true);
+    std::uint64_t bits = 0;
+    for (unsigned i = 0; i < 8 && i < got.data.size(); ++i) bits |= std::uint64_t{got.data[i]} << (8 * i);
+    double v = 0;
+    std::memcpy(&v, &bits, sizeof v);
+    return v;
+  }
 
  private:
   static std::string hex(std::uint64_t v) {
@@ -164,6 +210,7 @@ class Client final : public Device {
   pid_t child_ = -1;
   DeviceDescription description_;
   bool host_driven_ = false;
+  std::uint64_t memory_bytes_ = 0;  // of the server's memory region (0: no backdoor)
   device_core::Iommu iovas_;
   std::map<std::uint64_t, std::uint64_t> mapped_;  // IOVA -> bytes
   std::array<UniqueFd, hw::kNumPipelines> eventfds_;
@@ -207,15 +254,19 @@ void Client::handshake() {
     throw std::runtime_error("vfio-user: " + channel_.peer() + " offers a BAR0 of " + std::to_string(bar0.size) +
                              " bytes; the device's registers need " + std::to_string(hw::reg::kBar0Bytes));
   }
-  if (host_driven_) {
-    ask.index = kNumPciRegions;
-    Message clock = request(Command::kDeviceGetRegionInfo, encode(ask));
-    Reader cr = clock.reader();
-    const RegionInfo ci = parse_region_info(cr);
-    if (!ci.has_type || ci.type != kVendorRegionType || ci.subtype != kClockRegionSubtype) {
-      throw std::runtime_error("vfio-user: " + channel_.peer() + " serves a host-driven device without its clock region");
-    }
+  // This project's regions, where the server has them (a server of another project has not).
+  auto vendor_region = [&](std::uint32_t index, std::uint32_t subtype) -> std::uint64_t {
+    if (di.num_regions <= index) return 0;
+    ask.index = index;
+    Message m = request(Command::kDeviceGetRegionInfo, encode(ask));
+    Reader rr = m.reader();
+    const RegionInfo ri = parse_region_info(rr);
+    return ri.has_type && ri.type == kVendorRegionType && ri.subtype == subtype ? ri.size : 0;
+  };
+  if (host_driven_ && vendor_region(kClockRegion, kClockRegionSubtype) < kClockRegionBytes) {
+    throw std::runtime_error("vfio-user: " + channel_.peer() + " serves a host-driven device without its clock region");
   }
+  memory_bytes_ = vendor_region(kMemoryRegion, kMemoryRegionSubtype);
   IrqInfo irq;
   irq.index = kMsixIrqIndex;
   Message im = request(Command::kDeviceGetIrqInfo, encode(irq));
@@ -413,6 +464,16 @@ std::shared_ptr<Device> spawn(const SpawnOptions& options) {
 pid_t server_pid(const Device& device) {
   const auto* c = dynamic_cast<const Client*>(&device);
   return c ? c->child() : -1;
+}
+
+backend::MemoryBackdoor* memory_backdoor(Device& device) {
+  auto* c = dynamic_cast<Client*>(&device);
+  return c && c->has_memory() ? c : nullptr;
+}
+
+backend::SimulatedClock* simulated_clock(Device& device) {
+  auto* c = dynamic_cast<Client*>(&device);
+  return c && c->has_clock() ? c : nullptr;
 }
 
 }  // namespace spyre_dma::vfio

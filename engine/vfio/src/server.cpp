@@ -48,8 +48,10 @@ std::string sockaddr_path_error(const std::string& path) {
 class Server::Session {
  public:
   Session(Server& server, UniqueFd socket)
-      : server_(server), channel_(std::move(socket), "the client"), device_(server.factory_()) {
+      : server_(server), channel_(std::move(socket), "the client"), instance_(server.factory_()),
+        device_(instance_.device) {
     if (!device_) throw std::runtime_error("vfio-user server: the device factory returned no device");
+    if (instance_.memory) memory_bytes_ = device_->read64(hw::reg::kDeviceMemBytes_64);
     description_ = device_->describe();
     host_driven_ = description_.progress == Progress::kHostDriven;
   }
@@ -82,7 +84,9 @@ class Server::Session {
 
   Server& server_;
   Channel channel_;
+  backend::Instance instance_;  // its capabilities live as long as its device
   std::shared_ptr<Device> device_;
+  std::uint64_t memory_bytes_ = 0;  // of the memory region (0: the device has no backdoor)
   DeviceDescription description_;
   bool host_driven_ = false;
   std::map<std::uint64_t, Mapping> mappings_;  // by the client's IOVA
@@ -132,7 +136,7 @@ void Server::Session::handle(const Message& m) {
       case Command::kDeviceGetInfo: {
         DeviceInfo info;
         info.flags = kDeviceFlagPci | kDeviceFlagReset;
-        info.num_regions = host_driven_ ? kNumPciRegions + 1 : kNumPciRegions;
+        info.num_regions = kNumRegions;
         info.num_irqs = kNumPciIrqs;
         return reply(h, encode(info));
       }
@@ -219,13 +223,14 @@ std::vector<std::uint8_t> Server::Session::region_info(Reader& r) const {
   if (asked.index == kBar0Region) {
     info.size = hw::reg::kBar0Bytes;
     info.flags = kRegionRead | kRegionWrite;
-  } else if (host_driven_ && asked.index == kNumPciRegions) {
-    info.size = kClockRegionBytes;
-    info.flags = kRegionWrite;
+  } else if (asked.index == kClockRegion || asked.index == kMemoryRegion) {
+    const bool clock = asked.index == kClockRegion;
+    info.size = clock ? (host_driven_ ? kClockRegionBytes : 0) : memory_bytes_;
+    info.flags = info.size ? kRegionRead | kRegionWrite : 0;
     info.has_type = true;
     info.type = kVendorRegionType;
-    info.subtype = kClockRegionSubtype;
-  } else if (asked.index >= (host_driven_ ? kNumPciRegions + 1 : kNumPciRegions)) {
+    info.subtype = clock ? kClockRegionSubtype : kMemoryRegionSubtype;
+  } else if (asked.index >= kNumRegions) {
     throw Refusal{EINVAL, "vfio-user server: region " + std::to_string(asked.index) + " does not exist"};
   }
   return encode(info);
@@ -277,6 +282,23 @@ void Server::Session::set_irqs(Reader& r, const Message& m) {
 
 std::vector<std::uint8_t> Server::Session::region_read(Reader& r) {
   RegionAccess a = parse_region_access(r, false);
+  if (a.region == kMemoryRegion && memory_bytes_ != 0) {
+    if (a.count > kMaxMemoryAccess) {
+      throw Refusal{EINVAL, "vfio-user server: memory is read at most " + std::to_string(kMaxMemoryAccess) +
+                                " bytes at a time, not " + std::to_string(a.count)};
+    }
+    a.data.resize(a.count);
+    instance_.memory->backdoor_read(a.offset, a.data.data(), a.count);  // out_of_range names the range
+    return encode(a);
+  }
+  if (a.region == kClockRegion && host_driven_ && a.offset == kClockNowOffset && a.count == 8) {
+    const double now = instance_.clock ? instance_.clock->now_ns() : 0.0;
+    std::uint64_t bits = 0;
+    std::memcpy(&bits, &now, sizeof bits);
+    a.data.resize(8);
+    for (unsigned i = 0; i < 8; ++i) a.data[i] = static_cast<std::uint8_t>(bits >> (8 * i));
+    return encode(a);
+  }
   if (a.region != kBar0Region) {
     throw Refusal{EINVAL, "vfio-user server: region " + std::to_string(a.region) + " cannot be read"};
   }
@@ -291,6 +313,9 @@ std::vector<std::uint8_t> Server::Session::region_read(Reader& r) {
 
 void Server::Session::region_write(Reader& r) {
   const RegionAccess a = parse_region_access(r, true);
+  if (a.region == kMemoryRegion && memory_bytes_ != 0) {
+    return instance_.memory->backdoor_write(a.offset, a.data.data(), a.data.size());
+  }
   std::uint64_t v = 0;
   for (std::uint32_t i = 0; i < a.count && i < 8; ++i) v |= std::uint64_t{a.data[i]} << (8 * i);
   if (a.region == kBar0Region) {
@@ -298,7 +323,7 @@ void Server::Session::region_write(Reader& r) {
     if (a.count == 8) return device_->write64(a.offset, v);
     throw Refusal{EINVAL, "vfio-user server: BAR0 is written 4 or 8 bytes at a time, not " + std::to_string(a.count)};
   }
-  if (host_driven_ && a.region == kNumPciRegions && a.count == 8) {
+  if (host_driven_ && a.region == kClockRegion && a.count == 8) {
     if (a.offset == kClockWaitOffset) {
       // Bounded on our side too: a client's "forever" is a minute per message here.
       const auto timeout = std::chrono::nanoseconds(std::min<std::uint64_t>(v, 60'000'000'000ull));
@@ -400,6 +425,7 @@ void Server::Session::close() noexcept {
   }
   mappings_.clear();
   device_.reset();
+  instance_ = backend::Instance();
 }
 
 Server::Server(DeviceFactory factory, std::string socket_path, Log log)

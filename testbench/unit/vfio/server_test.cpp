@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "channel.hpp"
+#include "spyre_dma/backend/builtin.hpp"
 #include "spyre_dma/refdev/ref_device.hpp"
 #include "spyre_dma/shareable_memory.hpp"
 #include "spyre_dma/spyre_dma.hpp"
@@ -45,7 +46,7 @@ std::string temp_socket(const char* name) {
 class ServerThread {
  public:
   explicit ServerThread(const char* name)
-      : server_([] { return std::make_shared<refdev::RefDevice>(); }, temp_socket(name),
+      : server_([] { return backend::builtin().open("refdev", {}); }, temp_socket(name),
                 [this](const std::string& line) { logged_.fetch_add(1), (void)line; }),
         thread_([this] { served_ = server_.serve(false); }) {}
   ~ServerThread() {
@@ -109,6 +110,34 @@ TEST(VfioUser, MemoryTheServerCannotReachIsRefusedByName) {
     EXPECT_NE(std::string(e.what()).find("not shareable"), std::string::npos) << e.what();
   }
   round_trip(*engine, 4096, 2);  // the engine still works
+}
+
+TEST(VfioUser, TheMemoryBackdoorTravelsWithTheDevice) {
+  ServerThread server("backdoor");
+  vfio::ClientOptions o;
+  o.socket_path = server.path();
+  const std::shared_ptr<Device> device = vfio::connect(o);
+  backend::MemoryBackdoor* memory = vfio::memory_backdoor(*device);
+  ASSERT_NE(memory, nullptr);
+  EXPECT_EQ(vfio::simulated_clock(*device), nullptr) << "refdev runs by itself: no simulated clock";
+  auto engine = Engine::open(device);
+  // More than one message's worth, an odd length: written behind the device, read by its DMA.
+  constexpr std::size_t kBytes = (1 << 20) + 77;
+  DeviceBuffer dev = engine->allocate(kBytes + 128);
+  std::vector<std::uint8_t> pattern(kBytes);
+  for (std::size_t i = 0; i < kBytes; ++i) pattern[i] = static_cast<std::uint8_t>(i * 13 + 1);
+  ASSERT_EQ(dev.address().chunks().size(), 1u);
+  const std::uint64_t phys = dev.address().chunks().front().physical() + 128;
+  memory->backdoor_write(phys, pattern.data(), kBytes);
+  HostBuffer out = engine->allocate_host(kBytes);
+  Stream stream = engine->create_stream();
+  stream.copy_d2h(out.data(), dev, 128, kBytes);
+  ASSERT_TRUE(stream.synchronize(10s).ok());
+  EXPECT_EQ(std::memcmp(out.data(), pattern.data(), kBytes), 0);
+  std::vector<std::uint8_t> back(kBytes);
+  memory->backdoor_read(phys, back.data(), kBytes);
+  EXPECT_EQ(back, pattern);
+  EXPECT_THROW(memory->backdoor_read(~0ull - 16, back.data(), 64), std::exception) << "beyond the memory";
 }
 
 TEST(VfioUser, ServerRefusesIovasOutsideTheDeviceAndOverlaps) {

@@ -12,6 +12,8 @@
 //   * Interrupts arrive on one eventfd per pipeline (MSI-X through VFIO_USER_DEVICE_SET_IRQS).
 //     A host-driven device (sim, rtl) advances inside wait_for_interrupt through the server's
 //     clock region (spyre_dma/vfio/protocol.hpp).
+//   * A test bench's capabilities travel too: the memory backdoor as reads and writes of the
+//     server's memory region, the simulated clock as a read of its clock region.
 //   * A server that goes away makes every later call throw std::runtime_error naming it; the
 //     engine's device guard turns that into one typed error per op.
 #pragma once
@@ -24,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "spyre_dma/backend/capabilities.hpp"
 #include "spyre_dma/device.hpp"
 
 namespace spyre_dma::vfio {
@@ -50,5 +53,10 @@ struct SpawnOptions {
 std::shared_ptr<Device> spawn(const SpawnOptions& options);
 // The process id of the server spawn() started for `device` (-1 for other devices).
 pid_t server_pid(const Device& device);
+// The served device's memory backdoor and simulated clock, where its server offers them (the
+// memory and clock regions of spyre_dma/vfio/protocol.hpp); null otherwise, or for a device that
+// connect() or spawn() did not return.
+backend::MemoryBackdoor* memory_backdoor(Device& device);
+backend::SimulatedClock* simulated_clock(Device& device);
 
 }  // namespace spyre_dma::vfio

@@ -224,16 +224,30 @@ namespace spyre_dma::vfio {
 // device it serves: {"backend": "sim", "name": "...", "progress": "self-timed" | "host-driven"}.
 // A peer that does not know the key ignores it, as the specification asks.
 //
-// A device whose time advances only while its host waits (Progress::kHostDriven: sim, rtl) gets a
-// device-specific region, the clock region, found by its VFIO_REGION_INFO_CAP_TYPE:
-//   offset 0, an 8-byte write: the device runs until an interrupt or for at most that many
-//             nanoseconds of wall time (Device::wait_for_interrupt); the interrupts it raised are
-//             signalled on their eventfds before the write's reply leaves;
-//   offset 8, an 8-byte write: the host copied that many bytes through staging (host_copied).
+// Two device-specific regions follow the PCI ones, each found by its VFIO_REGION_INFO_CAP_TYPE
+// (vendor type kVendorRegionType); a region the served device cannot offer has size 0.
+//
+// The clock region (index kClockRegion), for a device whose time advances only while its host
+// waits (Progress::kHostDriven: sim, rtl):
+//   offset 0,  an 8-byte write: the device runs until an interrupt or for at most that many
+//              nanoseconds of wall time (Device::wait_for_interrupt); the interrupts it raised are
+//              signalled on their eventfds before the write's reply leaves;
+//   offset 8,  an 8-byte write: the host copied that many bytes through staging (host_copied);
+//   offset 16, an 8-byte read: the device's simulated time in nanoseconds, an IEEE-754 double's
+//              bits (the SimulatedClock capability; 0 without one).
+// The memory region (index kMemoryRegion): the device's memory behind its back (the
+// MemoryBackdoor capability of test benches and scoreboards), offset = physical device address,
+// reads and writes of up to kMaxMemoryAccess bytes.
 inline constexpr std::uint32_t kVendorRegionType = 0x8000'0000u | 0x1014u;  // PCI vendor type | IBM
+inline constexpr std::uint32_t kClockRegion = kNumPciRegions;
+inline constexpr std::uint32_t kMemoryRegion = kNumPciRegions + 1;
+inline constexpr std::uint32_t kNumRegions = kNumPciRegions + 2;
 inline constexpr std::uint32_t kClockRegionSubtype = 1;
+inline constexpr std::uint32_t kMemoryRegionSubtype = 2;
 inline constexpr std::uint64_t kClockWaitOffset = 0;
 inline constexpr std::uint64_t kClockHostCopiedOffset = 8;
-inline constexpr std::uint64_t kClockRegionBytes = 16;
+inline constexpr std::uint64_t kClockNowOffset = 16;
+inline constexpr std::uint64_t kClockRegionBytes = 24;
+inline constexpr std::uint32_t kMaxMemoryAccess = 512u << 10;
 
 }  // namespace spyre_dma::vfio

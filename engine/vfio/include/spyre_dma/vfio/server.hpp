@@ -2,7 +2,8 @@
 // a UNIX socket, so that the engine drives it from another process exactly as it drives a card
 // through VFIO. `spyre-dma serve` runs one.
 //
-// One client at a time, each with a fresh device from the factory: a client that leaves (or dies
+// One client at a time, each with a fresh device from the factory (a backend's Instance: its
+// memory backdoor and simulated clock, where it has them, are offered to the client too): a client that leaves (or dies
 // mid-transfer) takes its device, its DMA mappings and its interrupts with it, and the next client
 // finds the server as new. The client's memory is reached only through the mappings it made
 // (VFIO_USER_DMA_MAP with a file descriptor, mapped here and handed to the device at the client's
@@ -17,13 +18,13 @@
 #include <memory>
 #include <string>
 
-#include "spyre_dma/device.hpp"
+#include "spyre_dma/backend/registry.hpp"
 
 namespace spyre_dma::vfio {
 
 class Server {
  public:
-  using DeviceFactory = std::function<std::shared_ptr<Device>()>;
+  using DeviceFactory = std::function<backend::Instance()>;
   using Log = std::function<void(const std::string&)>;
 
   // Binds and listens on `socket_path`: an existing socket file there is replaced, any other file
