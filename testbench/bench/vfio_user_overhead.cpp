@@ -4,6 +4,10 @@
 //   BM_RoundTrip/in_process    a registered 4 KiB H2D, then Stream::synchronize, on refdev here
 //   BM_RoundTrip/vfio_user     the same through vfio-user (posted BAR0 writes, interrupts on
 //                              eventfds, host memory shared by memfd)
+//   BM_SocketPingPong          the floor of any transport over a socket: 32 bytes sent to a
+//                              thread that answers with 32 bytes, over a UNIX socket pair (a
+//                              vfio-user round trip needs at least one such exchange: the doorbell
+//                              one way, the interrupt or the RB the other)
 //   BM_Copy256MiB/in_process   a registered 256 MiB H2D and D2H, synchronized
 //   BM_Copy256MiB/vfio_user    the same through vfio-user
 //
@@ -11,14 +15,19 @@
 //   us_per_op / gb_per_s      per row
 //   vs_in_process             the vfio_user row's time per op over the in_process row's
 //                             (targets: round trip <= 3, 256 MiB bandwidth >= 0.9 as 1/ratio)
+//   vs_socket_floor           the vfio_user round trip over BM_SocketPingPong's
 // The in_process figure is measured on the spot when its row was filtered out.
 //
 // Run: build/default/testbench/bench/vfio_user_overhead (needs the build's spyre-dma).
 #include <benchmark/benchmark.h>
 
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "bench_util.hpp"
 #include "spyre_dma/refdev/ref_device.hpp"
@@ -91,9 +100,53 @@ void run(benchmark::State& state, std::size_t bytes, bool both, int n, const cha
   }
 }
 
-void BM_RoundTrip(benchmark::State& state) { run(state, 4096, false, 2000, "roundtrip"); }
+// One 32-byte request and its 32-byte answer over a UNIX socket pair, per op.
+double socket_ping_pong_seconds(int n) {
+  int fds[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM, 0, fds) != 0) return 0;
+  std::thread echo([fd = fds[1], n] {
+    char buf[32];
+    for (int i = 0; i < n; ++i) {
+      if (::recv(fd, buf, sizeof buf, MSG_WAITALL) != sizeof buf || ::send(fd, buf, sizeof buf, 0) != sizeof buf) return;
+    }
+  });
+  char buf[32] = {};
+  WallTimer t;
+  for (int i = 0; i < n; ++i) {
+    if (::send(fds[0], buf, sizeof buf, 0) != sizeof buf || ::recv(fds[0], buf, sizeof buf, MSG_WAITALL) != sizeof buf) break;
+  }
+  const double s = t.seconds() / n;
+  echo.join();
+  ::close(fds[0]);
+  ::close(fds[1]);
+  return s;
+}
+
+void BM_SocketPingPong(benchmark::State& state) {
+  double seconds = 0;
+  std::int64_t iterations = 0;
+  for (auto _ : state) {
+    const double s = socket_ping_pong_seconds(2000);
+    state.SetIterationTime(s * 2000);
+    seconds += s;
+    ++iterations;
+  }
+  const double per_op = seconds / static_cast<double>(iterations);
+  spyre_bench::record_rate(key("socket"), per_op);
+  state.counters["us_per_op"] = per_op * 1e6;
+}
+
+void BM_RoundTrip(benchmark::State& state) {
+  run(state, 4096, false, 2000, "roundtrip");
+  if (state.range(0) != 0 && state.counters.count("us_per_op")) {
+    const auto floor = spyre_bench::find_rate(key("socket"));
+    const double floor_s = floor ? *floor : socket_ping_pong_seconds(2000);
+    state.counters["vs_socket_floor"] = state.counters["us_per_op"] / (floor_s * 1e6);
+  }
+}
 void BM_Copy256MiB(benchmark::State& state) { run(state, 256u << 20, true, 2, "copy256"); }
 
+BENCHMARK(BM_SocketPingPong)->UseManualTime()->MinTime(spyre_bench::min_time(0.5))->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_RoundTrip)->ArgName("vfio_user")->Arg(0)->Arg(1)->UseManualTime()->MinTime(spyre_bench::min_time(0.5))
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Copy256MiB)->ArgName("vfio_user")->Arg(0)->Arg(1)->UseManualTime()->MinTime(spyre_bench::min_time(1))
