@@ -8,6 +8,7 @@
 #include <string>
 
 #include "spyre_dma/vfio/client.hpp"
+#include "spyre_dma/vfio/kernel.hpp"
 
 namespace spyre_dma::vfio {
 namespace {
@@ -102,8 +103,44 @@ class VfioUserBackend final : public backend::Backend {
   }
 };
 
+// The card itself, through the kernel's VFIO.
+class VfioBackend final : public backend::Backend {
+ public:
+  std::string name() const override { return "vfio"; }
+  std::string summary() const override { return "the card through the kernel's VFIO (vfio-pci; --vfio-device)"; }
+  std::vector<backend::SettingInfo> settings() const override {
+    return {{"vfio-device", "the card: a PCI address (0000:3b:00.0) or vendor:device IDs (1014:06a7); default the first"}};
+  }
+  std::string unavailable() const override {
+    if (::access("/dev/vfio/vfio", F_OK) != 0) return "no /dev/vfio/vfio on this machine (load vfio-pci)";
+    if (list_pci_devices().empty()) return "no card on this machine (no PCI device of vendor 1014)";
+    return {};
+  }
+  nlohmann::json configuration(const backend::Settings& s) const override {
+    return {{"backend", "vfio"}, {"device", s.get("vfio-device", "(the first card)")}};
+  }
+  backend::Instance open(const backend::Settings& s) const override {
+    std::string selector = s.get("vfio-device");
+    if (selector.empty()) {
+      const auto cards = list_pci_devices();
+      if (cards.empty()) throw backend::BackendError("backend vfio: no card on this machine");
+      selector = cards.front().address;
+    }
+    backend::Instance i;
+    try {
+      i.device = open_card(selector);
+    } catch (const std::runtime_error& e) {
+      throw backend::BackendError(std::string("backend vfio: ") + e.what());
+    }
+    return i;
+  }
+};
+
 }  // namespace
 
-void register_backend(backend::Registry& registry) { registry.add(std::make_unique<VfioUserBackend>()); }
+void register_backend(backend::Registry& registry) {
+  registry.add(std::make_unique<VfioUserBackend>());
+  registry.add(std::make_unique<VfioBackend>());
+}
 
 }  // namespace spyre_dma::vfio

@@ -22,6 +22,7 @@
 #include "spyre_dma/shareable_memory.hpp"
 #include "spyre_dma/vfio/client.hpp"
 #include "spyre_dma/vfio/protocol.hpp"
+#include "user_transport.hpp"
 #include "vfio_device.hpp"
 
 extern char** environ;
@@ -237,6 +238,13 @@ std::shared_ptr<Device> open_over(UniqueFd socket, const ClientOptions& options,
 }
 
 }  // namespace
+
+std::unique_ptr<Transport> connect_transport(const ClientOptions& options, DeviceDescription* served) {
+  auto t = std::make_unique<UserTransport>(connect_socket(options.socket_path, options.connect_timeout), options, -1);
+  const DeviceDescription d = t->handshake();
+  if (served) *served = d;
+  return t;
+}
 
 std::shared_ptr<Device> connect(const ClientOptions& options) {
   return open_over(connect_socket(options.socket_path, options.connect_timeout), options, -1);

@@ -1,5 +1,6 @@
-// The `vfio-user` backend in the backend registry (spyre_dma/backend/registry.hpp): a device in
-// another process, reached over vfio-user (spyre_dma/vfio/client.hpp).
+// The `vfio-user` and `vfio` backends in the backend registry (spyre_dma/backend/registry.hpp): a
+// device in another process reached over vfio-user (spyre_dma/vfio/client.hpp), and the card
+// through the kernel's VFIO (spyre_dma/vfio/kernel.hpp).
 #pragma once
 
 #include "spyre_dma/backend/registry.hpp"
@@ -14,6 +15,9 @@ namespace spyre_dma::vfio {
 //                 the running program when it is spyre-dma, else spyre-dma on PATH)
 //   preset, config, fidelity   passed on to a private server
 // A configuration patch (a regression test's faults) and the seed go to a private server too.
+//
+// Registers `vfio` too. Setting: vfio-device, the card's PCI address or vendor:device IDs
+// (default: the first card found). Unavailable where /dev/vfio/vfio or a card is missing.
 void register_backend(backend::Registry& registry);
 
 }  // namespace spyre_dma::vfio

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "spyre_dma/hw/contract.hpp"
+
 namespace spyre_dma::vfio {
 
 // A message that breaks the protocol: a short or oversized message, a field past its end, a value
@@ -238,7 +240,7 @@ namespace spyre_dma::vfio {
 // The memory region (index kMemoryRegion): the device's memory behind its back (the
 // MemoryBackdoor capability of test benches and scoreboards), offset = physical device address,
 // reads and writes of up to kMaxMemoryAccess bytes.
-inline constexpr std::uint32_t kVendorRegionType = 0x8000'0000u | 0x1014u;  // PCI vendor type | IBM
+inline constexpr std::uint32_t kVendorRegionType = 0x8000'0000u | hw::kPciVendorIbm;  // PCI vendor type | vendor
 inline constexpr std::uint32_t kClockRegion = kNumPciRegions;
 inline constexpr std::uint32_t kMemoryRegion = kNumPciRegions + 1;
 inline constexpr std::uint32_t kNumRegions = kNumPciRegions + 2;
