@@ -299,49 +299,48 @@ struct Rig {
 };
 
 // The backend the engine tests run on: refdev, or the one SPYRE_DMA_TEST_BACKEND names (sim, rtl,
-// vfio-user: CTest registers the suites once for each), opened through the backend registry. On
-// vfio-user, the device is the one SPYRE_DMA_TEST_SERVE names (sim by default), served by a private
-// `spyre-dma serve` process per device (the build's spyre-dma).
-inline bool testing_on_rtl() {
+// vfio-user, vfio: CTest registers the suites once for each of the first three), opened through
+// the backend registry. On vfio-user, the device is the one SPYRE_DMA_TEST_SERVE names (sim by
+// default), served by a private `spyre-dma serve` process per device (the build's spyre-dma). On
+// vfio, it is the card SPYRE_DMA_TEST_VFIO_DEVICE names (default: the first card), as it is.
+inline std::string test_backend() {
   const char* b = std::getenv("SPYRE_DMA_TEST_BACKEND");
-  return b != nullptr && std::string(b) == "rtl";
-}
-inline bool testing_through_vfio_user() {
-  const char* b = std::getenv("SPYRE_DMA_TEST_BACKEND");
-  return b != nullptr && std::string(b) == "vfio-user";
-}
-inline bool testing_on_sim() {
-  const char* b = std::getenv("SPYRE_DMA_TEST_BACKEND");
-  return b != nullptr && (std::string(b) == "sim" || testing_on_rtl() || testing_through_vfio_user());
+  return b != nullptr && *b ? b : "refdev";
 }
 
 // A fresh device of the run's backend (refdev unless SPYRE_DMA_TEST_BACKEND names another), with
 // `m` armed through its misbehaviour control before the engine hands it any CB.
 inline std::shared_ptr<Device> misbehaving_device(const device_core::Misbehave& m) {
-  const char* name = std::getenv("SPYRE_DMA_TEST_BACKEND");
-  backend::Instance i = backend::builtin().open(name ? name : "refdev", {});
-  if (!i.misbehave) throw std::logic_error(std::string("backend ") + (name ? name : "refdev") + " cannot misbehave");
+  const std::string name = test_backend();
+  backend::Instance i = backend::builtin().open(name, {});
+  if (!i.misbehave) throw std::logic_error("backend " + name + " cannot misbehave");
   i.misbehave->arm_misbehave(m);
   return i.device;
 }
 
 inline std::shared_ptr<SpyDevice> make_device(const refdev::RefDeviceConfig& config) {
-  if (!testing_on_sim()) return std::make_shared<SpyDevice>(config);
-  backend::Settings settings;  // the model's default preset, shaped like the refdev the test asked for
+  const std::string name = test_backend();
+  if (name == "refdev") return std::make_shared<SpyDevice>(config);
+  backend::Settings settings;
+  if (name == "vfio") {  // a real card: its own depths and sizes
+    if (const char* card = std::getenv("SPYRE_DMA_TEST_VFIO_DEVICE")) settings.values["vfio-device"] = card;
+    return std::make_shared<SpyDevice>(backend::builtin().open(name, settings).device);
+  }
+  // The model's default preset, shaped like the refdev the test asked for.
   settings.patch = {{"device",
                      {{"depth", {{"compute", config.depth[0]}, {"dmai", config.depth[1]}, {"dmao", config.depth[2]}}},
                       {"max_cb_bytes", config.max_cb_bytes},
                       {"memory_bytes", config.device_memory_bytes},
                       {"usable_bytes", config.usable_bytes},
                       {"capabilities", config.capabilities}}}};
-  if (testing_through_vfio_user()) {
+  if (name == "vfio-user") {
     const char* served = std::getenv("SPYRE_DMA_TEST_SERVE");
     settings.values["vfio-serve"] = served ? served : "sim";
 #ifdef SPYRE_DMA_TEST_SERVER_PROGRAM
     settings.values["vfio-server"] = SPYRE_DMA_TEST_SERVER_PROGRAM;
 #endif
   }
-  return std::make_shared<SpyDevice>(backend::builtin().open(std::getenv("SPYRE_DMA_TEST_BACKEND"), settings).device);
+  return std::make_shared<SpyDevice>(backend::builtin().open(name, settings).device);
 }
 
 inline Rig make_rig(EngineOptions options = {}, refdev::RefDeviceConfig config = {}) {
