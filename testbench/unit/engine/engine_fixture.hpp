@@ -299,10 +299,10 @@ struct Rig {
 };
 
 // The backend the engine tests run on: refdev, or the one SPYRE_DMA_TEST_BACKEND names (sim, rtl,
-// vfio-user, vfio: CTest registers the suites once for each of the first three), opened through
-// the backend registry. On vfio-user, the device is the one SPYRE_DMA_TEST_SERVE names (sim by
-// default), served by a private `spyre-dma serve` process per device (the build's spyre-dma). On
-// vfio, it is the card SPYRE_DMA_TEST_VFIO_DEVICE names (default: the first card), as it is.
+// vfio-user:<served>, vfio: CTest registers the suites for all but the last), opened through the
+// backend registry. On vfio-user:<served> (sim, refdev), each device is a <served> device in a
+// private `spyre-dma serve` process (the build's spyre-dma). On vfio, it is the card
+// SPYRE_DMA_TEST_VFIO_DEVICE names (default: the first card), as it is.
 inline std::string test_backend() {
   const char* b = std::getenv("SPYRE_DMA_TEST_BACKEND");
   return b != nullptr && *b ? b : "refdev";
@@ -319,14 +319,19 @@ inline std::shared_ptr<Device> misbehaving_device(const device_core::Misbehave& 
 }
 
 inline std::shared_ptr<SpyDevice> make_device(const refdev::RefDeviceConfig& config) {
-  const std::string name = test_backend();
+  std::string name = test_backend();
   if (name == "refdev") return std::make_shared<SpyDevice>(config);
+  std::string served;  // vfio-user:<served>
+  if (const auto colon = name.find(':'); colon != std::string::npos) {
+    served = name.substr(colon + 1);
+    name = name.substr(0, colon);
+  }
   backend::Settings settings;
   if (name == "vfio") {  // a real card: its own depths and sizes
     if (const char* card = std::getenv("SPYRE_DMA_TEST_VFIO_DEVICE")) settings.values["vfio-device"] = card;
     return std::make_shared<SpyDevice>(backend::builtin().open(name, settings).device);
   }
-  // The model's default preset, shaped like the refdev the test asked for.
+  // The model's default preset (or a served refdev), shaped like the refdev the test asked for.
   settings.patch = {{"device",
                      {{"depth", {{"compute", config.depth[0]}, {"dmai", config.depth[1]}, {"dmao", config.depth[2]}}},
                       {"max_cb_bytes", config.max_cb_bytes},
@@ -334,8 +339,8 @@ inline std::shared_ptr<SpyDevice> make_device(const refdev::RefDeviceConfig& con
                       {"usable_bytes", config.usable_bytes},
                       {"capabilities", config.capabilities}}}};
   if (name == "vfio-user") {
-    const char* served = std::getenv("SPYRE_DMA_TEST_SERVE");
-    settings.values["vfio-serve"] = served ? served : "sim";
+    settings.values["vfio-serve"] = served.empty() ? "sim" : served;
+    if (served == "refdev" && config.honour_compute_time) settings.patch["device"]["honour_compute_time"] = true;
 #ifdef SPYRE_DMA_TEST_SERVER_PROGRAM
     settings.values["vfio-server"] = SPYRE_DMA_TEST_SERVER_PROGRAM;
 #endif
