@@ -79,6 +79,7 @@ class Server::Session {
   void dma_map(Reader& r, const Message& m);
   void dma_unmap(Reader& r);
   void signal(std::uint32_t mask);
+  void observe_completions();
   void forward_interrupts();
   void close() noexcept;
 
@@ -319,6 +320,7 @@ void Server::Session::region_write(Reader& r) {
   std::uint64_t v = 0;
   for (std::uint32_t i = 0; i < a.count && i < 8; ++i) v |= std::uint64_t{a.data[i]} << (8 * i);
   if (a.region == kBar0Region) {
+    if (!host_driven_) observe_completions();
     if (a.count == 4) return device_->write32(a.offset, static_cast<std::uint32_t>(v));
     if (a.count == 8) return device_->write64(a.offset, v);
     throw Refusal{EINVAL, "vfio-user server: BAR0 is written 4 or 8 bytes at a time, not " + std::to_string(a.count)};
@@ -333,6 +335,18 @@ void Server::Session::region_write(Reader& r) {
   }
   throw Refusal{EINVAL, "vfio-user server: no register of " + std::to_string(a.count) + " bytes at offset " +
                             std::to_string(a.offset) + " of region " + std::to_string(a.region)};
+}
+
+void Server::Session::observe_completions() {
+  // The client wrote this after it saw the device's RBs; those RBs were published with each
+  // pipeline's RB_PI. Reading RB_PI here carries that order into this process, where the
+  // client's part of it cannot be seen: a doorbell for work that depends on a completed CB then
+  // follows that CB's effects here as it would in the client's own process (ThreadSanitizer sees
+  // no race that the client's ordering rules out). A self-timed device only: there a register
+  // read costs no simulated time.
+  for (unsigned p = 0; p < hw::kNumPipelines; ++p) {
+    (void)device_->read32(hw::reg::pipe(static_cast<hw::Pipeline>(p), hw::reg::kRbPi));
+  }
 }
 
 void Server::Session::dma_map(Reader& r, const Message& m) {
