@@ -81,6 +81,7 @@ class VfioUserBackend final : public backend::Backend {
   static backend::Instance with_capabilities(backend::Instance i) {
     i.memory = memory_backdoor(*i.device);
     i.clock = simulated_clock(*i.device);
+    i.misbehave = misbehave_control(*i.device);
     return i;
   }
   static void check(const backend::Settings& s) {

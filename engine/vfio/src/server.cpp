@@ -224,13 +224,20 @@ std::vector<std::uint8_t> Server::Session::region_info(Reader& r) const {
   if (asked.index == kBar0Region) {
     info.size = hw::reg::kBar0Bytes;
     info.flags = kRegionRead | kRegionWrite;
-  } else if (asked.index == kClockRegion || asked.index == kMemoryRegion) {
-    const bool clock = asked.index == kClockRegion;
-    info.size = clock ? (host_driven_ ? kClockRegionBytes : 0) : memory_bytes_;
-    info.flags = info.size ? kRegionRead | kRegionWrite : 0;
+  } else if (asked.index == kClockRegion || asked.index == kMemoryRegion || asked.index == kMisbehaveRegion) {
     info.has_type = true;
     info.type = kVendorRegionType;
-    info.subtype = clock ? kClockRegionSubtype : kMemoryRegionSubtype;
+    if (asked.index == kClockRegion) {
+      info.size = host_driven_ ? kClockRegionBytes : 0;
+      info.subtype = kClockRegionSubtype;
+    } else if (asked.index == kMemoryRegion) {
+      info.size = memory_bytes_;
+      info.subtype = kMemoryRegionSubtype;
+    } else {
+      info.size = instance_.misbehave ? kMisbehaveRegionBytes : 0;
+      info.subtype = kMisbehaveRegionSubtype;
+    }
+    info.flags = info.size ? kRegionRead | kRegionWrite : 0;
   } else if (asked.index >= kNumRegions) {
     throw Refusal{EINVAL, "vfio-user server: region " + std::to_string(asked.index) + " does not exist"};
   }
@@ -316,6 +323,22 @@ void Server::Session::region_write(Reader& r) {
   const RegionAccess a = parse_region_access(r, true);
   if (a.region == kMemoryRegion && memory_bytes_ != 0) {
     return instance_.memory->backdoor_write(a.offset, a.data.data(), a.data.size());
+  }
+  if (a.region == kMisbehaveRegion && instance_.misbehave && a.offset == 0 && a.count == kMisbehaveRegionBytes) {
+    auto field = [&](unsigned i) {
+      std::uint64_t f = 0;
+      for (unsigned b = 0; b < 8; ++b) f |= std::uint64_t{a.data[8 * i + b]} << (8 * b);
+      return f;
+    };
+    if (field(0) >= device_core::kNumMisbehaveKinds) {
+      throw Refusal{EINVAL, "vfio-user server: misbehaviour kind " + std::to_string(field(0)) + " does not exist"};
+    }
+    device_core::Misbehave m;
+    m.kind = static_cast<device_core::MisbehaveKind>(field(0));
+    m.at_cb = field(1);
+    m.rogue_iova = field(2);
+    m.rogue_device_offset = field(3);
+    return instance_.misbehave->arm_misbehave(m);
   }
   std::uint64_t v = 0;
   for (std::uint32_t i = 0; i < a.count && i < 8; ++i) v |= std::uint64_t{a.data[i]} << (8 * i);

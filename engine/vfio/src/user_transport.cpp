@@ -314,4 +314,9 @@ backend::SimulatedClock* simulated_clock(Device& device) {
   return d && d->has_clock() ? d : nullptr;
 }
 
+backend::MisbehaveControl* misbehave_control(Device& device) {
+  auto* d = dynamic_cast<VfioDevice*>(&device);
+  return d && d->has_misbehave() ? d : nullptr;
+}
+
 }  // namespace spyre_dma::vfio

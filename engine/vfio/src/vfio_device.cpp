@@ -53,6 +53,7 @@ VfioDevice::VfioDevice(std::unique_ptr<Transport> transport, DeviceDescription d
     throw std::runtime_error("vfio: " + peer + " serves a host-driven device without its clock region");
   }
   memory_bytes_ = vendor_region(kMemoryRegion, kMemoryRegionSubtype);
+  misbehave_ = vendor_region(kMisbehaveRegion, kMisbehaveRegionSubtype) >= kMisbehaveRegionBytes;
   if (transport_->irq_info(kMsixIrqIndex).count < hw::kNumPipelines) {
     throw std::runtime_error("vfio: " + peer + " has fewer MSI-X vectors than the device's pipelines");
   }
@@ -179,6 +180,16 @@ void VfioDevice::backdoor_write(std::uint64_t phys, const void* src, std::size_t
     transport_->region_write(kMemoryRegion, phys + done, in + done, n, false, {});  // acknowledged: DMA sees it
     done += n;
   }
+}
+
+void VfioDevice::arm_misbehave(const device_core::Misbehave& m) {
+  if (!misbehave_) throw std::logic_error("vfio: " + transport_->peer() + " offers no misbehaviour region");
+  const std::uint64_t fields[4] = {static_cast<std::uint64_t>(m.kind), m.at_cb, m.rogue_iova, m.rogue_device_offset};
+  std::uint8_t b[kMisbehaveRegionBytes];
+  for (unsigned i = 0; i < 4; ++i) {
+    for (unsigned k = 0; k < 8; ++k) b[8 * i + k] = static_cast<std::uint8_t>(fields[i] >> (8 * k));
+  }
+  transport_->region_write(kMisbehaveRegion, 0, b, kMisbehaveRegionBytes, false, {});  // armed before the next CB
 }
 
 double VfioDevice::now_ns() {

@@ -50,7 +50,10 @@ class Transport {
   virtual int hangup_fd() const { return -1; }
 };
 
-class VfioDevice final : public Device, public backend::MemoryBackdoor, public backend::SimulatedClock {
+class VfioDevice final : public Device,
+                         public backend::MemoryBackdoor,
+                         public backend::SimulatedClock,
+                         public backend::MisbehaveControl {
  public:
   // Sets the device up: BAR0 (region 0, readable and writable, the contract's size), this
   // project's regions where the other side has them, MSI-X through eventfds. A host-driven
@@ -71,9 +74,11 @@ class VfioDevice final : public Device, public backend::MemoryBackdoor, public b
   void backdoor_read(std::uint64_t phys, void* dst, std::size_t bytes) override;
   void backdoor_write(std::uint64_t phys, const void* src, std::size_t bytes) override;
   double now_ns() override;
+  void arm_misbehave(const device_core::Misbehave& misbehave) override;
 
   bool has_memory() const noexcept { return memory_bytes_ != 0; }
   bool has_clock() const noexcept { return host_driven_; }
+  bool has_misbehave() const noexcept { return misbehave_; }
   Transport& transport() noexcept { return *transport_; }
 
  private:
@@ -87,6 +92,7 @@ class VfioDevice final : public Device, public backend::MemoryBackdoor, public b
   DeviceDescription description_;
   bool host_driven_ = false;
   std::uint64_t memory_bytes_ = 0;  // of the memory region (0: no backdoor)
+  bool misbehave_ = false;          // the misbehaviour region is there
   device_core::Iommu iovas_;        // this side's IOVA space, under the device's IOMMU rules
   std::mutex mu_;
   std::map<std::uint64_t, std::uint64_t> mapped_;  // IOVA -> bytes

@@ -19,6 +19,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "spyre_dma/hw/contract.hpp"
@@ -310,40 +311,51 @@ inline std::string test_backend() {
 
 // A fresh device of the run's backend (refdev unless SPYRE_DMA_TEST_BACKEND names another), with
 // `m` armed through its misbehaviour control before the engine hands it any CB.
-inline std::shared_ptr<Device> misbehaving_device(const device_core::Misbehave& m) {
-  const std::string name = test_backend();
-  backend::Instance i = backend::builtin().open(name, {});
-  if (!i.misbehave) throw std::logic_error("backend " + name + " cannot misbehave");
-  i.misbehave->arm_misbehave(m);
-  return i.device;
-}
-
-inline std::shared_ptr<SpyDevice> make_device(const refdev::RefDeviceConfig& config) {
+// The registry's name and settings for the run's backend (no configuration patch yet).
+inline std::pair<std::string, backend::Settings> test_backend_settings() {
   std::string name = test_backend();
-  if (name == "refdev") return std::make_shared<SpyDevice>(config);
+  backend::Settings settings;
   std::string served;  // vfio-user:<served>
   if (const auto colon = name.find(':'); colon != std::string::npos) {
     served = name.substr(colon + 1);
     name = name.substr(0, colon);
   }
-  backend::Settings settings;
   if (name == "vfio") {  // a real card: its own depths and sizes
     if (const char* card = std::getenv("SPYRE_DMA_TEST_VFIO_DEVICE")) settings.values["vfio-device"] = card;
-    return std::make_shared<SpyDevice>(backend::builtin().open(name, settings).device);
   }
-  // The model's default preset (or a served refdev), shaped like the refdev the test asked for.
-  settings.patch = {{"device",
-                     {{"depth", {{"compute", config.depth[0]}, {"dmai", config.depth[1]}, {"dmao", config.depth[2]}}},
-                      {"max_cb_bytes", config.max_cb_bytes},
-                      {"memory_bytes", config.device_memory_bytes},
-                      {"usable_bytes", config.usable_bytes},
-                      {"capabilities", config.capabilities}}}};
   if (name == "vfio-user") {
     settings.values["vfio-serve"] = served.empty() ? "sim" : served;
-    if (served == "refdev" && config.honour_compute_time) settings.patch["device"]["honour_compute_time"] = true;
 #ifdef SPYRE_DMA_TEST_SERVER_PROGRAM
     settings.values["vfio-server"] = SPYRE_DMA_TEST_SERVER_PROGRAM;
 #endif
+  }
+  return {name, settings};
+}
+
+// A fresh device of the run's backend (refdev unless SPYRE_DMA_TEST_BACKEND names another), with
+// `m` armed through its misbehaviour control before the engine hands it any CB.
+inline std::shared_ptr<Device> misbehaving_device(const device_core::Misbehave& m) {
+  const auto [name, settings] = test_backend_settings();
+  backend::Instance i = backend::builtin().open(name, settings);
+  if (!i.misbehave) throw std::logic_error("backend " + test_backend() + " cannot misbehave");
+  i.misbehave->arm_misbehave(m);
+  return i.device;
+}
+
+inline std::shared_ptr<SpyDevice> make_device(const refdev::RefDeviceConfig& config) {
+  if (test_backend() == "refdev") return std::make_shared<SpyDevice>(config);
+  auto [name, settings] = test_backend_settings();
+  if (name != "vfio") {
+    // The model's default preset (or a served refdev), shaped like the refdev the test asked for.
+    settings.patch = {{"device",
+                       {{"depth", {{"compute", config.depth[0]}, {"dmai", config.depth[1]}, {"dmao", config.depth[2]}}},
+                        {"max_cb_bytes", config.max_cb_bytes},
+                        {"memory_bytes", config.device_memory_bytes},
+                        {"usable_bytes", config.usable_bytes},
+                        {"capabilities", config.capabilities}}}};
+    if (settings.get("vfio-serve") == "refdev" && config.honour_compute_time) {
+      settings.patch["device"]["honour_compute_time"] = true;
+    }
   }
   return std::make_shared<SpyDevice>(backend::builtin().open(name, settings).device);
 }

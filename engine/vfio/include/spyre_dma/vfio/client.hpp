@@ -13,7 +13,8 @@
 //     A host-driven device (sim, rtl) advances inside wait_for_interrupt through the server's
 //     clock region (spyre_dma/vfio/protocol.hpp).
 //   * A test bench's capabilities travel too: the memory backdoor as reads and writes of the
-//     server's memory region, the simulated clock as a read of its clock region.
+//     server's memory region, the simulated clock as a read of its clock region, misbehaviour as
+//     a write to its misbehaviour region.
 //   * A server that goes away makes every later call throw std::runtime_error naming it; the
 //     engine's device guard turns that into one typed error per op.
 #pragma once
@@ -53,10 +54,11 @@ struct SpawnOptions {
 std::shared_ptr<Device> spawn(const SpawnOptions& options);
 // The process id of the server spawn() started for `device` (-1 for other devices).
 pid_t server_pid(const Device& device);
-// The served device's memory backdoor and simulated clock, where its server offers them (the
+// The served device's memory backdoor, simulated clock and misbehaviour control, where its server offers them (the
 // memory and clock regions of spyre_dma/vfio/protocol.hpp); null otherwise, or for a device that
 // connect() or spawn() did not return.
 backend::MemoryBackdoor* memory_backdoor(Device& device);
 backend::SimulatedClock* simulated_clock(Device& device);
+backend::MisbehaveControl* misbehave_control(Device& device);
 
 }  // namespace spyre_dma::vfio

@@ -226,7 +226,7 @@ namespace spyre_dma::vfio {
 // device it serves: {"backend": "sim", "name": "...", "progress": "self-timed" | "host-driven"}.
 // A peer that does not know the key ignores it, as the specification asks.
 //
-// Two device-specific regions follow the PCI ones, each found by its VFIO_REGION_INFO_CAP_TYPE
+// Three device-specific regions follow the PCI ones, each found by its VFIO_REGION_INFO_CAP_TYPE
 // (vendor type kVendorRegionType); a region the served device cannot offer has size 0.
 //
 // The clock region (index kClockRegion), for a device whose time advances only while its host
@@ -240,12 +240,18 @@ namespace spyre_dma::vfio {
 // The memory region (index kMemoryRegion): the device's memory behind its back (the
 // MemoryBackdoor capability of test benches and scoreboards), offset = physical device address,
 // reads and writes of up to kMaxMemoryAccess bytes.
+// The misbehaviour region (index kMisbehaveRegion, the MisbehaveControl capability): a 32-byte
+// write at offset 0 arms a misbehaviour (device_core::Misbehave): kind, at_cb, rogue_iova and
+// rogue_device_offset, 8 bytes each.
 inline constexpr std::uint32_t kVendorRegionType = 0x8000'0000u | hw::kPciVendorIbm;  // PCI vendor type | vendor
 inline constexpr std::uint32_t kClockRegion = kNumPciRegions;
 inline constexpr std::uint32_t kMemoryRegion = kNumPciRegions + 1;
-inline constexpr std::uint32_t kNumRegions = kNumPciRegions + 2;
+inline constexpr std::uint32_t kMisbehaveRegion = kNumPciRegions + 2;
+inline constexpr std::uint32_t kNumRegions = kNumPciRegions + 3;
 inline constexpr std::uint32_t kClockRegionSubtype = 1;
 inline constexpr std::uint32_t kMemoryRegionSubtype = 2;
+inline constexpr std::uint32_t kMisbehaveRegionSubtype = 3;
+inline constexpr std::uint64_t kMisbehaveRegionBytes = 32;
 inline constexpr std::uint64_t kClockWaitOffset = 0;
 inline constexpr std::uint64_t kClockHostCopiedOffset = 8;
 inline constexpr std::uint64_t kClockNowOffset = 16;
