@@ -242,6 +242,92 @@ TEST(VfioUser, HostileMessagesAreRefusedAndTheServerServesTheNextClient) {
   round_trip(*engine, 1 << 16, 3);
 }
 
+// A server that answers the client's first message with `answer` (raw bytes), then closes.
+class HostileServer {
+ public:
+  HostileServer(const char* name, std::vector<std::uint8_t> answer)
+      : path_(temp_socket(name)), answer_(std::move(answer)) {
+    ::unlink(path_.c_str());
+    listen_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, path_.c_str(), sizeof addr.sun_path - 1);
+    if (::bind(listen_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(listen_, 1) != 0) {
+      throw std::runtime_error("no socket");
+    }
+    thread_ = std::thread([this] {
+      const int c = ::accept(listen_, nullptr, nullptr);
+      if (c < 0) return;
+      std::uint8_t head[vfio::kHeaderBytes];
+      if (::recv(c, head, sizeof head, MSG_WAITALL) == static_cast<ssize_t>(sizeof head)) {
+        const vfio::Header h = vfio::parse_header(head, sizeof head);
+        std::vector<std::uint8_t> rest(h.size - vfio::kHeaderBytes);
+        (void)::recv(c, rest.data(), rest.size(), MSG_WAITALL);
+        (void)::send(c, answer_.data(), answer_.size(), MSG_NOSIGNAL);
+      }
+      std::this_thread::sleep_for(100ms);
+      ::close(c);
+    });
+  }
+  ~HostileServer() {
+    thread_.join();
+    ::close(listen_);
+    ::unlink(path_.c_str());
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  std::vector<std::uint8_t> answer_;
+  int listen_ = -1;
+  std::thread thread_;
+};
+
+std::vector<std::uint8_t> message(std::uint16_t id, Command c, std::uint32_t flags, const std::vector<std::uint8_t>& payload,
+                                  std::uint32_t size_override = 0) {
+  vfio::Header h;
+  h.id = id;
+  h.command = c;
+  h.flags = flags;
+  h.size = size_override ? size_override : static_cast<std::uint32_t>(vfio::kHeaderBytes + payload.size());
+  std::vector<std::uint8_t> out(vfio::kHeaderBytes);
+  vfio::write_header(h, out.data());
+  out.insert(out.end(), payload.begin(), payload.end());
+  return out;
+}
+
+TEST(VfioUser, AHostileServerIsRefusedByName) {
+  vfio::Version v;
+  v.capabilities_json = "{}";
+  const struct {
+    const char* name;
+    std::vector<std::uint8_t> answer;
+    const char* says;
+  } cases[] = {
+      {"wrong-id", message(9, Command::kVersion, vfio::kFlagReply, encode(v)), "with a reply to message 9"},
+      {"huge", message(0, Command::kVersion, vfio::kFlagReply, {}, 0xFFFF'FFF0u), "msg_size"},
+      {"short-version", message(0, Command::kVersion, vfio::kFlagReply, {1}), "field major"},
+      {"old-major", message(0, Command::kVersion, vfio::kFlagReply, [] {
+         vfio::Version old;
+         old.major = 7;
+         return encode(old);
+       }()), "speaks version 7"},
+      {"silent-close", {}, "closed the connection"},
+  };
+  for (const auto& c : cases) {
+    HostileServer server(c.name, c.answer);
+    vfio::ClientOptions o;
+    o.socket_path = server.path();
+    o.reply_timeout = 2s;
+    try {
+      (void)vfio::connect(o);
+      ADD_FAILURE() << c.name << ": the client accepted the server";
+    } catch (const std::exception& e) {
+      EXPECT_NE(std::string(e.what()).find(c.says), std::string::npos) << c.name << ": " << e.what();
+    }
+  }
+}
+
 #ifdef SPYRE_DMA_TEST_SERVER_PROGRAM
 // The build's spyre-dma as a separate client process, killed with its copies in flight.
 TEST(VfioUser, AClientKilledMidTransferLeavesTheServerReady) {
