@@ -1,4 +1,5 @@
 // spyre-dma: the project's command-line tool. Subcommands:
+//   cards           list the cards on this machine (cards_command.hpp)
 //   demo            sweep transfer sizes on a device backend and print the throughput table
 //   regress         run a regression suite over a range of seeds (regress_command.hpp)
 //   regress-merge   merge the JSON results of regression shards
@@ -17,6 +18,7 @@
 #include <cstring>
 #include <exception>
 
+#include "cards_command.hpp"
 #include "demo_command.hpp"
 #include "regress_command.hpp"
 #include "serve_command.hpp"
@@ -29,6 +31,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("spyre-dma ") + SPYRE_DMA_VERSION);
   app.require_subcommand(1);
 
+  spyre_dma_cli::CardsOptions cards_options;
+  CLI::App* cards = spyre_dma_cli::add_cards_command(app, cards_options);
   spyre_dma_cli::DemoOptions demo_options;
   CLI::App* demo = spyre_dma_cli::add_demo_command(app, demo_options);
   spyre_dma_cli::RegressOptions regress_options;
@@ -54,7 +58,8 @@ int main(int argc, char** argv) {
 
   int status = 2;
   try {
-    if (demo->parsed()) status = spyre_dma_cli::run_demo(demo_options);
+    if (cards->parsed()) status = spyre_dma_cli::run_cards(cards_options);
+    else if (demo->parsed()) status = spyre_dma_cli::run_demo(demo_options);
     else if (regress->parsed()) status = spyre_dma_cli::run_regress(regress_options);
     else if (merge->parsed()) status = spyre_dma_cli::run_merge(merge_options);
     else if (serve->parsed()) status = spyre_dma_cli::run_serve(serve_options);

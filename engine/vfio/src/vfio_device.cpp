@@ -38,6 +38,9 @@ VfioDevice::VfioDevice(std::unique_ptr<Transport> transport, DeviceDescription d
   if ((di.flags & kDeviceFlagPci) == 0 || di.num_regions <= kBar0Region || di.num_irqs <= kMsixIrqIndex) {
     throw std::runtime_error("vfio: " + peer + " is not a PCI device with BAR0 and MSI-X");
   }
+  // A function-level reset first, where the device has one, as a driver starts from a clean card
+  // (a vfio-user server's fresh device takes it as CONTROL.RESET).
+  if ((di.flags & kDeviceFlagReset) != 0) transport_->reset();
   const RegionInfo bar0 = transport_->region_info(kBar0Region);
   if (bar0.size < hw::reg::kBar0Bytes || (bar0.flags & (kRegionRead | kRegionWrite)) != (kRegionRead | kRegionWrite)) {
     throw std::runtime_error("vfio: " + peer + " has a BAR0 of " + std::to_string(bar0.size) +

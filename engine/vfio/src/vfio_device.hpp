@@ -55,7 +55,8 @@ class VfioDevice final : public Device,
                          public backend::SimulatedClock,
                          public backend::MisbehaveControl {
  public:
-  // Sets the device up: BAR0 (region 0, readable and writable, the contract's size), this
+  // Sets the device up: a device reset where it offers one, BAR0 (region 0, readable and
+  // writable, the contract's size), this
   // project's regions where the other side has them, MSI-X through eventfds. A host-driven
   // description needs the clock region. Throws std::runtime_error naming the peer.
   VfioDevice(std::unique_ptr<Transport> transport, DeviceDescription description);

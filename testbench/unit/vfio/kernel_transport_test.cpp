@@ -236,6 +236,7 @@ TEST(VfioKernel, AnEngineRunsThroughTheKernelsCalls) {
   };
   EXPECT_GE(count("VFIO_IOMMU_MAP_DMA"), 6) << "rings, staging and the two buffers";
   EXPECT_EQ(count("VFIO_IOMMU_MAP_DMA"), count("VFIO_IOMMU_UNMAP_DMA")) << "every mapping undone";
+  EXPECT_EQ(count("VFIO_DEVICE_RESET"), 1) << "a function-level reset when the device is opened";
   EXPECT_EQ(count("VFIO_DEVICE_SET_IRQS 2 count 3"), 1);
   EXPECT_EQ(count("VFIO_DEVICE_SET_IRQS 2 count 0"), 1) << "vectors released before the eventfds close";
 }
