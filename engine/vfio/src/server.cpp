@@ -515,7 +515,12 @@ std::uint64_t Server::serve(bool once) {
     }
     if (fds[1].revents != 0) break;
     const int client = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (client < 0) continue;
+    if (client < 0) {
+      // A client that gave up before it was accepted, or no descriptor left: not the server's end.
+      if (log_ && errno != ECONNABORTED && errno != EINTR) log_(std::string("vfio-user server: accept: ") + std::strerror(errno));
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      continue;
+    }
     {
       UniqueFd socket(client);
       try {
