@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <stdexcept>
 #include <string>
 
 #include "op_pool.hpp"
@@ -254,7 +255,11 @@ std::shared_ptr<HostRegistrationState> EngineCore::register_host(void* ptr, std:
   r->data = static_cast<std::uint8_t*>(ptr);
   r->bytes = bytes;
   r->owned = owned;
-  r->iova = device_->map(ptr, bytes, DmaAccess::kBoth);
+  try {
+    r->iova = device_->map(ptr, bytes, DmaAccess::kBoth);
+  } catch (const std::invalid_argument& e) {  // memory the device cannot map (vfio-user: not shareable)
+    throw InvalidArgument(std::string("register_host: ") + e.what());
+  }
   r->device = device_;
   r->registry = registry_;
   registry_->add(r);

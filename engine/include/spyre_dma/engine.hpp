@@ -75,9 +75,12 @@ class Engine {
   // InvalidArgument for a zero size or a max_chunk_bytes that is not a multiple of 128.
   DeviceBuffer allocate(std::uint64_t bytes, AllocOptions options = {});
 
-  // Pins (maps for DMA) [ptr, ptr + bytes) of the caller's memory.
+  // Pins (maps for DMA) [ptr, ptr + bytes) of the caller's memory. A device in another process
+  // (vfio-user) can map only shareable memory (spyre_dma/shareable_memory.hpp); other memory is
+  // refused with InvalidArgument naming the address.
   HostBuffer register_host(void* ptr, std::size_t bytes);
-  // Allocates page-aligned host memory, registered; freed when the handle and its users are gone.
+  // Allocates page-aligned host memory, registered and shareable (a sealed memfd); freed when the
+  // handle and its users are gone.
   HostBuffer allocate_host(std::size_t bytes);
 
   // Waits for every operation of every stream.
