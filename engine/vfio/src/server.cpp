@@ -80,6 +80,8 @@ class Server::Session {
   void dma_unmap(Reader& r);
   void signal(std::uint32_t mask);
   void observe_completions();
+  // Refuses a memory-region access of no bytes or more than one message carries.
+  void check_memory_access(const RegionAccess& a) const;
   void forward_interrupts();
   void close() noexcept;
 
@@ -291,10 +293,7 @@ void Server::Session::set_irqs(Reader& r, const Message& m) {
 std::vector<std::uint8_t> Server::Session::region_read(Reader& r) {
   RegionAccess a = parse_region_access(r, false);
   if (a.region == kMemoryRegion && memory_bytes_ != 0) {
-    if (a.count > kMaxMemoryAccess) {
-      throw Refusal{EINVAL, "vfio-user server: memory is read at most " + std::to_string(kMaxMemoryAccess) +
-                                " bytes at a time, not " + std::to_string(a.count)};
-    }
+    check_memory_access(a);
     a.data.resize(a.count);
     instance_.memory->backdoor_read(a.offset, a.data.data(), a.count);  // out_of_range names the range
     return encode(a);
@@ -322,6 +321,7 @@ std::vector<std::uint8_t> Server::Session::region_read(Reader& r) {
 void Server::Session::region_write(Reader& r) {
   const RegionAccess a = parse_region_access(r, true);
   if (a.region == kMemoryRegion && memory_bytes_ != 0) {
+    check_memory_access(a);
     return instance_.memory->backdoor_write(a.offset, a.data.data(), a.data.size());
   }
   if (a.region == kMisbehaveRegion && instance_.misbehave && a.offset == 0 && a.count == kMisbehaveRegionBytes) {
@@ -358,6 +358,13 @@ void Server::Session::region_write(Reader& r) {
   }
   throw Refusal{EINVAL, "vfio-user server: no register of " + std::to_string(a.count) + " bytes at offset " +
                             std::to_string(a.offset) + " of region " + std::to_string(a.region)};
+}
+
+void Server::Session::check_memory_access(const RegionAccess& a) const {
+  if (a.count == 0 || a.count > kMaxMemoryAccess) {
+    throw Refusal{EINVAL, "vfio-user server: memory is accessed 1 to " + std::to_string(kMaxMemoryAccess) +
+                              " bytes at a time, not " + std::to_string(a.count)};
+  }
 }
 
 void Server::Session::observe_completions() {

@@ -122,7 +122,7 @@ class ServerSyscalls final : public Syscalls {
       const std::size_t n = (s->flags & VFIO_IRQ_SET_DATA_EVENTFD) ? s->count : 0;
       if (s->argsz != sizeof *s + n * sizeof(std::int32_t)) return errno = EINVAL, -1;
       std::vector<int> fds(n);
-      std::memcpy(fds.data(), s->data, n * sizeof(std::int32_t));
+      if (n != 0) std::memcpy(fds.data(), s->data, n * sizeof(std::int32_t));
       server_->set_irqs(set, fds.data());
       return 0;
     }

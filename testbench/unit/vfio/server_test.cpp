@@ -205,6 +205,10 @@ TEST(VfioUser, HostileMessagesAreRefusedAndTheServerServesTheNextClient) {
     w.count = 8;  // no data follows
     EXPECT_EQ(error_of(c.ask(Command::kRegionWrite, encode(w))), static_cast<std::uint32_t>(EINVAL));
     EXPECT_EQ(error_of(c.ask(static_cast<Command>(99), {})), static_cast<std::uint32_t>(ENOSYS));
+    vfio::RegionAccess empty;  // a memory access of no bytes
+    empty.region = vfio::kMemoryRegion;
+    EXPECT_EQ(error_of(c.ask(Command::kRegionWrite, encode(empty))), static_cast<std::uint32_t>(EINVAL));
+    EXPECT_EQ(error_of(c.ask(Command::kRegionRead, encode(empty))), static_cast<std::uint32_t>(EINVAL));
     // DMA_MAP without a file, with a file that can shrink, and beyond a file's end.
     vfio::DmaMap m{vfio::kDmaRead, 0, 0x10'0000'0000ull, 4096};
     EXPECT_EQ(error_of(c.ask(Command::kDmaMap, encode(m))), static_cast<std::uint32_t>(EINVAL));
