@@ -56,6 +56,9 @@ void add_backend_options(CLI::App& cmd, BackendOptions& o, bool model_settings) 
   cmd.add_option("--vfio-socket", o.extra["vfio-socket"], "vfio-user: the socket of a running `spyre-dma serve`");
   cmd.add_option("--vfio-serve", o.extra["vfio-serve"],
                  "vfio-user: start a private `spyre-dma serve` of this backend for each device");
+  cmd.add_option("--vfio-interrupts", o.extra["vfio-interrupts"],
+                 "vfio, vfio-user: eventfd (MSI-X on eventfds, the default) or poll (no interrupts)")
+      ->check(CLI::IsMember({"eventfd", "poll"}));
   cmd.add_option("--vfio-device", o.extra["vfio-device"],
                  "vfio: the card, by PCI address (0000:3b:00.0) or vendor:device IDs (1014:06a7)");
 }

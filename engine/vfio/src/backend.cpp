@@ -15,6 +15,16 @@ namespace {
 
 constexpr const char* kForwarded[] = {"preset", "config", "fidelity"};
 
+// The vfio-interrupts setting of either backend.
+InterruptMode interrupts_of(const backend::Settings& s, const char* backend) {
+  const std::string v = s.get("vfio-interrupts", "eventfd");
+  if (v == "eventfd") return InterruptMode::kEventfds;
+  if (v == "poll") return InterruptMode::kPolling;
+  throw backend::BackendError(std::string("backend ") + backend + ": vfio-interrupts '" + v +
+                              "' is neither eventfd (MSI-X on eventfds) nor poll");
+}
+constexpr const char* kInterruptsHelp = "eventfd (MSI-X on eventfds, the default) or poll (no interrupts)";
+
 // The spyre-dma executable that starts private servers.
 std::string server_program(const backend::Settings& s) {
   if (s.has("vfio-server")) return s.get("vfio-server");
@@ -39,13 +49,14 @@ class VfioUserBackend final : public backend::Backend {
     return {{"vfio-socket", "the socket of a running `spyre-dma serve`"},
             {"vfio-serve", "start a private server of this backend for each device"},
             {"vfio-server", "the spyre-dma executable that starts private servers"},
+            {"vfio-interrupts", kInterruptsHelp},
             {"preset", "passed on to a private server"},
             {"config", "passed on to a private server"},
             {"fidelity", "passed on to a private server"}};
   }
   nlohmann::json configuration(const backend::Settings& s) const override {
     check(s);
-    nlohmann::json j = {{"backend", "vfio-user"}};
+    nlohmann::json j = {{"backend", "vfio-user"}, {"interrupts", s.get("vfio-interrupts", "eventfd")}};
     if (s.has("vfio-socket")) j["socket"] = s.get("vfio-socket");
     if (s.has("vfio-serve")) {
       j["serve"] = s.get("vfio-serve");
@@ -62,11 +73,13 @@ class VfioUserBackend final : public backend::Backend {
     if (s.has("vfio-socket")) {
       ClientOptions o;
       o.socket_path = s.get("vfio-socket");
+      o.interrupts = interrupts_of(s, "vfio-user");
       i.device = connect(o);
       return with_capabilities(i);
     }
     SpawnOptions o;
     o.program = server_program(s);
+    o.interrupts = interrupts_of(s, "vfio-user");
     o.backend = s.get("vfio-serve");
     for (const char* k : kForwarded) {
       if (s.has(k)) o.extra_args.insert(o.extra_args.end(), {std::string("--") + k, s.get(k)});
@@ -85,6 +98,7 @@ class VfioUserBackend final : public backend::Backend {
     return i;
   }
   static void check(const backend::Settings& s) {
+    (void)interrupts_of(s, "vfio-user");
     if (s.has("vfio-socket") == s.has("vfio-serve")) {
       throw backend::BackendError(
           "backend vfio-user: give exactly one of vfio-socket (a running server's socket) and vfio-serve (a backend "
@@ -110,7 +124,8 @@ class VfioBackend final : public backend::Backend {
   std::string name() const override { return "vfio"; }
   std::string summary() const override { return "the card through the kernel's VFIO (vfio-pci; --vfio-device)"; }
   std::vector<backend::SettingInfo> settings() const override {
-    return {{"vfio-device", "the card: a PCI address (0000:3b:00.0) or vendor:device IDs (1014:06a7); default the first"}};
+    return {{"vfio-device", "the card: a PCI address (0000:3b:00.0) or vendor:device IDs (1014:06a7); default the first"},
+            {"vfio-interrupts", kInterruptsHelp}};
   }
   std::string unavailable() const override {
     if (::access("/dev/vfio/vfio", F_OK) != 0) return "no /dev/vfio/vfio on this machine (load vfio-pci)";
@@ -118,7 +133,10 @@ class VfioBackend final : public backend::Backend {
     return {};
   }
   nlohmann::json configuration(const backend::Settings& s) const override {
-    return {{"backend", "vfio"}, {"device", s.get("vfio-device", "(the first card)")}};
+    (void)interrupts_of(s, "vfio");
+    return {{"backend", "vfio"},
+            {"device", s.get("vfio-device", "(the first card)")},
+            {"interrupts", s.get("vfio-interrupts", "eventfd")}};
   }
   backend::Instance open(const backend::Settings& s) const override {
     std::string selector = s.get("vfio-device");
@@ -129,7 +147,7 @@ class VfioBackend final : public backend::Backend {
     }
     backend::Instance i;
     try {
-      i.device = open_card(selector);
+      i.device = open_card(selector, "/sys", interrupts_of(s, "vfio"));
     } catch (const std::runtime_error& e) {
       throw backend::BackendError(std::string("backend vfio: ") + e.what());
     }

@@ -351,7 +351,7 @@ PciDevice select_pci_device(const std::string& selector, const std::string& sysf
                            listing(list_pci_devices(hw::kPciVendorIbm, 0, sysfs)));
 }
 
-std::shared_ptr<Device> open_card(const std::string& selector, const std::string& sysfs) {
+std::shared_ptr<Device> open_card(const std::string& selector, const std::string& sysfs, InterruptMode interrupts) {
   const PciDevice d = select_pci_device(selector, sysfs);
   if (d.driver != "vfio-pci") {
     throw std::runtime_error("vfio: the card at " + d.address + " is bound to " +
@@ -363,7 +363,7 @@ std::shared_ptr<Device> open_card(const std::string& selector, const std::string
   desc.backend = "vfio";
   desc.name = "card at " + d.address;
   desc.progress = Progress::kSelfTimed;
-  return std::make_shared<VfioDevice>(open_kernel_transport(host_syscalls(), d), desc);
+  return std::make_shared<VfioDevice>(open_kernel_transport(host_syscalls(), d), desc, interrupts);
 }
 
 }  // namespace spyre_dma::vfio

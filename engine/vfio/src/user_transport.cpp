@@ -234,7 +234,7 @@ void UserTransport::reap_child() noexcept {
 std::shared_ptr<Device> open_over(UniqueFd socket, const ClientOptions& options, pid_t child) {
   auto transport = std::make_unique<UserTransport>(std::move(socket), options, child);
   const DeviceDescription d = transport->handshake();
-  return std::make_shared<VfioDevice>(std::move(transport), d);
+  return std::make_shared<VfioDevice>(std::move(transport), d, options.interrupts);
 }
 
 }  // namespace
@@ -269,6 +269,7 @@ std::shared_ptr<Device> spawn(const SpawnOptions& options) {
   ClientOptions client;
   client.socket_path = path;
   client.connect_timeout = options.connect_timeout;
+  client.interrupts = options.interrupts;
   UniqueFd socket;
   try {
     const auto deadline =

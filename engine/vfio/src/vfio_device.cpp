@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <stdexcept>
 
 #include "spyre_dma/device_core/register_file.hpp"
@@ -30,8 +31,9 @@ std::uint64_t le_value(const std::uint8_t* p, unsigned n) {
 
 }  // namespace
 
-VfioDevice::VfioDevice(std::unique_ptr<Transport> transport, DeviceDescription description)
-    : transport_(std::move(transport)), description_(std::move(description)) {
+VfioDevice::VfioDevice(std::unique_ptr<Transport> transport, DeviceDescription description,
+                       InterruptMode interrupts)
+    : transport_(std::move(transport)), description_(std::move(description)), interrupts_(interrupts) {
   host_driven_ = description_.progress == Progress::kHostDriven;
   const std::string& peer = transport_->peer();
   const DeviceInfo di = transport_->device_info();
@@ -57,6 +59,7 @@ VfioDevice::VfioDevice(std::unique_ptr<Transport> transport, DeviceDescription d
   }
   memory_bytes_ = vendor_region(kMemoryRegion, kMemoryRegionSubtype);
   misbehave_ = vendor_region(kMisbehaveRegion, kMisbehaveRegionSubtype) >= kMisbehaveRegionBytes;
+  if (interrupts_ == InterruptMode::kPolling) return;  // no vectors: waiters poll the RB rings
   if (transport_->irq_info(kMsixIrqIndex).count < hw::kNumPipelines) {
     throw std::runtime_error("vfio: " + peer + " has fewer MSI-X vectors than the device's pipelines");
   }
@@ -74,6 +77,7 @@ VfioDevice::VfioDevice(std::unique_ptr<Transport> transport, DeviceDescription d
 }
 
 VfioDevice::~VfioDevice() {
+  if (interrupts_ == InterruptMode::kPolling) return;
   try {
     IrqSet none;  // every vector released before the eventfds close
     none.flags = kIrqDataNone | kIrqActionTrigger;
@@ -143,6 +147,16 @@ void VfioDevice::host_copied(std::uint64_t bytes) {
 }
 
 std::uint32_t VfioDevice::collect(std::chrono::nanoseconds timeout) {
+  if (interrupts_ == InterruptMode::kPolling) {
+    // No interrupt will come: wait one polling interval (or less), watching only for a hang-up.
+    pollfd hang{transport_->hangup_fd(), POLLRDHUP, 0};
+    const auto wait = std::clamp<std::chrono::nanoseconds>(timeout, std::chrono::nanoseconds::zero(), kPollInterval);
+    const timespec ts{0, static_cast<long>(wait.count())};
+    if (::ppoll(&hang, 1, &ts, nullptr) > 0 && (hang.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0) {
+      throw std::runtime_error("vfio: " + transport_->peer() + " closed the connection");
+    }
+    return 0;
+  }
   std::array<pollfd, hw::kNumPipelines + 1> fds{};
   for (unsigned p = 0; p < hw::kNumPipelines; ++p) fds[p] = {eventfds_[p].get(), POLLIN, 0};
   fds[hw::kNumPipelines] = {transport_->hangup_fd(), POLLRDHUP, 0};  // a negative fd is ignored

@@ -18,6 +18,7 @@
 #include "spyre_dma/device.hpp"
 #include "spyre_dma/device_core/iommu.hpp"
 #include "spyre_dma/hw/contract.hpp"
+#include "spyre_dma/vfio/options.hpp"
 #include "spyre_dma/vfio/protocol.hpp"
 
 namespace spyre_dma::vfio {
@@ -57,9 +58,10 @@ class VfioDevice final : public Device,
  public:
   // Sets the device up: a device reset where it offers one, BAR0 (region 0, readable and
   // writable, the contract's size), this
-  // project's regions where the other side has them, MSI-X through eventfds. A host-driven
+  // project's regions where the other side has them, MSI-X through eventfds (unless polling). A host-driven
   // description needs the clock region. Throws std::runtime_error naming the peer.
-  VfioDevice(std::unique_ptr<Transport> transport, DeviceDescription description);
+  VfioDevice(std::unique_ptr<Transport> transport, DeviceDescription description,
+             InterruptMode interrupts = InterruptMode::kEventfds);
   ~VfioDevice() override;
 
   DeviceDescription describe() const override { return description_; }
@@ -92,6 +94,7 @@ class VfioDevice final : public Device,
   std::unique_ptr<Transport> transport_;
   DeviceDescription description_;
   bool host_driven_ = false;
+  InterruptMode interrupts_;
   std::uint64_t memory_bytes_ = 0;  // of the memory region (0: no backdoor)
   bool misbehave_ = false;          // the misbehaviour region is there
   device_core::Iommu iovas_;        // this side's IOVA space, under the device's IOMMU rules

@@ -97,6 +97,17 @@ TEST(VfioUser, EngineRunsThroughTheSocket) {
   EXPECT_EQ(src, back);
 }
 
+TEST(VfioUser, PollingWithoutInterruptsCompletesEveryOp) {
+  ServerThread server("polling");
+  vfio::ClientOptions o;
+  o.socket_path = server.path();
+  o.interrupts = vfio::InterruptMode::kPolling;
+  const std::shared_ptr<Device> device = vfio::connect(o);
+  EXPECT_EQ(device->wait_for_interrupt(1ms), 0u) << "no interrupt is ever set up";
+  auto engine = Engine::open(device);
+  for (int i = 0; i < 20; ++i) round_trip(*engine, 4096 << (i % 8), static_cast<std::uint8_t>(i));
+}
+
 TEST(VfioUser, MemoryTheServerCannotReachIsRefusedByName) {
   ServerThread server("unshared");
   vfio::ClientOptions o;

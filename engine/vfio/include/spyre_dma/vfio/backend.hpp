@@ -13,11 +13,12 @@ namespace spyre_dma::vfio {
 //                 `<vfio-server> serve --backend NAME --once` and ended with the device
 //   vfio-server   the spyre-dma executable for vfio-serve (default: $SPYRE_DMA_SERVE_PROGRAM, else
 //                 the running program when it is spyre-dma, else spyre-dma on PATH)
+//   vfio-interrupts  eventfd (MSI-X on eventfds, the default) or poll (no interrupts are set up)
 //   preset, config, fidelity   passed on to a private server
 // A configuration patch (a regression test's faults) and the seed go to a private server too.
 //
-// Registers `vfio` too. Setting: vfio-device, the card's PCI address or vendor:device IDs
-// (default: the first card found). Unavailable where /dev/vfio/vfio or a card is missing.
+// Registers `vfio` too. Settings: vfio-device, the card's PCI address or vendor:device IDs
+// (default: the first card found), and vfio-interrupts. Unavailable where /dev/vfio/vfio or a card is missing.
 void register_backend(backend::Registry& registry);
 
 }  // namespace spyre_dma::vfio

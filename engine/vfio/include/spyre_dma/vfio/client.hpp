@@ -9,7 +9,8 @@
 //     descriptor behind the memory. Only shareable memory can be mapped (spyre_dma/
 //     shareable_memory.hpp: what the engine allocates for its rings, staging buffers and
 //     allocate_host); other memory is refused with std::invalid_argument naming the address.
-//   * Interrupts arrive on one eventfd per pipeline (MSI-X through VFIO_USER_DEVICE_SET_IRQS).
+//   * Interrupts arrive on one eventfd per pipeline (MSI-X through VFIO_USER_DEVICE_SET_IRQS), or
+//     none are set up and a waiter polls the RB rings (InterruptMode::kPolling).
 //     A host-driven device (sim, rtl) advances inside wait_for_interrupt through the server's
 //     clock region (spyre_dma/vfio/protocol.hpp).
 //   * A test bench's capabilities travel too: the memory backdoor as reads and writes of the
@@ -29,6 +30,7 @@
 
 #include "spyre_dma/backend/capabilities.hpp"
 #include "spyre_dma/device.hpp"
+#include "spyre_dma/vfio/options.hpp"
 
 namespace spyre_dma::vfio {
 
@@ -37,6 +39,7 @@ struct ClientOptions {
   // How long connecting (the server may still be starting) and each reply may take.
   std::chrono::nanoseconds connect_timeout = std::chrono::seconds(10);
   std::chrono::nanoseconds reply_timeout = std::chrono::seconds(30);
+  InterruptMode interrupts = InterruptMode::kEventfds;
 };
 
 // Connects and sets the device up (version, regions, interrupts). Throws std::runtime_error naming
@@ -50,6 +53,7 @@ struct SpawnOptions {
   std::string backend;  // what the server serves: sim, rtl, refdev, ...
   std::vector<std::string> extra_args;  // more of serve's arguments (--preset, --patch, ...)
   std::chrono::nanoseconds connect_timeout = std::chrono::seconds(20);
+  InterruptMode interrupts = InterruptMode::kEventfds;
 };
 std::shared_ptr<Device> spawn(const SpawnOptions& options);
 // The process id of the server spawn() started for `device` (-1 for other devices).

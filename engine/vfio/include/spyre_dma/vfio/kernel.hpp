@@ -17,6 +17,7 @@
 
 #include "spyre_dma/device.hpp"
 #include "spyre_dma/hw/contract.hpp"
+#include "spyre_dma/vfio/options.hpp"
 
 namespace spyre_dma::vfio {
 
@@ -40,6 +41,7 @@ std::vector<PciDevice> list_pci_devices(std::uint16_t vendor = hw::kPciVendorIbm
 PciDevice select_pci_device(const std::string& selector, const std::string& sysfs = "/sys");
 
 // Opens the card at `selector` through VFIO. Throws std::runtime_error (see above).
-std::shared_ptr<Device> open_card(const std::string& selector, const std::string& sysfs = "/sys");
+std::shared_ptr<Device> open_card(const std::string& selector, const std::string& sysfs = "/sys",
+                                  InterruptMode interrupts = InterruptMode::kEventfds);
 
 }  // namespace spyre_dma::vfio
