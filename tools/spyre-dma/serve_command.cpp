@@ -6,6 +6,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <memory>
 
 #include <nlohmann/json.hpp>
 
@@ -50,9 +51,16 @@ int run_serve(const ServeOptions& o) {
     return 2;
   }
   const std::string backend = o.backend.name;
-  spyre_dma::vfio::Server server(
-      [backend, settings] { return spyre_dma::backend::builtin().open(backend, settings); }, o.socket,
-      [](const std::string& line) { fmt::print(stderr, "{}\n", line); });
+  std::unique_ptr<spyre_dma::vfio::Server> made;
+  try {
+    made = std::make_unique<spyre_dma::vfio::Server>(
+        [backend, settings] { return spyre_dma::backend::builtin().open(backend, settings); }, o.socket,
+        [](const std::string& line) { fmt::print(stderr, "{}\n", line); });
+  } catch (const std::runtime_error& e) {  // the socket path: a usage error
+    fmt::print(stderr, "spyre-dma serve: error: {}\n", e.what());
+    return 2;
+  }
+  spyre_dma::vfio::Server& server = *made;
   g_server = &server;
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);

@@ -278,8 +278,11 @@ std::shared_ptr<Device> spawn(const SpawnOptions& options) {
       int status = 0;
       if (::waitpid(pid, &status, WNOHANG) == pid) {
         pid = -1;
+        const std::string how = WIFEXITED(status) ? "exited with status " + std::to_string(WEXITSTATUS(status))
+                                : WIFSIGNALED(status) ? "was killed by signal " + std::to_string(WTERMSIG(status))
+                                                      : "ended";
         throw std::runtime_error("vfio-user: the server '" + options.program + " serve --backend " + options.backend +
-                                 "' exited before it listened (status " + std::to_string(status) + ")");
+                                 "' " + how + " before it listened (its error is above)");
       }
       try {
         socket = connect_socket(path, std::chrono::milliseconds(50));
