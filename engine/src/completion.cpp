@@ -5,15 +5,10 @@
 #include <utility>
 
 #include "engine_core.hpp"
+#include "spyre_dma/hex.hpp"
 
 namespace spyre_dma::detail {
 namespace {
-
-std::string hex(std::uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 std::string_view kind_name(OpKind k) {
   switch (k) {

@@ -35,7 +35,16 @@ void CopyEngineDevice::bar0_write(std::uint64_t offset, std::uint64_t value, uns
 }
 
 std::uint64_t CopyEngineDevice::map(void* host, std::size_t bytes, DmaAccess access) {
-  const std::uint64_t iova = state_->iommu().map(host, bytes, access);  // checks the arguments
+  return mapped(state_->iommu().map(host, bytes, access), host, bytes);  // the IOMMU checks the arguments
+}
+
+std::uint64_t CopyEngineDevice::map_at(void* host, std::size_t bytes, DmaAccess access, std::uint64_t iova) {
+  return mapped(state_->iommu().map_at(host, bytes, access, iova), host, bytes);
+}
+
+// What every new mapping needs besides the IOMMU's entry: its host address remembered for unmap(),
+// the executor told (the CUDA one pins the memory).
+std::uint64_t CopyEngineDevice::mapped(std::uint64_t iova, void* host, std::size_t bytes) {
   state_->remember_mapping(iova, host);
   state_->executor().host_mapped(host, bytes);
   return iova;

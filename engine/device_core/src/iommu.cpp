@@ -1,9 +1,9 @@
 // IOVA table of the simulated devices (see spyre_dma/device_core/iommu.hpp).
 #include "spyre_dma/device_core/iommu.hpp"
+#include "spyre_dma/hex.hpp"
 
 #include <chrono>
 #include <mutex>
-#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -11,12 +11,6 @@ namespace spyre_dma::device_core {
 namespace {
 
 constexpr std::uint64_t kPage = Iommu::kPageBytes;
-
-std::string hex(std::uint64_t v) {
-  std::ostringstream s;
-  s << "0x" << std::hex << v;
-  return s.str();
-}
 
 bool allows(DmaAccess access, bool device_writes) noexcept {
   const auto bits = static_cast<std::uint8_t>(access);

@@ -3,18 +3,10 @@
 
 #include <cstring>
 
+#include "spyre_dma/hex.hpp"
+
 namespace spyre_dma::vfio {
 namespace {
-
-std::string hex(std::uint64_t v) {
-  static const char* digits = "0123456789abcdef";
-  std::string s;
-  do {
-    s.insert(s.begin(), digits[v & 0xF]);
-    v >>= 4;
-  } while (v != 0);
-  return "0x" + s;
-}
 
 template <class T>
 T load_le(const std::uint8_t* p) noexcept {

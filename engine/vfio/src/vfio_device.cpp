@@ -13,15 +13,10 @@
 #include <stdexcept>
 
 #include "spyre_dma/device_core/register_file.hpp"
+#include "spyre_dma/hex.hpp"
 
 namespace spyre_dma::vfio {
 namespace {
-
-std::string hex(std::uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 std::uint64_t le_value(const std::uint8_t* p, unsigned n) {
   std::uint64_t v = 0;

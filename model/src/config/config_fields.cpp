@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <sstream>
 #include <type_traits>
 #include <utility>
 
@@ -12,6 +11,7 @@
 #include "spyre_dma/hw/contract.hpp"
 #include "spyre_dma/model/config_loader.hpp"
 #include "spyre_dma/device_core/misbehave.hpp"
+#include "spyre_dma/hex.hpp"
 
 namespace spyre_dma::model::config {
 
@@ -141,12 +141,6 @@ std::string join_quoted(const std::vector<std::string>& names) {
 std::string real_text(double v) {
   if (v == std::floor(v) && std::fabs(v) < 1e15) return std::to_string(static_cast<long long>(v));
   return nlohmann::json(v).dump();
-}
-
-std::string hex(std::uint64_t v) {
-  std::ostringstream s;
-  s << "0x" << std::hex << v;
-  return s.str();
 }
 
 }  // namespace

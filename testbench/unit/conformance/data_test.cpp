@@ -139,6 +139,28 @@ TEST_P(Data, AnIovaKeepsItsHostPageOffset) {
   dev().unmap(iova);
 }
 
+// An IOVA the host chose (VFIO's IOMMU API; a vfio-user server maps its client's memory so): data
+// moves through it, and it follows map()'s rules: the host's page offset, a guard page, the IOVA
+// space.
+TEST_P(Data, AMappingAtAChosenIovaCarriesDataUnderMapsRules) {
+  HostBuffer backing(dev(), 3 * 4096, DmaAccess::kBoth);  // memory of the right kind for the device
+  std::uint8_t* host = backing.data() + 4096 + 256;
+  pattern_bytes(host, 1024, 9);
+  const std::uint64_t chosen = backing.iova() + (64ull << 30) + 4096 + 256;  // far from every other mapping
+  ASSERT_EQ(dev().map_at(host, 1024, DmaAccess::kDeviceReads, chosen), chosen);
+  ASSERT_EQ(run_cb(Pipeline::kDmai, h2d(1, chosen, 0, 1024)).status, hw::RbStatus::kGood);
+  const std::vector<std::uint8_t> got = backdoor(0, 1024);
+  EXPECT_EQ(std::memcmp(got.data(), host, 1024), 0);
+  // The same rules as map(): the page offset must match, the range and its guard page must be free.
+  EXPECT_THROW((void)dev().map_at(host, 64, DmaAccess::kBoth, chosen + 128), std::invalid_argument);
+  EXPECT_THROW((void)dev().map_at(host, 64, DmaAccess::kBoth, chosen + 4096), std::invalid_argument)
+      << "the guard page after the mapping";
+  EXPECT_THROW((void)dev().map_at(host, 64, DmaAccess::kBoth, 256), std::invalid_argument) << "below the IOVA space";
+  EXPECT_THROW((void)dev().map_at(nullptr, 64, DmaAccess::kBoth, chosen + (1ull << 30)), std::invalid_argument);
+  dev().unmap(chosen);
+  EXPECT_EQ(run_cb(Pipeline::kDmai, h2d(2, chosen, 0, 1024)).error, hw::ErrorKind::kIommuFault);
+}
+
 TEST_P(Data, MapAndUnmapRefuseWhatTheyCannotDo) {
   EXPECT_THROW((void)dev().map(nullptr, 4096, DmaAccess::kBoth), std::invalid_argument);
   std::vector<std::uint8_t> host(64);

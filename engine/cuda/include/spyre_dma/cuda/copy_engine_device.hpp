@@ -63,6 +63,7 @@ class CopyEngineDevice final : public device_core::Bar0Device,
 
   DeviceDescription describe() const override;  // backend config.name, Progress::kSelfTimed
   std::uint64_t map(void* host, std::size_t bytes, DmaAccess access) override;
+  std::uint64_t map_at(void* host, std::size_t bytes, DmaAccess access, std::uint64_t iova) override;
   void unmap(std::uint64_t iova) override;
   std::uint32_t wait_for_interrupt(std::chrono::nanoseconds timeout) override;
 
@@ -81,6 +82,7 @@ class CopyEngineDevice final : public device_core::Bar0Device,
   std::uint64_t bar0_read(std::uint64_t offset, unsigned width) override;
   void bar0_write(std::uint64_t offset, std::uint64_t value, unsigned width) override;
   std::uint64_t located(std::uint64_t phys, std::size_t bytes) const;
+  std::uint64_t mapped(std::uint64_t iova, void* host, std::size_t bytes);
 
   std::unique_ptr<detail::Controller> state_;
 };
