@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 
@@ -33,6 +34,34 @@ void put_bytes(VlWide<N>& w, const std::uint8_t* src, std::size_t n) {
 // ---------------------------------------------------------------------------------------------
 // The clock
 // ---------------------------------------------------------------------------------------------
+model::TlpFaults RtlDataPath::Impl::read_faults(Read& r) {
+  using model::FaultKind;
+  model::TlpFaults f;
+  r.error = false;
+  r.poisoned_cpl = SIZE_MAX;
+  const bool may_take_armed = first_tlp_may_take_armed(0);
+  if (!faults.enabled()) return f;
+  std::optional<FaultKind> lost;
+  if (may_take_armed) {
+    if (faults.armed_tlp(FaultKind::kLcrc, true)) f.force_replay = true;
+    for (FaultKind k : {FaultKind::kUnsupportedRequest, FaultKind::kCompleterAbort, FaultKind::kDroppedCompletion}) {
+      if (faults.armed_tlp(k, true)) faults.count(k), lost = k;
+    }
+    if (faults.armed_tlp(FaultKind::kPoisoned, true)) faults.count(FaultKind::kPoisoned), r.poisoned_cpl = 0;
+  }
+  if (!lost && r.poisoned_cpl == SIZE_MAX) lost = faults.read_request();
+  if (!lost) {
+    const std::uint64_t skip = r.poisoned_cpl == 0 ? 1 : 0;
+    const std::uint64_t m = r.cplds.size();
+    const model::FaultInjector::Hits h = m > skip ? faults.poisoned(m - skip) : model::FaultInjector::Hits{};
+    if (h.count && r.poisoned_cpl == SIZE_MAX) r.poisoned_cpl = static_cast<std::size_t>(h.first);
+  }
+  if (lost == FaultKind::kDroppedCompletion) f.drop_completion = true;
+  if (lost == FaultKind::kUnsupportedRequest) f.status = model::CompletionStatus::kUnsupportedRequest;
+  if (lost == FaultKind::kCompleterAbort) f.status = model::CompletionStatus::kCompleterAbort;
+  return f;
+}
+
 void RtlDataPath::clock_thread() {
   Impl& s = *impl_;
   Vspyre_dma_core& c = *s.core;
@@ -118,7 +147,7 @@ void RtlDataPath::clock_thread() {
         put_bytes(c.rc_data, r.data.data() + off, rc_len);
         if (s.hooks.glitch_stalled_completions && (++s.glitch & 1)) c.rc_offset = static_cast<SData>(off ^ 128);
       }
-      c.rc_poisoned = 0;
+      c.rc_poisoned = !r.error && r.cpl == r.poisoned_cpl;
     } else {
       c.rc_valid = 0;
     }
@@ -202,7 +231,10 @@ void RtlDataPath::clock_thread() {
       std::uint32_t len, tag, bytes;
     } q{c.rq_type != 0, c.rq_sop != 0, c.rq_eop != 0, c.rq_addr, c.rq_len, c.rq_tag, c.rq_bytes};
     if (rq && q.mwr) {
-      if (q.sop) s.mwr.clear(), s.mwr_addr = q.addr, s.mwr_len = q.len, s.mwr_sop_ps = s.t;
+      if (q.sop) {
+        s.mwr.clear(), s.mwr_addr = q.addr, s.mwr_len = q.len, s.mwr_sop_ps = s.t;
+        s.mwr_may_take_armed = s.first_tlp_may_take_armed(1);
+      }
       const auto* bytes = reinterpret_cast<const std::uint8_t*>(c.rq_data.m_storage);
       s.mwr.insert(s.mwr.end(), bytes, bytes + q.bytes);
     }
@@ -238,37 +270,53 @@ void RtlDataPath::clock_thread() {
     ++counters_.cycles;
 
     // --- the transactors act on what moved ---
-    if (cbi) s.cbs[0].pop_front(), s.taken[0] = true;
-    if (cbo) s.cbs[1].pop_front(), s.taken[1] = true;
+    for (unsigned p = 0; p < 2; ++p) {
+      if (!(p == 0 ? cbi : cbo)) continue;
+      s.taken_armed[p] = s.cbs[p].front().armed;
+      s.first_tlp_sent[p] = false;
+      s.cbs[p].pop_front();
+      s.taken[p] = true;
+    }
     s.ats_answer = {-1, -1};
-    // The IOMMU check (ATS): DMAI reads host memory, DMAO writes it.
-    if (atsi) s.ats_answer[0] = s.iommu.translate(atsi_iova, atsi_bytes, false) ? 1 : 0;
-    if (atso) s.ats_answer[1] = s.iommu.translate(atso_iova, atso_bytes, true) ? 1 : 0;
+    // The IOMMU check (ATS): DMAI reads host memory, DMAO writes it. A translation the IOMMU
+    // grants may still be refused by an injected fault (once per host-memory CB, as the SystemC
+    // data path asks).
+    auto ats = [&](unsigned pipe, std::uint64_t iova, std::uint32_t bytes, bool write) {
+      const bool ok = static_cast<bool>(s.iommu.translate(iova, bytes, write));
+      return ok && !(s.faults.enabled() && s.faults.iommu(s.taken_armed[pipe])) ? 1 : 0;
+    };
+    if (atsi) s.ats_answer[0] = ats(0, atsi_iova, atsi_bytes, false);
+    if (atso) s.ats_answer[1] = ats(1, atso_iova, atso_bytes, true);
     if (rq && !q.mwr) {  // MRd: booked on the link now; its completions are presented as they arrive
       checker_.read_issued(cy, q.tag, q.len);
       Impl::Read& r = s.reads[q.tag];
       r.data.resize(q.len);
-      s.host.tag_issued(q.tag, s.t);
-      const model::HostPort::Read read = s.host.read(q.addr, r.data.data(), q.len, s.t);
-      const Ps arrived = read.done_ps;
-      r.error = !read.ok();
       r.cplds.clear();
       r.cpl = 0;
       r.beat = 0;
-      std::uint64_t beats = 1;
-      if (!r.error) {
-        beats = 0;
-        for (std::uint64_t a = q.addr, left = q.len; left > 0;) {
-          const std::uint64_t n = s.host.completion_bytes(a, left);
-          r.cplds.push_back(model::AddressRange{a - q.addr, n});
-          beats += (n + kDataBytes - 1) / kDataBytes;
-          a += n;
-          left -= n;
-        }
+      std::uint64_t data_beats = 0;
+      for (std::uint64_t a = q.addr, left = q.len; left > 0;) {  // how the completer cuts it
+        const std::uint64_t n = s.host.completion_bytes(a, left);
+        r.cplds.push_back(model::AddressRange{a - q.addr, n});
+        data_beats += (n + kDataBytes - 1) / kDataBytes;
+        a += n;
+        left -= n;
       }
-      const Ps ready = std::max(s.t + kClockPs, align_up(arrived - std::min<Ps>(arrived, beats * kClockPs)));
-      s.ready_reads.emplace(std::make_pair(ready, s.read_order++), q.tag);
+      const model::TlpFaults f = s.read_faults(r);
+      s.host.tag_issued(q.tag, s.t);
+      const model::HostPort::Read read = s.host.read(q.addr, r.data.data(), q.len, s.t, false, &f);
       ++counters_.read_requests;
+      if (f.drop_completion) {
+        // No completion ever comes: the RTL's completion timer ends the CB and frees the tag.
+        s.host.tag_retired(q.tag, s.t + s.completion_timeout_ps);
+        checker_.read_lost(q.tag);
+      } else {
+        const Ps arrived = read.done_ps;
+        r.error = !read.ok();
+        const std::uint64_t beats = r.error ? 1 : data_beats;
+        const Ps ready = std::max(s.t + kClockPs, align_up(arrived - std::min<Ps>(arrived, beats * kClockPs)));
+        s.ready_reads.emplace(std::make_pair(ready, s.read_order++), q.tag);
+      }
     }
     if (rq && q.mwr && q.eop) {  // MWr: posted, booked from its first beat
       if (s.mwr.size() != s.mwr_len) {
@@ -276,7 +324,11 @@ void RtlDataPath::clock_thread() {
                                   std::to_string(s.mwr.size()) + " bytes for a header of " +
                                   std::to_string(s.mwr_len));
       }
-      const model::HostPort::Write w = s.host.write(s.mwr_addr, s.mwr.data(), s.mwr_len, s.mwr_sop_ps);
+      // An armed LCRC error hits the next TLP either way; the RTL never poisons its own writes, so
+      // poisoned faults wait for a read's completions.
+      model::TlpFaults f;
+      f.force_replay = s.mwr_may_take_armed && s.faults.enabled() && s.faults.armed_tlp(model::FaultKind::kLcrc, false);
+      const model::HostPort::Write w = s.host.write(s.mwr_addr, s.mwr.data(), s.mwr_len, s.mwr_sop_ps, false, false, &f);
       const Ps sent = w.sent_ps;
       s.rq_free_ps = sent;
       s.dmao_sent_ps = std::max(s.dmao_sent_ps, sent);

@@ -17,16 +17,6 @@ namespace {
 
 const model::DataPathContext& supported(const model::DataPathContext& context) {
   const model::SimConfig& c = context.config;
-  const model::FaultConfig& f = c.faults;
-  const bool tlp_faults = f.poisoned_rate > 0 || f.unsupported_request_rate > 0 || f.completer_abort_rate > 0 ||
-                          f.dropped_completion_rate > 0 || f.iommu_fault_rate > 0 || c.link.lcrc_error_rate > 0;
-  const bool tlp_at_cb = f.at_cb != 0 && f.at_cb_fault != "malformed_cb" && f.at_cb_fault != "device_reset";
-  if (tlp_faults || tlp_at_cb) {
-    throw std::invalid_argument(
-        "data_path \"rtl\" injects no TLP-level faults: faults.poisoned_rate, unsupported_request_rate, "
-        "completer_abort_rate, dropped_completion_rate, iommu_fault_rate, link.lcrc_error_rate and an at_cb fault "
-        "other than malformed_cb or device_reset need data_path \"systemc\"");
-  }
   if (c.fidelity != model::Fidelity::kTlp) {
     throw std::invalid_argument("data_path \"rtl\" moves every TLP: fidelity must be \"tlp\", not \"burst\"");
   }
@@ -77,6 +67,7 @@ model::CbExecution RtlDataPath::execute(hw::Pipeline pipeline, const hw::Control
   Impl::PendingCb cb;
   std::memcpy(cb.raw.data(), raw, hw::kCbBytes);
   cb.at_ps = start;
+  cb.armed = impl_->faults.armed();
   impl_->cbs[index(pipeline)].push_back(cb);
   impl_->work.notify(SC_ZERO_TIME);
   // The pipeline goes on once the RTL is ready for its next CB: DMAI once this one's requests are

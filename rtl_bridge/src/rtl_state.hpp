@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "rtl_data_path.hpp"
+#include "spyre_dma/model/fault_injector.hpp"
 
 namespace spyre_dma::rtl {
 
@@ -27,6 +29,7 @@ struct RtlDataPath::Impl {
     std::vector<std::uint8_t> data;
     std::vector<model::AddressRange> cplds;  // offsets within the request
     bool error = false;                // UR or CA: one beat, no data
+    std::size_t poisoned_cpl = SIZE_MAX;  // the CplD that arrives poisoned (EP), if any
     std::size_t cpl = 0;               // next CplD to present
     std::uint32_t beat = 0;            // next beat within it
   };
@@ -49,10 +52,16 @@ struct RtlDataPath::Impl {
   struct PendingCb {
     std::array<std::uint8_t, hw::kCbBytes> raw;
     Ps at_ps;
+    // The model's armed fault (faults.at_cb) was waiting when the front end started this CB: its
+    // first TLP (or its IOMMU check) may take it, as on the SystemC data path. A CB started
+    // earlier may not, even when the RTL issues its TLPs after the fault was armed.
+    bool armed = false;
   };
 
   const model::SimConfig& config;
   device_core::Iommu& iommu;
+  model::FaultInjector& faults;
+  Ps completion_timeout_ps;  // a dropped completion's tag is free again after this
   model::HostPort& host;
   model::DeviceMemoryPort& memory;
   RtlTestHooks hooks;
@@ -66,6 +75,10 @@ struct RtlDataPath::Impl {
 
   std::array<std::deque<PendingCb>, 2> cbs;
   std::array<bool, 2> taken{false, false};  // a CB was taken; the pipeline waits for cb_ready again
+  // Of the CB each pipeline took last (the RTL issues a CB's ATS request and TLPs before it takes
+  // the next): whether it may take the armed fault, and whether its first TLP has gone.
+  std::array<bool, 2> taken_armed{false, false};
+  std::array<bool, 2> first_tlp_sent{true, true};
   std::array<int, 2> ats_answer{-1, -1};  // -1: none due; else ok (1) or refused (0) this cycle
   std::array<Read, RtlDataPath::kTags> reads;
   std::multimap<std::pair<Ps, std::uint64_t>, unsigned> ready_reads;  // (ready, order) -> tag
@@ -77,6 +90,7 @@ struct RtlDataPath::Impl {
   std::uint64_t mwr_addr = 0;
   std::uint32_t mwr_len = 0;
   Ps mwr_sop_ps = 0;
+  bool mwr_may_take_armed = false;  // it is the first TLP of a CB that may take the armed fault
   Ps dmao_sent_ps = 0, dmao_landed_ps = 0;
   // Device memory.
   std::vector<std::uint8_t> burst;
@@ -88,9 +102,24 @@ struct RtlDataPath::Impl {
   std::uint64_t glitch = 0;
 
   Impl(const model::DataPathContext& c, RtlTestHooks h)
-      : config(c.config), iommu(c.iommu), host(c.host), memory(c.memory), hooks(h),
+      : config(c.config), iommu(c.iommu), faults(c.faults),
+        completion_timeout_ps(static_cast<Ps>(std::llround(c.config.faults.completion_timeout_ns * 1000.0))),
+        host(c.host), memory(c.memory), hooks(h),
         dram_latency_ps(static_cast<Ps>(std::llround(c.config.device.dram_latency_ns * 1000.0))),
         core(std::make_unique<Vspyre_dma_core>(&context, "spyre_dma_core")) {}
+
+  // The faults of one read request (rtl_clock.cpp), decided as the SystemC data path decides them
+  // for its TLP fidelity: the armed fault at the first request of a CB that may take it, then the
+  // random ones (UR, CA or a dropped completion for the request; otherwise a poisoned CplD,
+  // r.poisoned_cpl). Clears r.error.
+  model::TlpFaults read_faults(Read& r);
+  // Whether the TLP about to go on `pipe` (0 DMAI, 1 DMAO) may take the armed fault: the first
+  // of a CB started while it was armed.
+  bool first_tlp_may_take_armed(unsigned pipe) {
+    const bool first = !first_tlp_sent[pipe];
+    first_tlp_sent[pipe] = true;
+    return first && taken_armed[pipe];
+  }
 
   bool quiet() const {
     return core->idle && current_read < 0 && ready_reads.empty() && pieces.empty() && write_acks.empty() &&

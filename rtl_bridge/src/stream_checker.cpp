@@ -52,6 +52,10 @@ void StreamChecker::completion(std::uint64_t cycle, unsigned tag, std::uint32_t 
   outstanding_[tag] -= bytes;
 }
 
+void StreamChecker::read_lost(unsigned tag) {
+  if (tag < outstanding_.size()) outstanding_[tag] = 0;
+}
+
 unsigned StreamChecker::outstanding_tags() const noexcept {
   return static_cast<unsigned>(std::count_if(outstanding_.begin(), outstanding_.end(), [](std::uint32_t b) { return b != 0; }));
 }

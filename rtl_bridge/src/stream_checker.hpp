@@ -4,7 +4,8 @@
 //   - a stalled beat (valid, not ready) keeps its payload until it is taken,
 //   - read tags: an MRd uses a tag that is not outstanding; a completion names an outstanding
 //     tag and never carries more bytes than its request has left; the tag retires with the
-//     request's last byte (or with an error completion).
+//     request's last byte (or with an error completion, or is written off when its completion
+//     is dropped on purpose).
 // A violation is a bug of the RTL or of a transactor: it is counted and, when strict, thrown as
 // StreamProtocolError naming the stream, the rule and the cycle.
 #pragma once
@@ -57,6 +58,9 @@ class StreamChecker {
   // for `tag`, with `error` set when it ends the request without data.
   void read_issued(std::uint64_t cycle, unsigned tag, std::uint32_t bytes);
   void completion(std::uint64_t cycle, unsigned tag, std::uint32_t bytes, bool error);
+  // The transactor dropped the request's completion (an injected fault): no beat will come, and
+  // the RTL's completion timer, which the streams do not show, frees the tag.
+  void read_lost(unsigned tag);
 
   std::uint64_t violations() const noexcept { return violations_; }
   std::uint64_t cycles_checked() const noexcept { return cycles_; }

@@ -61,6 +61,26 @@ if(TARGET spyre-dma)
       COMMAND spyre-dma regress --suite faults --backend sim --jobs 2 --progress lines
               --json "${_regress_out}/faults-sim.json" --junit "${_regress_out}/faults-sim.xml")
     set_tests_properties(regress.faults.sim PROPERTIES LABELS regress TIMEOUT 600 PROCESSORS 2)
+    # The fault campaign on the RTL data path: the TLP-level kinds through its transactors.
+    if(SPYRE_DMA_RTL)
+      add_test(NAME regress.faults.rtl
+        COMMAND spyre-dma regress --suite faults --backend rtl --jobs 2 --progress lines
+                --json "${_regress_out}/faults-rtl.json" --junit "${_regress_out}/faults-rtl.xml")
+      set_tests_properties(regress.faults.rtl PROPERTIES LABELS "regress" TIMEOUT 600 PROCESSORS 2)
+    endif()
+    # Determinism proven: smoke, a slice of the nightly and the fault campaign, each run with one
+    # worker and with two, give the same digest of every RB, memory image and simulated time.
+    find_package(Python3 COMPONENTS Interpreter)
+    if(Python3_Interpreter_FOUND)
+      set(_det_backends --backend sim)
+      if(SPYRE_DMA_RTL)
+        list(APPEND _det_backends --backend rtl)
+      endif()
+      add_test(NAME regress.determinism
+        COMMAND ${Python3_EXECUTABLE} "${CMAKE_CURRENT_LIST_DIR}/determinism.py" --tool $<TARGET_FILE:spyre-dma>
+                ${_det_backends})
+      set_tests_properties(regress.determinism PROPERTIES LABELS regress TIMEOUT 900 PROCESSORS 2)
+    endif()
   endif()
   # A short soak: seeds drawn until the time is up, the invariant counters and the workers' memory
   # reported (the RSS limit is not the point of a 20 s run, so it is lifted), and its options checked.

@@ -15,6 +15,7 @@
 #include <system_error>
 
 #include "backend.hpp"
+#include "digest.hpp"
 #include "directed.hpp"
 #include "regress_progress.hpp"
 #include "report.hpp"
@@ -124,6 +125,9 @@ std::string repro_command(const RegressOptions& o, std::uint64_t seed) {
   return c;
 }
 
+// The backends whose device is the model, which injects the faults a program asks for.
+bool injects_faults(const std::string& backend) { return backend == "sim" || backend == "rtl"; }
+
 std::string directed_dir(const RegressOptions& o) { return o.directed_dir.empty() ? SPYRE_DMA_DIRECTED_DIR : o.directed_dir; }
 
 // One test, in a worker process: its result as a one-case report.
@@ -170,6 +174,7 @@ Report run_one(const RegressOptions& o, const Suite& base, std::uint64_t seed) {
       c.findings = t.findings;
       c.finding_count = t.finding_count;
       c.metrics = t.metrics;
+      c.digest = t.digest;
       r.coverage = t.coverage;
     } else {
       // The program on every device of one server at once: the test passes when every device's
@@ -177,8 +182,13 @@ Report run_one(const RegressOptions& o, const Suite& base, std::uint64_t seed) {
       const std::vector<TestResult> all = run_program_together(p, open_test_backends(bo, p), ro);
       bool passed = true;
       double sim_ns = 0;  // one server, one clock: its time, not the devices' sum
+      Digest rbs, memory;  // the devices' parts, in device order
+      TestDigest digest;
       for (std::size_t d = 0; d < all.size(); ++d) {
         const TestResult& t = all[d];
+        rbs.add(t.digest.rbs);
+        memory.add(t.digest.memory);
+        digest.sim_time_ps = std::max(digest.sim_time_ps, t.digest.sim_time_ps);
         passed = passed && t.passed;
         for (Finding f : t.findings) {
           f.message = fmt::format("device {}: {}", d, f.message);
@@ -190,6 +200,9 @@ Report run_one(const RegressOptions& o, const Suite& base, std::uint64_t seed) {
         r.coverage.merge(t.coverage);
       }
       c.metrics.sim_time_ns = sim_ns;
+      digest.rbs = rbs.value();
+      digest.memory = memory.value();
+      c.digest = digest;
       c.status = passed ? "pass" : "fail";
     }
   } catch (const std::exception& e) {
@@ -281,7 +294,7 @@ CLI::App* add_regress_command(CLI::App& app, RegressOptions& o) {
   cmd->add_option("--corrupt-seed", o.corrupt_seed,
                   "Self-test: flip one byte of device or host memory behind the engine's back in this seed's test "
                   "(it must fail)");
-  cmd->add_option("--fault-rate", o.fault_rate, "sim: faults per TLP (overrides the suite's rate)")
+  cmd->add_option("--fault-rate", o.fault_rate, "sim, rtl: faults per TLP (overrides the suite's rate)")
       ->check(finite_range(0.0, 0.5));
   cmd->add_option("--ops", o.ops, "Operations per test (overrides the suite's count)")->check(CLI::Range(1u, 10000000u));
   cmd->add_option("--progress", o.progress, "auto (a bar on a terminal), bar, lines or none")
@@ -335,11 +348,11 @@ int run_regress(const RegressOptions& o) {
     fmt::print(stderr, "spyre-dma: error: {}\n", e);
     return 2;
   }
-  if ((suite->needs_faults || o.fault_rate > 0) && o.backend.name != "sim") {
+  if ((suite->needs_faults || o.fault_rate > 0) && !injects_faults(o.backend.name)) {
     fmt::print(stderr,
-               "spyre-dma: error: --suite {}{}: its TLP-level fault injection needs --backend sim (refdev and cuda "
-               "inject no faults; the RTL data path injects CB-level faults only)\n",
-               o.suite, o.fault_rate > 0 ? " --fault-rate" : "");
+               "spyre-dma: error: --suite {}{}: its fault injection needs --backend sim or rtl (the model's; {} injects "
+               "no faults)\n",
+               o.suite, o.fault_rate > 0 ? " --fault-rate" : "", o.backend.name);
     return 2;
   }
   SeedRange range{suite->first_seed, suite->last_seed};
@@ -374,8 +387,9 @@ int run_regress(const RegressOptions& o) {
     return 2;
   }
   // The heavy fault nightly on refdev would be refused per test; refuse it once here instead.
-  if (o.backend.name != "sim" && suite->profile.fault_rate > 0 && o.fault_rate < 0) {
-    fmt::print(stderr, "spyre-dma: error: --suite {} injects faults: use --backend sim or --fault-rate 0\n", o.suite);
+  if (!injects_faults(o.backend.name) && suite->profile.fault_rate > 0 && o.fault_rate < 0) {
+    fmt::print(stderr, "spyre-dma: error: --suite {} injects faults: use --backend sim or rtl, or --fault-rate 0\n",
+               o.suite);
     return 2;
   }
   if (o.dump_program) {

@@ -7,7 +7,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "fault/fault_kinds.hpp"
+#include "spyre_dma/model/fault_kinds.hpp"
 #include "spyre_dma/hw/contract.hpp"
 #include "spyre_dma/model/config_loader.hpp"
 #include "spyre_dma/device_core/misbehave.hpp"
@@ -558,8 +558,8 @@ std::vector<Field> build_fields() {
                     "applied per burst (faster)."));
   f.push_back(field("data_path", SPYRE_FIELD(data_path), names({"systemc", "rtl"}), "",
                     "The DMA controller's data path: \"systemc\", the model's own; \"rtl\": the DMAI "
-                    "and DMAO data paths as verilated RTL (rtl_bridge/; TLP fidelity, no TLP-level "
-                    "fault injection)."));
+                    "and DMAO data paths as verilated RTL (rtl_bridge/; TLP fidelity; the RTL never "
+                    "poisons its own writes)."));
   f.push_back(field("seed", SPYRE_FIELD(seed), any(), "",
                     "Seed of every random choice (LCRC errors, ...): same seed, same run."));
   f.push_back(field("trace_tlps", SPYRE_FIELD(trace_tlps), any(), "",

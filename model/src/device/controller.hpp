@@ -29,7 +29,7 @@
 #include <tlm_utils/simple_initiator_socket.h>
 
 #include "device/ports.hpp"
-#include "fault/fault_injector.hpp"
+#include "spyre_dma/model/fault_injector.hpp"
 #include "fault/misbehaviour.hpp"
 #include "sim/debug_hooks.hpp"
 #include "spyre_dma/device_core/doorbell_order.hpp"

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "fault/fault_injector.hpp"
+#include "spyre_dma/model/fault_injector.hpp"
 #include "pcie/timing.hpp"
 #include "sim/debug_hooks.hpp"
 #include "spyre_dma/model/data_path.hpp"

@@ -1,4 +1,4 @@
-#include "fault/fault_injector.hpp"
+#include "spyre_dma/model/fault_injector.hpp"
 
 #include <cmath>
 #include <limits>
@@ -80,9 +80,9 @@ bool FaultInjector::malformed_fetched() {
   return true;
 }
 
-bool FaultInjector::iommu() {
+bool FaultInjector::iommu(bool may_take_armed) {
   bool hit = tick(iommu_);
-  if (armed_ && at_kind_ == FaultKind::kIommu) armed_ = false, hit = true;
+  if (may_take_armed && armed_ && at_kind_ == FaultKind::kIommu) armed_ = false, hit = true;
   if (hit) count(FaultKind::kIommu);
   return hit;
 }

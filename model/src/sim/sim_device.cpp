@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "fault/fault_kinds.hpp"
+#include "spyre_dma/model/fault_kinds.hpp"
 #include "sim/node_simulation.hpp"
 #include "spyre_dma/model/config_loader.hpp"
 

@@ -78,25 +78,8 @@ std::uint8_t* DeviceMonitor::host_of(std::uint64_t iova, std::uint64_t bytes, co
 }
 
 std::uint64_t DeviceMonitor::hash(const std::uint8_t* p, std::uint64_t n) {
-  // FNV-1a over 8-byte words in four interleaved lanes, folded at the end: any change of a
-  // staging buffer under a live CB shows, and the lanes' multiplies do not wait for each other
-  // (one chain ran at a multiply's latency per word; it was 5% of a sim regression's time).
-  constexpr std::uint64_t kPrime = 0x100000001b3ull;
-  std::uint64_t lane[4] = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull, 0x9ce484222325cbf2ull,
-                           0x2325cbf29ce48422ull};
-  std::uint64_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    for (unsigned k = 0; k < 4; ++k) {
-      std::uint64_t w;
-      std::memcpy(&w, p + i + 8 * k, 8);
-      lane[k] = (lane[k] ^ w) * kPrime;
-    }
-  }
-  std::uint64_t h = lane[0];
-  for (unsigned k = 1; k < 4; ++k) h = (h ^ lane[k]) * kPrime;
-  for (; i < n; ++i) h = (h ^ p[i]) * kPrime;
   counters_.bytes_hashed += n;
-  return h;
+  return hash_bytes(p, static_cast<std::size_t>(n));
 }
 
 void DeviceMonitor::observe_write(std::uint64_t offset, std::uint64_t value, unsigned width) {
@@ -197,6 +180,13 @@ void DeviceMonitor::doorbell(unsigned pipe, std::uint32_t new_pi) {
   r.cb_pi = new_pi;
 }
 
+std::uint64_t DeviceMonitor::rb_digest() const {
+  std::lock_guard<std::mutex> g(mu_);
+  Digest d;
+  for (const Ring& r : rings_) d.add(r.rbs.value());
+  return d.value();
+}
+
 void DeviceMonitor::consumed(unsigned pipe, std::uint32_t new_ci) {
   Ring& r = rings_[pipe];
   if (r.rb_size == 0 || !hw::is_power_of_two(r.rb_size)) {
@@ -209,7 +199,9 @@ void DeviceMonitor::consumed(unsigned pipe, std::uint32_t new_ci) {
     return;
   }
   for (std::uint32_t i = r.rb_ci; i != new_ci; ++i) {
-    const hw::RbDecodeResult d = hw::decode_rb(ring + std::uint64_t{i & (r.rb_size - 1)} * hw::kRbBytes);
+    const std::uint8_t* raw = ring + std::uint64_t{i & (r.rb_size - 1)} * hw::kRbBytes;
+    r.rbs.add(raw, hw::kRbBytes);
+    const hw::RbDecodeResult d = hw::decode_rb(raw);
     ++counters_.rbs;
     ++r.retired;
     if (d.error) continue;  // the engine counts it as a device fault; nothing to retire

@@ -21,6 +21,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "digest.hpp"
 #include "findings.hpp"
 #include "spyre_dma/device.hpp"
 #include "spyre_dma/hw/contract.hpp"
@@ -55,6 +56,9 @@ class DeviceMonitor final : public Device {
 
   Device& inner() noexcept { return *inner_; }
   MonitorCounters counters() const;
+  // Every RB the engine consumed, each pipeline's in ring order (digest.hpp), the pipelines folded
+  // in queue order: how often the engine's threads interleaved the pipelines does not count.
+  std::uint64_t rb_digest() const;
   std::uint64_t live_cbs() const;
 
  private:
@@ -78,6 +82,7 @@ class DeviceMonitor final : public Device {
     // The doorbell of the latest BARRIER CB: this pipeline's later CBs start after every CB of
     // another pipeline rung before it.
     std::uint64_t fence = 0;
+    Digest rbs;  // every RB consumed, in order (kept across resets)
   };
 
   void observe_write(std::uint64_t offset, std::uint64_t value, unsigned width);

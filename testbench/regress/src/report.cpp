@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "digest.hpp"
+
 namespace spyre_dma::regress {
 namespace {
 
@@ -56,6 +58,22 @@ T get(const json& j, const char* key, const std::string& at) {
 
 }  // namespace
 
+std::uint64_t Report::digest() const {
+  std::vector<const CaseResult*> order;
+  for (const CaseResult& c : cases) order.push_back(&c);
+  std::stable_sort(order.begin(), order.end(), [](const CaseResult* a, const CaseResult* b) {
+    return a->seed != b->seed ? a->seed < b->seed : a->name < b->name;
+  });
+  Digest d;
+  for (const CaseResult* c : order) {
+    d.add(c->seed);
+    d.add(c->name.data(), c->name.size());
+    d.add(c->status.data(), c->status.size());
+    d.add(c->digest ? c->digest->value() : 0);
+  }
+  return d.value();
+}
+
 std::size_t Report::failures() const {
   return static_cast<std::size_t>(std::count_if(cases.begin(), cases.end(), [](const CaseResult& c) { return !c.passed(); }));
 }
@@ -70,12 +88,14 @@ json Report::to_json() const {
     tests.push_back({{"name", c.name},         {"suite", c.suite},   {"backend", c.backend},
                      {"seed", c.seed},         {"status", c.status}, {"findings", f},
                      {"finding_count", c.finding_count}, {"metrics", c.metrics.to_json()}, {"repro", c.repro}});
+    if (c.digest) tests.back()["digest"] = c.digest->to_json();
     sum += c.metrics;
   }
   totals["metrics"] = sum.to_json();
   json out = {{"format", "spyre-dma-regress/1"}, {"version", version}, {"suite", suite},   {"backend", backend},
               {"seeds", seeds},                  {"shard", shard},     {"wall_s", wall_s}, {"summary", totals},
-              {"coverage", coverage.to_json()},  {"tests", tests},     {"complete", interrupted.empty()}};
+              {"coverage", coverage.to_json()},  {"tests", tests},     {"complete", interrupted.empty()},
+              {"digest", Digest::hex(digest())}};
   if (!interrupted.empty()) out["interrupted"] = interrupted;
   return out;
 }
@@ -136,6 +156,13 @@ Report Report::from_json(const json& j, const std::string& file) {
     c.metrics.check_s = get<double>(phases, "check", mat + ".phases_s");
     c.metrics.teardown_s = get<double>(phases, "teardown", mat + ".phases_s");
     c.metrics.faults_injected = get<std::map<std::string, std::uint64_t>>(m, "faults_injected", mat);
+    if (const auto d = t.find("digest"); d != t.end()) {
+      try {
+        c.digest = TestDigest::from_json(*d);
+      } catch (const std::exception& e) {
+        throw std::invalid_argument(at + "." + e.what());
+      }
+    }
     r.cases.push_back(std::move(c));
   }
   return r;
@@ -228,6 +255,7 @@ std::string Report::summary() const {
   out += fmt::format("  {:<24} {}\n", "engine resets", sum.resets);
   out += fmt::format("  {:<24} {:.3f} ms\n", "simulated time", sum.sim_time_ns / 1e6);
   out += fmt::format("  {:<24} {:.2f} s in tests, {:.2f} s elapsed\n", "wall time", sum.wall_s, wall_s);
+  out += fmt::format("  {:<24} {}\n", "digest", Digest::hex(digest()));
   if (sum.wall_s > 0) {
     auto share = [&](double s) { return fmt::format("{:.2f} s ({:.0f}%)", s, 100.0 * s / sum.wall_s); };
     out += fmt::format("  {:<24} set-up {}, run {}, check {}, teardown {}\n", "time by phase", share(sum.setup_s),

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,7 @@ struct CaseResult {
   std::uint64_t finding_count = 0;
   TestMetrics metrics;
   std::string repro;   // one command line that reruns exactly this test
+  std::optional<TestDigest> digest;  // none for a test that did not run (skip, crash, hang, missing)
   bool passed() const { return status == "pass" || status == "skip"; }
 };
 
@@ -45,6 +47,9 @@ struct Report {
   std::string junit() const;
   std::string summary() const;  // the table; coverage comes separately (coverage.table())
   std::size_t failures() const;
+  // The run's determinism digest: every test's (seed, name, status and digest) folded in seed
+  // order, so it does not depend on -j, sharding or the order the tests finished in.
+  std::uint64_t digest() const;
 };
 
 // Joins shard reports; a shard listed in `missing` (its file absent) becomes a failed case.

@@ -5,12 +5,14 @@
 // test_run_checks.cpp and test_run_coverage.cpp.
 #include "runner.hpp"
 
+#include <cmath>
 #include <exception>
 #include <stdexcept>
 #include <utility>
 
 #include <fmt/format.h>
 
+#include "digest.hpp"
 #include "test_run.hpp"
 
 namespace spyre_dma::regress {
@@ -33,7 +35,8 @@ TestResult TestRun::run() {
     for (std::size_t i = 0; i < p_.ops.size(); ++i) step(i);
     end_epoch(p_.ops.size());
     lap(&metrics_.run_s);
-    scoreboard_.verify_all();
+    scoreboard_.verify_all(&memory_digest_);
+    memory_checked_ = true;
     final_checks();
     lap(&metrics_.check_s);
   } catch (const std::exception& e) {
@@ -83,7 +86,8 @@ bool TestRun::advance() {
     const auto now = Clock::now();
     metrics_.run_s = std::chrono::duration<double>(now - lap_).count();
     lap_ = now;
-    scoreboard_.verify_all();
+    scoreboard_.verify_all(&memory_digest_);
+    memory_checked_ = true;
     final_checks();
     metrics_.check_s = std::chrono::duration<double>(Clock::now() - lap_).count();
   } catch (const std::exception& e) {
@@ -235,6 +239,11 @@ void TestRun::step(std::size_t i) {
 
 TestResult TestRun::finish(Clock::time_point t0) {
   metrics_.bytes_checked = scoreboard_.bytes_checked();
+  // Before the teardown: what the engine does while it closes is not part of the test.
+  TestDigest digest;
+  if (monitor_) digest.rbs = monitor_->rb_digest();
+  if (memory_checked_) digest.memory = memory_digest_.value();
+  if (backend_.clock) digest.sim_time_ps = static_cast<std::uint64_t>(std::llround(metrics_.sim_time_ns * 1000.0));
   const auto teardown = Clock::now();
   // The engine goes first: it drains, resets and unmaps through the device.
   streams_.clear();
@@ -255,6 +264,7 @@ TestResult TestRun::finish(Clock::time_point t0) {
   r.passed = r.finding_count == 0;
   r.metrics = metrics_;
   r.coverage = coverage_;
+  r.digest = digest;
   return r;
 }
 
@@ -266,6 +276,53 @@ nlohmann::json TestMetrics::to_json() const {
           {"resets", resets},     {"bytes_checked", bytes_checked}, {"sim_time_ns", sim_time_ns},
           {"wall_s", wall_s},     {"faults_injected", faults_injected},
           {"phases_s", {{"setup", setup_s}, {"run", run_s}, {"check", check_s}, {"teardown", teardown_s}}}};
+}
+
+std::uint64_t TestDigest::value() const {
+  Digest d;
+  d.add(rbs);
+  d.add(memory);
+  d.add(sim_time_ps);
+  return d.value();
+}
+
+nlohmann::json TestDigest::to_json() const {
+  return {{"test", Digest::hex(value())},
+          {"rbs", Digest::hex(rbs)},
+          {"memory", Digest::hex(memory)},
+          {"sim_time_ps", sim_time_ps}};
+}
+
+TestDigest TestDigest::from_json(const nlohmann::json& j) {
+  auto hex = [&](const char* key) {
+    const auto it = j.find(key);
+    if (it == j.end() || !it->is_string() || it->get_ref<const std::string&>().size() != 16) {
+      throw std::invalid_argument(std::string("digest: key \"") + key + "\": expected 16 hex digits");
+    }
+    const std::string& s = it->get_ref<const std::string&>();
+    std::size_t used = 0;
+    std::uint64_t v = 0;
+    try {
+      v = std::stoull(s, &used, 16);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != s.size()) {
+      throw std::invalid_argument(std::string("digest: key \"") + key + "\": \"" + s + "\" is not 16 hex digits");
+    }
+    return v;
+  };
+  if (!j.is_object()) throw std::invalid_argument("digest: expected an object");
+  TestDigest d;
+  d.rbs = hex("rbs");
+  d.memory = hex("memory");
+  const auto t = j.find("sim_time_ps");
+  if (t == j.end() || !t->is_number_unsigned()) {
+    throw std::invalid_argument("digest: key \"sim_time_ps\": expected an unsigned integer");
+  }
+  d.sim_time_ps = t->get<std::uint64_t>();
+  if (hex("test") != d.value()) throw std::invalid_argument("digest: \"test\" does not match its parts");
+  return d;
 }
 
 TestMetrics& TestMetrics::operator+=(const TestMetrics& o) {

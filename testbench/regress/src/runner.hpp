@@ -58,12 +58,25 @@ struct TestMetrics {
   TestMetrics& operator+=(const TestMetrics& o);  // totals over tests
 };
 
+// The test's determinism digest (digest.hpp), by part. Zero parts were not reached (a test that
+// stopped before its final check has no memory part).
+struct TestDigest {
+  std::uint64_t rbs = 0;          // every RB consumed, each pipeline's in order
+  std::uint64_t memory = 0;       // every byte of every region at the end
+  std::uint64_t sim_time_ps = 0;  // when the test ended, simulated (0: not a simulated backend)
+  std::uint64_t value() const;    // the three folded
+  nlohmann::json to_json() const;
+  // Throws std::invalid_argument naming the key that is missing or not a digest.
+  static TestDigest from_json(const nlohmann::json& j);
+};
+
 struct TestResult {
   bool passed = false;
   std::vector<Finding> findings;  // the first ones in full
   std::uint64_t finding_count = 0;
   TestMetrics metrics;
   Coverage coverage;
+  TestDigest digest;
 };
 
 TestResult run_program(const Program& program, const BackendFactory& open, const RunOptions& options = {});

@@ -93,12 +93,13 @@ std::uint64_t Scoreboard::compare(const Region& r, std::uint64_t lo, std::uint64
 }
 
 void Scoreboard::compare_range(const Region& r, std::uint64_t lo, std::uint64_t hi, std::uint64_t& bad,
-                               std::uint64_t& first) const {
+                               std::uint64_t& first, Digest* digest) const {
   thread_local std::vector<std::uint8_t> real;
   for (std::uint64_t at = lo; at < hi; at += kBlock) {
     const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(kBlock, hi - at));
     real.resize(n);
     r.port->read(at, real.data(), n);
+    if (digest) digest->add(real.data(), n);
     if (std::memcmp(real.data(), r.shadow.data() + at, n) == 0) continue;
     for (std::size_t i = 0; i < n; ++i) {
       if (real[i] == r.shadow[at + i] || unknown_at(r, at + i)) continue;
@@ -208,11 +209,12 @@ void Scoreboard::verify_epoch() {
   }
 }
 
-void Scoreboard::verify_all() {
+void Scoreboard::verify_all(Digest* memory) {
   std::lock_guard<std::mutex> g(mu_);
   for (const Region& r : regions_) {
-    std::uint64_t first = 0;
-    const std::uint64_t bad = compare(r, 0, r.shadow.size(), false, first);
+    std::uint64_t first = 0, bad = 0;
+    if (memory) memory->add(r.shadow.size());
+    compare_range(r, 0, r.shadow.size(), bad, first, memory);
     bytes_checked_ += r.shadow.size();
     if (bad > 0) {
       findings_.add(FindingKind::kEpochMismatch, -1,

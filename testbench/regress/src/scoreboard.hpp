@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "buffer_pool.hpp"
+#include "digest.hpp"
 #include "findings.hpp"
 
 namespace spyre_dma::regress {
@@ -61,7 +62,8 @@ class Scoreboard {
   // With nothing in flight: compares the epoch's touched ranges and their margins, then adopts
   // the real content of unknown bytes. verify_all() compares every byte of every region.
   void verify_epoch();
-  void verify_all();
+  // `memory` (optional) takes every region's real bytes as read, region by region (digest.hpp).
+  void verify_all(Digest* memory = nullptr);
 
   // Self-test of the checker: flips one byte of a region's real memory behind everyone's back.
   void corrupt(int region, std::uint64_t offset);
@@ -108,8 +110,9 @@ class Scoreboard {
   std::uint64_t compare(const Region& r, std::uint64_t lo, std::uint64_t hi, bool skip_pending,
                         std::uint64_t& first) const;
   // compare() over [lo, hi) with no op in flight there: adds to `bad`, sets `first` at the first.
+  // `digest` (optional) takes the real bytes as read.
   void compare_range(const Region& r, std::uint64_t lo, std::uint64_t hi, std::uint64_t& bad,
-                     std::uint64_t& first) const;
+                     std::uint64_t& first, Digest* digest = nullptr) const;
   void check_margins(std::int64_t op, const Region& r, std::uint64_t lo, std::uint64_t hi);
   void expected_bytes(const Access& a, std::uint64_t from, std::size_t n, std::uint8_t* out) const;
 

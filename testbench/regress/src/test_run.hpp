@@ -118,6 +118,8 @@ class TestRun {
   std::vector<std::size_t> epoch_ops_;
   TestMetrics metrics_;
   Coverage coverage_;
+  Digest memory_digest_;  // filled by the final check of every region
+  bool memory_checked_ = false;
   Clock::time_point t0_, lap_;  // begin() / advance() / end()
   std::size_t next_ = 0;        // advance(): the next op
   bool stopped_ = false;        // advance(): the run stopped (a setup finding) or is over

@@ -1,8 +1,11 @@
 // Coverage bins and reports: merging adds, holes are listed, JSON round-trips (it is what shards
-// hand to regress-merge), JUnit marks failures, a missing shard is a failure.
+// hand to regress-merge), JUnit marks failures, a missing shard is a failure; the determinism
+// digest sees every byte and its place, and a run's digest does not depend on the order its
+// tests finished in.
 #include <gtest/gtest.h>
 
 #include "coverage.hpp"
+#include "digest.hpp"
 #include "report.hpp"
 
 namespace spyre_dma::regress {
@@ -88,6 +91,59 @@ TEST(Report, BadFilesNameTheKey) {
     EXPECT_STREQ(e.what(), "shard-3.json: tests[0].status: missing");
   }
   EXPECT_THROW((void)Report::from_json(nlohmann::json{{"format", "other"}}, "x.json"), std::invalid_argument);
+}
+
+TEST(Digest, EveryByteAndEveryBoundaryCounts) {
+  std::vector<std::uint8_t> bytes(1000);
+  for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<std::uint8_t>(i * 7);
+  Digest whole;
+  whole.add(bytes.data(), bytes.size());
+  for (std::size_t i : {0u, 31u, 32u, 500u, 999u}) {  // each lane, the tail
+    std::vector<std::uint8_t> b = bytes;
+    b[i] ^= 1;
+    Digest d;
+    d.add(b.data(), b.size());
+    EXPECT_NE(d.value(), whole.value()) << "byte " << i;
+  }
+  Digest split;  // the same bytes cut elsewhere
+  split.add(bytes.data(), 400);
+  split.add(bytes.data() + 400, 600);
+  EXPECT_NE(split.value(), whole.value());
+  Digest again;
+  again.add(bytes.data(), bytes.size());
+  EXPECT_EQ(again.value(), whole.value());
+  EXPECT_EQ(Digest::hex(0xabcull), "0000000000000abc");
+}
+
+TEST(Report, DigestIsInTheJsonAndDoesNotDependOnTestOrder) {
+  Report r;
+  r.version = "1", r.suite = "faults", r.backend = "sim", r.seeds = "1..3", r.shard = "";
+  r.cases = {a_case(1, true), a_case(2, true), a_case(3, false)};
+  for (CaseResult& c : r.cases) c.digest = TestDigest{c.seed * 11, c.seed * 13, c.seed * 1000};
+  const nlohmann::json j = r.to_json();
+  EXPECT_EQ(j.at("digest"), Digest::hex(r.digest()));
+  EXPECT_EQ(j.at("tests")[1].at("digest").at("sim_time_ps"), 2000);
+  const Report back = Report::from_json(j, "r.json");
+  EXPECT_EQ(back.digest(), r.digest());
+  Report shuffled = r;  // workers finish in any order
+  std::swap(shuffled.cases[0], shuffled.cases[2]);
+  EXPECT_EQ(shuffled.digest(), r.digest());
+  Report other = r;  // one part of one test differs
+  other.cases[1].digest->memory ^= 1;
+  EXPECT_NE(other.digest(), r.digest());
+  EXPECT_NE(r.summary().find("digest                   " + Digest::hex(r.digest())), std::string::npos);
+  // A digest whose parts do not add up is refused, naming the test.
+  nlohmann::json bad = j;
+  bad["tests"][0]["digest"]["rbs"] = "0000000000000001";
+  try {
+    (void)Report::from_json(bad, "r.json");
+    FAIL() << "accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "r.json: tests[0].digest: \"test\" does not match its parts");
+  }
+  bad = j;
+  bad["tests"][0]["digest"]["memory"] = "xyz";
+  EXPECT_THROW((void)Report::from_json(bad, "r.json"), std::invalid_argument);
 }
 
 TEST(Report, MergeAddsCoverageAndCountsMissingShards) {

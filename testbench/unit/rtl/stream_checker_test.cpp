@@ -121,9 +121,6 @@ TEST(RtlStreamChecks, ChangedStalledCompletionIsCaught) {
 
 TEST(RtlConfig, UnsupportedSettingsAreRejectedByName) {
   model::SimConfig c = rtl_config();
-  c.faults.poisoned_rate = 1e-3;
-  EXPECT_THAT([&] { model::SimDevice d(c); }, ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr("faults")));
-  c = rtl_config();
   c.fidelity = model::Fidelity::kBurst;
   EXPECT_THAT([&] { model::SimDevice d(c); }, ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr("fidelity")));
   c = rtl_config();

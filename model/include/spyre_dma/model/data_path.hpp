@@ -86,7 +86,10 @@ struct DataPathContext {
   HostPort& host;
   DeviceMemoryPort& memory;
   device_core::Iommu& iommu;       // for the data path's own checks (ATS)
-  FaultInjector& faults;           // the model's TLP-level fault injection (opaque outside it)
+  // The model's TLP-level fault injection (fault_injector.hpp): each data path asks it at the
+  // events it has (a host-memory CB's IOMMU check, a read request, its completions, a write), so
+  // the same configuration and seed draw the same faults in the same order.
+  FaultInjector& faults;
   // Called when a pending CB's outcome comes in (the front end wakes the pipeline); may be empty.
   std::function<void(hw::Pipeline)> answered = {};
 };

@@ -14,7 +14,7 @@
 #include <random>
 #include <vector>
 
-#include "fault/fault_kinds.hpp"
+#include "spyre_dma/model/fault_kinds.hpp"
 #include "spyre_dma/model/sim_config.hpp"
 
 namespace spyre_dma::model {
@@ -35,8 +35,10 @@ class FaultInjector {
   bool malformed_at_start();
   // Per CB fetched: it arrives corrupted.
   bool malformed_fetched();
-  // Per host-memory CB (H2D, D2H) that passed its own checks: the IOMMU refuses it.
-  bool iommu();
+  // Per host-memory CB (H2D, D2H) that passed its own checks: the IOMMU refuses it. With
+  // `may_take_armed` false the CB cannot take the armed fault (a data path that asks for a CB
+  // started before the fault was armed), only a random one.
+  bool iommu(bool may_take_armed = true);
   // The armed TLP-level fault of kind `k`, taken by the first TLP of the CB being executed when
   // that CB is eligible (read: an H2D; otherwise a D2H, for poisoned and lcrc only).
   bool armed_tlp(FaultKind k, bool read);
