@@ -98,6 +98,24 @@ if(TARGET spyre-dma)
     COMMAND spyre-dma regress --suite smoke --backend refdev --duration 10s --warmup 10s)
   set_tests_properties(regress.soak.warmup_shorter_than_duration PROPERTIES LABELS regress
     PASS_REGULAR_EXPRESSION "--warmup '10s': expected a time such as 90s or 3m, shorter than --duration 10s")
+  # A deliberately broken model (a debug hook that loses the completion of the first CB whose last
+  # flit is partial) must be found, and its failure triaged: a trace, and a reproducer shrunk to at
+  # most three ops.
+  if(TARGET SpyreDma::model)
+    set(_selftest_backends sim)
+    if(SPYRE_DMA_RTL)
+      list(APPEND _selftest_backends rtl)
+    endif()
+    foreach(_backend IN LISTS _selftest_backends)
+      add_test(NAME regress.selftest.dropped_completion_${_backend}
+        COMMAND spyre-dma regress --suite smoke --backend ${_backend} --seeds 1..2 --debug-hook drop_partial_flit_rb
+                --cb-timeout 1 --jobs 2 --progress none --triage "${_regress_out}/triage-${_backend}")
+      set_tests_properties(regress.selftest.dropped_completion_${_backend} PROPERTIES LABELS regress TIMEOUT 600
+        PROCESSORS 2
+        PASS_REGULAR_EXPRESSION "FAIL seed 1 .*trace: [^\n]*trace.json\n.*reproducer: [^\n]* [(][1-3] of [0-9]+ ops, [0-9]+ runs[)]\n.*FAIL seed 2 .*reproducer: [^\n]* [(][1-3] of [0-9]+ ops, [0-9]+ runs[)]\n"
+        FAIL_REGULAR_EXPRESSION "budget reached|did not reproduce")
+    endforeach()
+  endif()
   # The scoreboard must catch a byte flipped behind the engine's back: exactly the corrupted seed
   # fails, and with a data finding.
   add_test(NAME regress.selftest.corrupt_seed

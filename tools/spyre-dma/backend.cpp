@@ -43,6 +43,9 @@ void add_backend_options(CLI::App& cmd, BackendOptions& o, bool model_settings) 
     cmd.add_option("--fidelity", o.fidelity, "sim, rtl: tlp (every TLP timed) or burst")
         ->check(CLI::IsMember({"tlp", "burst"}));
     cmd.add_option("--trace", o.trace, "sim, rtl: write a Perfetto / chrome://tracing JSON of the CBs to FILE");
+    cmd.add_option("--debug-hook", o.extra["debug-hook"],
+                   "sim, rtl: a self-test of the bench: build the model with this deliberate bug (e.g. "
+                   "drop_partial_flit_rb, which loses one completion)");
   }
   cmd.add_option("--wave", o.wave, "rtl: write a VCD waveform of the RTL data path's signals to FILE");
   cmd.add_option("--executor", o.extra["executor"], "cuda: cuda (a GPU's copy engines, the default) or host (memcpy)")

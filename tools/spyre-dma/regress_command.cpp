@@ -18,6 +18,7 @@
 #include "digest.hpp"
 #include "directed.hpp"
 #include "regress_progress.hpp"
+#include "regress_triage.hpp"
 #include "report.hpp"
 #include "soak.hpp"
 #include "suites.hpp"
@@ -114,12 +115,23 @@ std::string parse_shard(const std::string& s, unsigned& index, unsigned& count) 
   return {};
 }
 
+}  // namespace
+
+std::string backend_arguments(const RegressOptions& o) {
+  std::string c;
+  for (const auto& [key, value] : settings_of(o.backend).values) c += " --" + key + " " + value;
+  if (o.cb_timeout_s != kDefaultCbTimeoutS) c += fmt::format(" --cb-timeout {}", o.cb_timeout_s);
+  if (o.backend.devices > 1) c += fmt::format(" --devices {}", o.backend.devices);
+  return c;
+}
+
+namespace {
+
 std::string repro_command(const RegressOptions& o, std::uint64_t seed) {
   std::string c = fmt::format("spyre-dma regress --suite {} --backend {} --seeds {}..{}", o.suite, o.backend.name, seed, seed);
-  for (const auto& [key, value] : settings_of(o.backend).values) c += " --" + key + " " + value;
+  c += backend_arguments(o);
   if (o.fault_rate >= 0) c += fmt::format(" --fault-rate {}", o.fault_rate);
   if (o.ops > 0) c += fmt::format(" --ops {}", o.ops);
-  if (o.backend.devices > 1) c += fmt::format(" --devices {}", o.backend.devices);
   if (o.corrupt_seed == static_cast<std::int64_t>(seed)) c += fmt::format(" --corrupt-seed {}", seed);
   if (!o.directed_dir.empty()) c += " --directed-dir " + o.directed_dir;
   return c;
@@ -130,11 +142,40 @@ bool injects_faults(const std::string& backend) { return backend == "sim" || bac
 
 std::string directed_dir(const RegressOptions& o) { return o.directed_dir.empty() ? SPYRE_DMA_DIRECTED_DIR : o.directed_dir; }
 
+// A test as the options make it: its suite (with --ops and --fault-rate), program and run options.
+struct TestPlan {
+  Suite suite;
+  Program program;
+  RunOptions run;
+  std::vector<std::string> backends;  // a directed test's: where it applies (empty: everywhere)
+};
+
+TestPlan plan_test(const RegressOptions& o, const Suite& base, std::uint64_t seed) {
+  TestPlan t;
+  t.suite = base;
+  if (o.ops > 0) t.suite.profile.ops = o.ops;
+  if (o.fault_rate >= 0) t.suite.profile.fault_rate = o.fault_rate;
+  t.program = program_for(t.suite, seed, directed_dir(o), &t.backends);
+  t.run.cb_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.cb_timeout_s * 1000));
+  if (o.corrupt_seed == static_cast<std::int64_t>(seed)) {
+    // The data op nearest the middle of the program gets a byte flipped as it completes.
+    const Program& p = t.program;
+    std::int64_t best = -1;
+    for (std::size_t i = 0; i < p.ops.size(); ++i) {
+      const OpType k = p.ops[i].type;
+      const bool data = k == OpType::kH2D || k == OpType::kD2H || k == OpType::kD2D || k == OpType::kFill;
+      if (data && (best < 0 || std::llabs(static_cast<long long>(i) - static_cast<long long>(p.ops.size() / 2)) <
+                                   std::llabs(best - static_cast<long long>(p.ops.size() / 2)))) {
+        best = static_cast<std::int64_t>(i);
+      }
+    }
+    t.run.corrupt_op = best;
+  }
+  return t;
+}
+
 // One test, in a worker process: its result as a one-case report.
 Report run_one(const RegressOptions& o, const Suite& base, std::uint64_t seed) {
-  Suite suite = base;
-  if (o.ops > 0) suite.profile.ops = o.ops;
-  if (o.fault_rate >= 0) suite.profile.fault_rate = o.fault_rate;
   CaseResult c;
   c.suite = o.suite;
   c.backend = o.backend.name;
@@ -145,27 +186,15 @@ Report run_one(const RegressOptions& o, const Suite& base, std::uint64_t seed) {
   r.version = SPYRE_DMA_VERSION;
   r.suite = o.suite, r.backend = o.backend.name;
   try {
-    std::vector<std::string> backends;
-    const Program p = program_for(suite, seed, directed_dir(o), &backends);
-    if (suite.directed) c.name = p.name;
+    const TestPlan plan = plan_test(o, base, seed);
+    const Program& p = plan.program;
+    const RunOptions& ro = plan.run;
+    const std::vector<std::string>& backends = plan.backends;
+    if (plan.suite.directed) c.name = p.name;
     if (!backends.empty() && std::find(backends.begin(), backends.end(), o.backend.name) == backends.end()) {
       c.status = "skip";
       r.cases.push_back(c);
       return r;
-    }
-    RunOptions ro;
-    if (o.corrupt_seed == static_cast<std::int64_t>(seed)) {
-      // The data op nearest the middle of the program gets a byte flipped as it completes.
-      std::int64_t best = -1;
-      for (std::size_t i = 0; i < p.ops.size(); ++i) {
-        const OpType t = p.ops[i].type;
-        const bool data = t == OpType::kH2D || t == OpType::kD2H || t == OpType::kD2D || t == OpType::kFill;
-        if (data && (best < 0 || std::llabs(static_cast<long long>(i) - static_cast<long long>(p.ops.size() / 2)) <
-                                     std::llabs(best - static_cast<long long>(p.ops.size() / 2)))) {
-          best = static_cast<std::int64_t>(i);
-        }
-      }
-      ro.corrupt_op = best;
     }
     const BackendOptions bo = o.backend;
     if (bo.devices <= 1) {
@@ -216,6 +245,53 @@ Report run_one(const RegressOptions& o, const Suite& base, std::uint64_t seed) {
 
 // What a worker process does: runs one seed's test and returns its one-case report (in a soak,
 // with the heap still in use).
+// --triage: each failing test (the first --triage-max by seed) rerun with its views and shrunk,
+// one worker process each (a triage that crashes or hangs loses only itself); the results go into
+// the tests' report entries.
+void triage_failures(const RegressOptions& o, const Suite& suite, Report& report, const StopSignals& signals) {
+  std::vector<CaseResult*> failing;
+  for (CaseResult& c : report.cases) {
+    if (c.status == "fail" || c.status == "crash" || c.status == "hang") failing.push_back(&c);
+  }
+  std::sort(failing.begin(), failing.end(), [](const CaseResult* a, const CaseResult* b) { return a->seed < b->seed; });
+  if (failing.size() > o.triage_max) failing.resize(o.triage_max);
+  if (failing.empty()) return;
+  if (o.backend.devices > 1) {
+    for (CaseResult* c : failing) c->triage = {{"error", "--triage takes one device at a time (--devices 1)"}};
+    return;
+  }
+  fmt::print(stderr, "triage: {} failing test(s) into {}\n", failing.size(), o.triage);
+  WorkerPoolOptions pool;
+  pool.jobs = std::min<unsigned>(o.jobs, static_cast<unsigned>(failing.size()));
+  pool.timeout = to_timeout(o.triage_timeout_s);
+  pool.stop = [&signals] { return signals.signal() != 0; };
+  WorkerPoolTasks tasks;
+  tasks.task_at = [&](std::size_t k) -> std::optional<std::uint64_t> {
+    if (k >= failing.size()) return std::nullopt;
+    return failing[k]->seed;
+  };
+  tasks.work = [&o, &suite](std::uint64_t seed) {
+    const TestPlan plan = plan_test(o, suite, seed);
+    return triage_test(o, plan.program, plan.run, seed);
+  };
+  auto attach = [&](std::uint64_t seed, nlohmann::json result) {
+    for (CaseResult* c : failing) {
+      if (c->seed == seed) c->triage = result;
+    }
+  };
+  tasks.on_result = [&](pid_t, const nlohmann::json& result) { attach(result.at("seed").get<std::uint64_t>(), result); };
+  tasks.on_lost = [&](const LostTask& lost) {
+    attach(lost.task, {{"error", lost.reason == LostTask::Reason::kTimedOut
+                                     ? fmt::format("the triage ran longer than --triage-timeout {} s", o.triage_timeout_s)
+                                     : "the triage process " + lost.detail}});
+  };
+  try {
+    run_worker_pool(pool, tasks);
+  } catch (const std::system_error& e) {
+    for (CaseResult* c : failing) c->triage = {{"error", e.what()}};
+  }
+}
+
 void set_worker_side(WorkerPoolTasks& tasks, const RegressOptions& o, const Suite& suite) {
   const bool soak = !o.duration.empty();
   if (soak) tasks.worker_init = prepare_soak_worker;
@@ -289,6 +365,20 @@ CLI::App* add_regress_command(CLI::App& app, RegressOptions& o) {
   cmd->add_option("--coverage", o.coverage, "Write the coverage table");
   cmd->add_option("--directed-dir", o.directed_dir, "directed suite: the folder of test files");
   cmd->add_option("--timeout", o.timeout_s, "Seconds one test may take before it counts as hung")
+      ->capture_default_str()
+      ->check(timeout_seconds());
+  cmd->add_option("--cb-timeout", o.cb_timeout_s,
+                  "Seconds the engine waits for a CB's RB before it fails the op (EngineOptions::cb_timeout)")
+      ->capture_default_str()
+      ->check(timeout_seconds());
+  cmd->add_option("--triage", o.triage,
+                  "Folder: each failing test is rerun with its trace (sim, rtl) and waves (rtl) and shrunk to a minimal "
+                  "reproducer (a directed test), and the report links them")
+      ->type_name("DIR");
+  cmd->add_option("--triage-max", o.triage_max, "Failing tests triaged at most (the first by seed)")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 1000u));
+  cmd->add_option("--triage-timeout", o.triage_timeout_s, "Seconds one test's triage may take")
       ->capture_default_str()
       ->check(timeout_seconds());
   cmd->add_option("--corrupt-seed", o.corrupt_seed,
@@ -496,6 +586,7 @@ int run_regress(const RegressOptions& o) {
     return 2;
   }
   progress.finish();
+  if (!o.triage.empty() && signals.signal() == 0) triage_failures(o, *suite, report, signals);
   if (duration) {
     report.seeds = started == 0 ? "none" : fmt::format("{}..{}", range.first, *seed_at(started - 1));
   }

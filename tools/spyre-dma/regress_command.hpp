@@ -15,6 +15,8 @@ class App;
 
 namespace spyre_dma_cli {
 
+inline constexpr double kDefaultCbTimeoutS = 20;
+
 struct RegressOptions {
   std::string suite;
   BackendOptions backend;  // --backend and its settings
@@ -24,6 +26,10 @@ struct RegressOptions {
   std::string json, junit, coverage;     // output files; empty: none
   std::string directed_dir;              // directed suite: folder of test files
   double timeout_s = 600;                // per test, wall clock: longer is a hang
+  double cb_timeout_s = kDefaultCbTimeoutS;  // EngineOptions::cb_timeout of every test
+  std::string triage;                    // folder: each failing test rerun with views and shrunk
+  unsigned triage_max = 3;               // failing tests triaged at most
+  double triage_timeout_s = 900;         // per triaged test, wall clock
   std::int64_t corrupt_seed = -1;        // scoreboard self-test
   double fault_rate = -1;                // override of the suite's rate (< 0: keep)
   std::uint32_t ops = 0;                 // override of the suite's op count (0: keep)
@@ -43,6 +49,10 @@ struct MergeOptions {
 
 CLI::App* add_regress_command(CLI::App& app, RegressOptions& options);
 CLI::App* add_merge_command(CLI::App& app, MergeOptions& options);
+
+// The backend, its settings and the engine options of a run, as command-line arguments (each
+// with a leading space): what a reproduction command needs besides the suite and the seeds.
+std::string backend_arguments(const RegressOptions& options);
 
 // 0: every test passed; 1: a test failed; 2: a usage error found at run time.
 int run_regress(const RegressOptions& options);

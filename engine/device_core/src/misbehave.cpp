@@ -66,6 +66,7 @@ MisbehaveEffect misbehave_effect(MisbehaveKind kind, const hw::ResponseBlock& rb
       e.rbs = 0;
       e.stop_answering = true;
       break;
+    case MisbehaveKind::kDropRb: e.rbs = 0; break;
     case MisbehaveKind::kNone:
     case MisbehaveKind::kRogueDma: break;
   }

@@ -538,8 +538,8 @@ std::vector<Field> build_fields() {
                       "A contract violation the device commits once, at faults.misbehave.at_cb "
                       "(see spyre_dma/device_core/misbehave.hpp): RBs with unknown, repeated or stale "
                       "tags, a garbage status, an RB on a queue with nothing outstanding, RB_PI "
-                      "beyond the ring, CB_CI moving back, no more answers, or DMA to rogue_iova / "
-                      "rogue_device_offset."));
+                      "beyond the ring, CB_CI moving back, no more answers, DMA to rogue_iova / "
+                      "rogue_device_offset, or one RB never written (drop_rb)."));
   }
   f.push_back(field("faults.misbehave.at_cb", SPYRE_FIELD(faults.misbehave.at_cb), any(), "CBs",
                     "The CB (1-based, all pipelines in execution order) faults.misbehave.kind "

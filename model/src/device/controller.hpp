@@ -117,6 +117,9 @@ class Controller : public sc_core::sc_module, private device_core::RegisterHooks
     hw::Pipeline id = hw::Pipeline::kDmai;
     std::uint32_t retired = 0;       // CBs retired (free-running, like the indices)
     std::deque<Ps> retire_ps;        // retire time of CB (retired - retire_ps.size() + i)
+    // When each RB written lands (the newest ones): RB_PI counts RBs, not retired CBs, and the
+    // two differ for a misbehaving device (two RBs for one CB, or none).
+    std::deque<Ps> rb_landed_ps;
     Ps last_retire_ps = 0;
     Ps local_ps = 0;                 // how far this pipeline has scheduled itself
     Ps next_fetch_ps = 0;
@@ -175,9 +178,10 @@ class Controller : public sc_core::sc_module, private device_core::RegisterHooks
                 bool garbage_status = false);
   // Waits for room in p's RB ring; false when `stopped()` meanwhile.
   bool wait_rb_room(PipelineState& p, Ps at, const std::function<bool()>& stopped);
-  // The CB's RB as the misbehave kind says (or none); false when the pipeline stops here.
+  // The CB's RB as the misbehave kind says (or none: `wrote` false); false when the pipeline
+  // stops here.
   bool misbehave_rb(PipelineState& p, const hw::ResponseBlock& rb, Ps at, Ps& arrival, bool interrupt,
-                    const std::function<bool()>& stopped);
+                    const std::function<bool()>& stopped, bool& wrote);
   bool broken(const PipelineState& p) const noexcept { return p.broken_epoch == epoch_ + 1; }
   bool stopped_answering() const noexcept { return stopped_epoch_ == epoch_ + 1; }
   // The device resets itself at `at` (an injected fault): every pipeline abandons what it fetched.
@@ -197,6 +201,7 @@ class Controller : public sc_core::sc_module, private device_core::RegisterHooks
   HostLink host_;
   MemoryLink device_memory_;
   DebugHooks hooks_;
+  bool partial_flit_rb_dropped_ = false;  // hooks_.drop_partial_flit_rb fired (it fires once)
   FaultInjector faults_;
   Misbehaviour misbehave_;
   std::unique_ptr<DataPath> data_path_;

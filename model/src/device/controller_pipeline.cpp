@@ -217,13 +217,18 @@ bool Controller::retire(PipelineState& p, Retirement& r, const std::function<boo
   if (hooks_.rb_before_data) rb_at = std::max(r.start, p.last_retire_ps);  // a deliberate bug
   Ps arrival = rb_at;
   const bool plain = !r.misbehave || misbehave_.kind() == device_core::MisbehaveKind::kRogueDma;
-  if (plain ? !write_rb(p, r.rb, rb_at, arrival, r.interrupt)
-            : !misbehave_rb(p, r.rb, rb_at, arrival, r.interrupt, stopped)) {
+  bool wrote = true;
+  if (hooks_.drop_partial_flit_rb && !partial_flit_rb_dropped_ && r.rb.status == hw::RbStatus::kGood &&
+      r.rb.bytes % hw::kFlitBytes != 0) {
+    partial_flit_rb_dropped_ = true;  // a deliberate bug: this CB's RB is never written
+    wrote = false;
+  } else if (plain ? !write_rb(p, r.rb, rb_at, arrival, r.interrupt)
+                   : !misbehave_rb(p, r.rb, rb_at, arrival, r.interrupt, stopped, wrote)) {
     return false;
   }
   p.last_tag = r.rb.tag;
   // DMAO: the RB lands after the data it reports; DMAI: it leaves after the data is stored.
-  if (run.data_ps) {
+  if (run.data_ps && wrote) {
     host_.rb_after_data(hw::to_string(p.id).data(), r.rb.tag, run.data_ps,
                         p.id == hw::Pipeline::kDmao ? arrival : rb_at);
   }

@@ -60,6 +60,7 @@ void Controller::reset() {
   for (PipelineState& p : pipes_) {
     p.retired = 0;
     p.retire_ps.clear();
+    p.rb_landed_ps.clear();
     p.kick.notify(SC_ZERO_TIME);
   }
   retired_.notify(SC_ZERO_TIME);

@@ -13,7 +13,7 @@ using namespace sc_core;
 std::uint32_t Controller::rb_pi_visible(const PipelineState& p) const {
   const Ps now = to_ps(sc_time_stamp());
   std::uint32_t pending = 0;
-  for (auto it = p.retire_ps.rbegin(); it != p.retire_ps.rend() && *it > now; ++it) ++pending;
+  for (auto it = p.rb_landed_ps.rbegin(); it != p.rb_landed_ps.rend() && *it > now; ++it) ++pending;
   return index(Reg::kRbPi, p) - pending;  // free-running, like the index itself
 }
 
@@ -48,6 +48,8 @@ bool Controller::write_rb(PipelineState& p, const hw::ResponseBlock& rb, Ps at, 
     return false;
   }
   set_index(Reg::kRbPi, p, at_index + 1);
+  p.rb_landed_ps.push_back(arrival);
+  if (p.rb_landed_ps.size() > device_core::DoorbellOrder::kKeptRetired) p.rb_landed_ps.pop_front();
   if ((regs_.get(Reg::kIrqEnable, p.id) & 1u) || interrupt) {
     host_.msi(static_cast<std::uint32_t>(regs_.get(Reg::kIrqVector, p.id)), at);
     ++counters_.write_tlps;
@@ -57,8 +59,9 @@ bool Controller::write_rb(PipelineState& p, const hw::ResponseBlock& rb, Ps at, 
 }
 
 bool Controller::misbehave_rb(PipelineState& p, const hw::ResponseBlock& rb, Ps at, Ps& arrival, bool interrupt,
-                              const std::function<bool()>& stopped) {
+                              const std::function<bool()>& stopped, bool& wrote) {
   const device_core::MisbehaveEffect e = device_core::misbehave_effect(misbehave_.kind(), rb, p.last_tag);
+  wrote = e.rbs > 0;
   for (unsigned i = 0; i < e.rbs; ++i) {
     // A duplicate waits for room like any RB.
     if (i > 0 && !wait_rb_room(p, arrival, stopped)) return true;
@@ -87,7 +90,7 @@ bool Controller::misbehave_rb(PipelineState& p, const hw::ResponseBlock& rb, Ps 
     stopped_epoch_ = epoch_ + 1;
     for (PipelineState& q : pipes_) q.kick.notify(SC_ZERO_TIME);
   }
-  return e.rbs > 0;
+  return !e.stops();
 }
 
 void Controller::self_reset(Ps at, std::uint32_t tag) {

@@ -4,18 +4,27 @@
 #include "spyre_dma/model/config_loader.hpp"
 #include "spyre_dma/model/sim_device.hpp"
 #include "spyre_dma/model/sim_node.hpp"
+#include "sim/debug_hooks.hpp"
 
 namespace spyre_dma::model {
 
 using backend::BackendError;
 
+namespace {
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+}  // namespace
+
 std::vector<backend::SettingInfo> SimBackend::settings() const {
-  std::string presets;
-  for (const std::string& p : preset_names()) presets += (presets.empty() ? "" : ", ") + p;
-  return {{"preset", "sim and rtl: a model preset (" + presets + ")"},
+  return {{"preset", "sim and rtl: a model preset (" + join(preset_names()) + ")"},
           {"config", "sim and rtl: a model configuration file (JSON; it may name its own preset)"},
           {"fidelity", "sim and rtl: tlp or burst, overriding the configuration"},
-          {"trace", "sim and rtl: write a Perfetto / chrome://tracing trace of the run's CBs"}};
+          {"trace", "sim and rtl: write a Perfetto / chrome://tracing trace of the run's CBs"},
+          {"debug-hook", "sim and rtl, a bench's self-test: build the model with this deliberate bug (" +
+                             join(debug_hook_names()) + "; model/src/sim/debug_hooks.hpp)"}};
 }
 
 SimConfig SimBackend::sim_config(const backend::Settings& s) const {
@@ -39,6 +48,10 @@ SimConfig SimBackend::sim_config(const backend::Settings& s) const {
       c = config_from_json(j, "backend '" + name_ + "' settings");
     }
     validate(c, "backend '" + name_ + "'");
+    if (s.has("debug-hook") && !debug_hook_named(s.get("debug-hook"))) {
+      throw BackendError("--debug-hook '" + s.get("debug-hook") + "': no such hook (have: " + join(debug_hook_names()) +
+                         ")");
+    }
     return c;
   } catch (const BackendError&) {
     throw;
@@ -62,12 +75,16 @@ backend::Instance instance_of(std::shared_ptr<SimDevice> device) {
 }  // namespace
 
 backend::Instance SimBackend::open(const backend::Settings& s) const {
-  return instance_of(std::make_shared<SimDevice>(sim_config(s), s.get("trace")));
+  const SimConfig c = sim_config(s);
+  const ScopedDebugHook hook(s.get("debug-hook"));  // the components copy the hooks as they are built
+  return instance_of(std::make_shared<SimDevice>(c, s.get("trace")));
 }
 
 std::vector<backend::Instance> SimBackend::open_devices(const backend::Settings& s) const {
   if (s.devices <= 1) return {open(s)};
-  SimNode node(sim_config(s), s.get("trace"));  // topology.devices is s.devices
+  const SimConfig c = sim_config(s);
+  const ScopedDebugHook hook(s.get("debug-hook"));
+  SimNode node(c, s.get("trace"));  // topology.devices is s.devices
   std::vector<backend::Instance> out;
   for (std::size_t i = 0; i < node.size(); ++i) out.push_back(instance_of(node.device(i)));
   return out;  // the devices keep their server's simulation alive

@@ -4,6 +4,9 @@
 // components copy them at construction, so the hot paths test a member, not a global.
 #pragma once
 
+#include <string>
+#include <vector>
+
 namespace spyre_dma::model {
 
 struct DebugHooks {
@@ -16,9 +19,28 @@ struct DebugHooks {
   bool release_tags_at_issue = false; // the read engine frees a tag when it sends the request
   bool reads_pass_posted = false;     // a BAR0 read completes without waiting for posted writes
   bool rb_before_data = false;        // the RB writer issues an RB when its CB starts
+  bool drop_partial_flit_rb = false;  // the first good CB of a partial last flit gets no RB (a lost
+                                      // completion, once)
 };
 
 // The hooks the next model built in this process takes (one SimDevice at a time).
 DebugHooks& debug_hooks() noexcept;
+
+// The hooks by name (the members above), for the backends' `debug-hook` setting: a self-test of a
+// bench, which must find the bug. Empty when `name` is none of them.
+bool DebugHooks::* debug_hook_named(const std::string& name) noexcept;
+std::vector<std::string> debug_hook_names();
+
+// Sets one hook (by name; empty: none) while a model is built, and puts the hooks back after.
+class ScopedDebugHook {
+ public:
+  explicit ScopedDebugHook(const std::string& name);  // std::invalid_argument for an unknown name
+  ~ScopedDebugHook() { debug_hooks() = saved_; }
+  ScopedDebugHook(const ScopedDebugHook&) = delete;
+  ScopedDebugHook& operator=(const ScopedDebugHook&) = delete;
+
+ private:
+  DebugHooks saved_;
+};
 
 }  // namespace spyre_dma::model

@@ -65,6 +65,16 @@ class Reader {
     fail(at, "expected an unsigned integer, got " + v.dump());
   }
 
+  // A probability: a number in [0, 1].
+  double rate(const json& obj, const char* key, const std::string& where) const {
+    if (!obj.contains(key)) return 0;
+    const json& v = obj[key];
+    if (!v.is_number() || !(v.get<double>() >= 0 && v.get<double>() <= 1)) {
+      fail(where + "." + key, "expected a probability in [0, 1], got " + v.dump());
+    }
+    return v.get<double>();
+  }
+
   std::string str(const json& obj, const char* key, const std::string& where, const std::string& dflt,
                   bool required = false) const {
     if (!obj.contains(key)) {
@@ -149,10 +159,11 @@ DirectedTest parse_directed(const std::string& text, const std::string& file) {
     throw DirectedError(file, "$", std::string("invalid JSON: ") + e.what());
   }
   rd.keys(j, "$",
-          {"name", "description", "backends", "engine", "faults", "streams", "host_buffers", "device_buffers", "events",
-           "ops"});
+          {"name", "description", "seed", "backends", "engine", "faults", "streams", "host_buffers", "device_buffers",
+           "events", "ops"});
   DirectedTest t;
   t.name = rd.str(j, "name", "$", "", true);
+  if (j.contains("seed")) t.seed = rd.u64(j, "seed", "$", 0);
   t.description = rd.str(j, "description", "$", "");
   Program& p = t.program;
   p.name = t.name;
@@ -174,9 +185,20 @@ DirectedTest parse_directed(const std::string& text, const std::string& file) {
   }
   if (j.contains("faults")) {
     const json& f = j["faults"];
-    rd.keys(f, "$.faults", {"at_cb", "at_cb_fault"});
-    p.faults.at_cb = rd.u64(f, "at_cb", "$.faults", 0, true);
-    p.faults.at_cb_fault = rd.str(f, "at_cb_fault", "$.faults", "", true);
+    rd.keys(f, "$.faults",
+            {"at_cb", "at_cb_fault", "poisoned_rate", "unsupported_request_rate", "completer_abort_rate",
+             "dropped_completion_rate", "lcrc_rate", "iommu_fault_rate", "malformed_cb_rate", "device_reset_rate"});
+    FaultPlan& x = p.faults;
+    x.at_cb = rd.u64(f, "at_cb", "$.faults", 0);
+    x.at_cb_fault = rd.str(f, "at_cb_fault", "$.faults", "", x.at_cb > 0);
+    x.poisoned_rate = rd.rate(f, "poisoned_rate", "$.faults");
+    x.unsupported_request_rate = rd.rate(f, "unsupported_request_rate", "$.faults");
+    x.completer_abort_rate = rd.rate(f, "completer_abort_rate", "$.faults");
+    x.dropped_completion_rate = rd.rate(f, "dropped_completion_rate", "$.faults");
+    x.lcrc_rate = rd.rate(f, "lcrc_rate", "$.faults");
+    x.iommu_fault_rate = rd.rate(f, "iommu_fault_rate", "$.faults");
+    x.malformed_cb_rate = rd.rate(f, "malformed_cb_rate", "$.faults");
+    x.device_reset_rate = rd.rate(f, "device_reset_rate", "$.faults");
   }
   if (!j.contains("streams") || !j["streams"].is_array() || j["streams"].empty()) {
     rd.fail("$.streams", "expected a non-empty array of streams");
@@ -269,17 +291,31 @@ DirectedTest parse_directed(const std::string& text, const std::string& file) {
   return t;
 }
 
-std::string to_directed_json(const Program& p, const std::string& description) {
+std::string to_directed_json(const Program& p, const std::string& description, bool with_seed) {
   json j;
   j["name"] = p.name;
   if (!description.empty()) j["description"] = description;
+  if (with_seed) j["seed"] = p.seed;
   json engine = json::object();
   if (p.tuning.ring_slots) engine["ring_slots"] = p.tuning.ring_slots;
   if (p.tuning.max_cb_bytes) engine["max_cb_bytes"] = p.tuning.max_cb_bytes;
   if (p.tuning.staging_buffers) engine["staging_buffers"] = p.tuning.staging_buffers;
   if (p.tuning.staging_buffer_bytes) engine["staging_buffer_bytes"] = p.tuning.staging_buffer_bytes;
   if (!engine.empty()) j["engine"] = engine;
-  if (p.faults.at_cb) j["faults"] = {{"at_cb", p.faults.at_cb}, {"at_cb_fault", p.faults.at_cb_fault}};
+  json faults = json::object();
+  const FaultPlan& x = p.faults;
+  if (x.at_cb) faults.update({{"at_cb", x.at_cb}, {"at_cb_fault", x.at_cb_fault}});
+  for (const auto& [key, rate] : {std::pair<const char*, double>{"poisoned_rate", x.poisoned_rate},
+                                  {"unsupported_request_rate", x.unsupported_request_rate},
+                                  {"completer_abort_rate", x.completer_abort_rate},
+                                  {"dropped_completion_rate", x.dropped_completion_rate},
+                                  {"lcrc_rate", x.lcrc_rate},
+                                  {"iommu_fault_rate", x.iommu_fault_rate},
+                                  {"malformed_cb_rate", x.malformed_cb_rate},
+                                  {"device_reset_rate", x.device_reset_rate}}) {
+    if (rate > 0) faults[key] = rate;
+  }
+  if (!faults.empty()) j["faults"] = faults;
   static const char* kOrdering[] = {"strict", "op_ordered", "pipeline_fifo"};
   for (const StreamSpec& s : p.streams) {
     j["streams"].push_back({{"ordering", kOrdering[static_cast<int>(s.ordering)]}, {"priority", s.priority}});

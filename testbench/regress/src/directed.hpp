@@ -3,6 +3,8 @@
 // testbench/regress/directed/ holds the project's set.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -27,13 +29,16 @@ class DirectedError : public std::runtime_error {
 struct DirectedTest {
   std::string name;
   std::string description;
+  // The seed the model's random faults draw from; none: the file's index in its folder.
+  std::optional<std::uint64_t> seed;
   std::vector<std::string> backends;  // empty: every backend
   Program program;
 };
 
 // A program in the directed format (so that any random test can be kept as a directed one);
-// parse_directed() of the result gives the same program back.
-std::string to_directed_json(const Program& program, const std::string& description = {});
+// parse_directed() of the result gives the same program back. `with_seed`: the program's seed is
+// kept (its random faults then draw the same numbers wherever the file lies).
+std::string to_directed_json(const Program& program, const std::string& description = {}, bool with_seed = false);
 
 DirectedTest parse_directed(const std::string& text, const std::string& file);
 DirectedTest load_directed(const std::string& path);

@@ -118,5 +118,8 @@ struct Program {
 // Structural checks (indices in range, ranges inside their buffers, device offsets aligned): the
 // empty string when the program is runnable, else what is wrong, naming the op and field.
 std::string check_program(const Program& program);
+// The hazard rules above, epoch by epoch: the empty string when the program keeps them, else the
+// first op that breaks one and how.
+std::string check_hazards(const Program& program);
 
 }  // namespace spyre_dma::regress

@@ -56,6 +56,23 @@ T get(const json& j, const char* key, const std::string& at) {
   }
 }
 
+// A triaged test's lines in the summary and in JUnit's system-out ("" when not triaged).
+std::string triage_lines(const json& t) {
+  if (!t.is_object()) return {};
+  auto str = [&](const char* key) { return t.contains(key) && t[key].is_string() ? t[key].get<std::string>() : std::string(); };
+  std::string out = "  triage: " + str("folder") + "\n";
+  if (!str("trace").empty()) out += "    trace: " + str("trace") + "\n";
+  if (!str("reproducer").empty()) {
+    out += fmt::format("    reproducer: {} ({} of {} ops, {} runs{})\n", str("reproducer"), t.value("reproducer_ops", 0),
+                       t.value("ops", 0), t.value("runs", 0), t.value("complete", false) ? "" : ", budget reached");
+    if (!str("reproducer_trace").empty()) out += "    reproducer trace: " + str("reproducer_trace") + "\n";
+    if (!str("wave").empty()) out += "    reproducer waves: " + str("wave") + "\n";
+    out += "    rerun: " + str("rerun") + "\n";
+  }
+  if (!str("error").empty()) out += "    " + str("error") + "\n";
+  return out;
+}
+
 }  // namespace
 
 std::uint64_t Report::digest() const {
@@ -89,6 +106,7 @@ json Report::to_json() const {
                      {"seed", c.seed},         {"status", c.status}, {"findings", f},
                      {"finding_count", c.finding_count}, {"metrics", c.metrics.to_json()}, {"repro", c.repro}});
     if (c.digest) tests.back()["digest"] = c.digest->to_json();
+    if (!c.triage.is_null()) tests.back()["triage"] = c.triage;
     sum += c.metrics;
   }
   totals["metrics"] = sum.to_json();
@@ -163,6 +181,10 @@ Report Report::from_json(const json& j, const std::string& file) {
         throw std::invalid_argument(at + "." + e.what());
       }
     }
+    if (const auto tr = t.find("triage"); tr != t.end()) {
+      if (!tr->is_object()) throw std::invalid_argument(at + ".triage: expected an object");
+      c.triage = *tr;
+    }
     r.cases.push_back(std::move(c));
   }
   return r;
@@ -212,7 +234,8 @@ std::string Report::junit() const {
           c->findings.empty() ? c->status : c->findings.front().message.substr(0, 200);
       out += fmt::format(">\n      <failure type=\"{}\" message=\"{}\">{}</failure>\n", xml_escape(type),
                          xml_escape(message), xml_escape(text));
-      out += fmt::format("      <system-out>reproduce: {}</system-out>\n    </testcase>\n", xml_escape(c->repro));
+      out += fmt::format("      <system-out>reproduce: {}\n{}</system-out>\n    </testcase>\n", xml_escape(c->repro),
+                         xml_escape(triage_lines(c->triage)));
     }
     out += "  </testsuite>\n";
   }
@@ -266,8 +289,8 @@ std::string Report::summary() const {
   }
   for (const CaseResult& c : cases) {
     if (c.passed()) continue;
-    out += fmt::format("FAIL {} [{}]: {}\n  reproduce: {}\n", c.name, c.status,
-                       c.findings.empty() ? c.status : c.findings.front().message, c.repro);
+    out += fmt::format("FAIL {} [{}]: {}\n  reproduce: {}\n{}", c.name, c.status,
+                       c.findings.empty() ? c.status : c.findings.front().message, c.repro, triage_lines(c.triage));
   }
   return out;
 }

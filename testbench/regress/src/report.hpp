@@ -28,6 +28,10 @@ struct CaseResult {
   TestMetrics metrics;
   std::string repro;   // one command line that reruns exactly this test
   std::optional<TestDigest> digest;  // none for a test that did not run (skip, crash, hang, missing)
+  // `regress --triage`: where the failing test's rerun put its trace, waves and shrunk reproducer
+  // ({"seed", "folder", "trace", "reproducer", "reproducer_trace", "wave", "ops", "reproducer_ops",
+  // "runs", "complete", "finding", "rerun", "error"}, each where it applies); null when not triaged.
+  nlohmann::json triage;
   bool passed() const { return status == "pass" || status == "skip"; }
 };
 

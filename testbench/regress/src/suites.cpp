@@ -78,7 +78,7 @@ Program program_for(const Suite& suite, std::uint64_t seed, const std::string& d
   }
   DirectedTest t = load_directed(files[seed]);
   if (backends) *backends = t.backends;
-  t.program.seed = seed;
+  t.program.seed = t.seed.value_or(seed);
   return std::move(t.program);
 }
 

@@ -95,6 +95,16 @@ TEST_P(Misbehaviour, StopAnsweringFreezesEverythingButControl) {
   EXPECT_EQ(driver().next_rb(Pipeline::kDmai).tag, 2u) << "reset brings the device back";
 }
 
+TEST_P(Misbehaviour, DropRbLeavesOneCbUnansweredAndGoesOn) {
+  misbehave(MisbehaveKind::kDropRb, 1);
+  submit(1);
+  submit(2);
+  EXPECT_EQ(driver().next_rb(Pipeline::kDmai).tag, 2u) << "the next CB is answered in the dropped one's slot";
+  driver().settle();
+  EXPECT_EQ(rb_pi(), 1u) << "one RB for two CBs";
+  EXPECT_EQ(index(Pipeline::kDmai, reg::kCbCi), 2u) << "both CBs were fetched";
+}
+
 TEST_P(Misbehaviour, RogueDmaToAnUnmappedIovaIsRefusedByTheIommu) {
   misbehave(MisbehaveKind::kRogueDma, 1, 0x7000'0000'0000ull);
   submit(1);

@@ -232,7 +232,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{MisbehaveKind::kGarbageStatus, Ends::kFault, "malformed (status"},
                       Case{MisbehaveKind::kRbPiBeyondRing, Ends::kIndexFault, "RB_PI"},
                       Case{MisbehaveKind::kCbCiBackwards, Ends::kIndexFault, "CB_CI"},
-                      Case{MisbehaveKind::kStopAnswering, Ends::kTimeout, ""}),
+                      Case{MisbehaveKind::kStopAnswering, Ends::kTimeout, ""},
+                      Case{MisbehaveKind::kDropRb, Ends::kTimeout, ""}),
     case_name);
 
 // An RB on a queue with nothing outstanding (COMPUTE, while only DMA runs): the fault names that

@@ -27,6 +27,20 @@ TEST(Directed, AGeneratedProgramRoundTrips) {
   EXPECT_EQ(to_directed_json(t.program), to_directed_json(p));
 }
 
+TEST(Directed, ARandomFaultPlanAndItsSeedRoundTrip) {
+  const Program p = generate(find_suite("nightly")->profile, 12);
+  ASSERT_GT(p.faults.poisoned_rate, 0.0);
+  const DirectedTest t = parse_directed(to_directed_json(p, "kept", true), "n.json");
+  ASSERT_TRUE(t.seed.has_value());
+  EXPECT_EQ(*t.seed, 12u);
+  EXPECT_EQ(t.program.faults.poisoned_rate, p.faults.poisoned_rate);
+  EXPECT_EQ(t.program.faults.device_reset_rate, p.faults.device_reset_rate);
+  EXPECT_EQ(t.program.faults.config_patch(), p.faults.config_patch());
+  EXPECT_FALSE(parse_directed(to_directed_json(p), "n.json").seed.has_value()) << "the seed is kept on request";
+  EXPECT_THROW(parse_directed(std::string(kHead) + R"("faults": {"poisoned_rate": 2}, "ops": []})", "t.json"),
+               DirectedError);
+}
+
 TEST(Directed, ReadsExpectationsAndAppendsTheFinalSync) {
   const DirectedTest t = parse_directed(std::string(kHead) + R"("ops": [
     {"op": "h2d", "bytes": 100, "expect": {"error": "device_error", "kind": "pcie_error"}}]})", "t.json");

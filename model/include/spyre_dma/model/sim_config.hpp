@@ -104,7 +104,7 @@ struct TopologyConfig {
 // starts (1-based, all pipelines in execution order; 0: never). The kinds and what each does are
 // those of spyre_dma/device_core/misbehave.hpp: "none", "unknown_tag", "duplicate_rb", "stale_tag",
 // "garbage_status", "wrong_queue", "rb_pi_beyond_ring", "cb_ci_backwards", "stop_answering",
-// "rogue_dma" (with rogue_iova / rogue_device_offset, multiples of 128 bytes, 0: keep).
+// "rogue_dma" (with rogue_iova / rogue_device_offset, multiples of 128 bytes, 0: keep), "drop_rb".
 struct MisbehaveConfig {
   std::string kind = "none";
   std::uint64_t at_cb = 0;

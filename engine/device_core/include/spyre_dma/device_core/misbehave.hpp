@@ -26,6 +26,8 @@
 //   stop_answering     no RB, and from then on the device fetches no CB, writes no RB and ignores
 //                      every register write except CONTROL (reads return the frozen values), until
 //                      CONTROL.RESET
+//   drop_rb            no RB for this CB, and nothing else: the device goes on with the next CB
+//                      (a lost completion; the engine's CB timeout must end the op)
 //   rogue_dma          the CB's host DMA section is pointed at rogue_iova (when nonzero) and its
 //                      device VA moved by rogue_device_offset bytes (when nonzero) before the
 //                      checks: the device's IOMMU and XLAT checks must refuse what the engine did
@@ -54,13 +56,15 @@ enum class MisbehaveKind : std::uint8_t {
   kCbCiBackwards,
   kStopAnswering,
   kRogueDma,
+  kDropRb,
 };
-inline constexpr std::size_t kNumMisbehaveKinds = 10;
+inline constexpr std::size_t kNumMisbehaveKinds = 11;
 
 // In enum order: the names configuration files use.
 inline constexpr std::array<std::string_view, kNumMisbehaveKinds> kMisbehaveKindNames = {
     "none",           "unknown_tag",       "duplicate_rb",    "stale_tag",      "garbage_status",
-    "wrong_queue",    "rb_pi_beyond_ring", "cb_ci_backwards", "stop_answering", "rogue_dma"};
+    "wrong_queue",    "rb_pi_beyond_ring", "cb_ci_backwards", "stop_answering", "rogue_dma",
+    "drop_rb"};
 
 inline std::string_view to_string(MisbehaveKind k) noexcept {
   return kMisbehaveKindNames[static_cast<std::size_t>(k)];
@@ -127,6 +131,8 @@ struct MisbehaveEffect {
   bool rb_pi_beyond_ring = false;  // RB_PI jumps (rb_pi_beyond_ring()); the pipeline stops
   bool cb_ci_backwards = false;    // CB_CI moves back (cb_ci_backwards()); the pipeline stops
   bool stop_answering = false;     // the device stops answering (and freezes its registers)
+  // Whether the pipeline stops at this CB (until reset) rather than going on with the next.
+  bool stops() const noexcept { return rb_pi_beyond_ring || cb_ci_backwards || stop_answering; }
 };
 // `last_tag`: the tag of the pipeline's previous answered CB (0: none).
 MisbehaveEffect misbehave_effect(MisbehaveKind kind, const hw::ResponseBlock& rb, std::uint32_t last_tag) noexcept;
