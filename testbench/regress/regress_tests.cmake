@@ -116,6 +116,13 @@ if(TARGET spyre-dma)
         FAIL_REGULAR_EXPRESSION "budget reached|did not reproduce")
     endforeach()
   endif()
+  # Coverage closure: from two seeds, the run keeps drawing until every bin smoke on refdev can reach
+  # is hit (and says how many seeds it took).
+  add_test(NAME regress.closure.smoke_refdev
+    COMMAND spyre-dma regress --suite smoke --backend refdev --seeds 1..2 --close 200 --jobs 2 --progress none)
+  set_tests_properties(regress.closure.smoke_refdev PROPERTIES LABELS regress TIMEOUT 300 PROCESSORS 2
+    PASS_REGULAR_EXPRESSION "no hole it could fill[^\n]*\nclosure: [0-9]+ more seed[(]s[)], 3[.][.][0-9]+, until every hole"
+    FAIL_REGULAR_EXPRESSION "FAIL")
   # The scoreboard must catch a byte flipped behind the engine's back: exactly the corrupted seed
   # fails, and with a data finding.
   add_test(NAME regress.selftest.corrupt_seed

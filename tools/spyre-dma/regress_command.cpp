@@ -140,6 +140,17 @@ std::string repro_command(const RegressOptions& o, std::uint64_t seed) {
 // The backends whose device is the model, which injects the faults a program asks for.
 bool injects_faults(const std::string& backend) { return backend == "sim" || backend == "rtl"; }
 
+// The coverage bins a run of this suite on this backend can reach.
+CoverageContext coverage_context(const RegressOptions& o, const Suite& suite) {
+  CoverageContext c;
+  c.model = injects_faults(o.backend.name);
+  const double rate = o.fault_rate >= 0 ? o.fault_rate : suite.profile.fault_rate;
+  c.faults = c.model && (suite.directed || suite.profile.fault_at_cb || rate > 0);
+  c.huge_ops = suite.directed || (suite.profile.max_op_bytes > (16ull << 20) && suite.profile.large_fraction > 0);
+  c.systemc_path = o.backend.name == "sim";
+  return c;
+}
+
 std::string directed_dir(const RegressOptions& o) { return o.directed_dir.empty() ? SPYRE_DMA_DIRECTED_DIR : o.directed_dir; }
 
 // A test as the options make it: its suite (with --ops and --fault-rate), program and run options.
@@ -205,6 +216,7 @@ Report run_one(const RegressOptions& o, const Suite& base, std::uint64_t seed) {
       c.metrics = t.metrics;
       c.digest = t.digest;
       r.coverage = t.coverage;
+      r.coverage.attribute(o.suite + "/" + o.backend.name, seed);
     } else {
       // The program on every device of one server at once: the test passes when every device's
       // run does; findings name their device, figures and coverage add up.
@@ -228,6 +240,7 @@ Report run_one(const RegressOptions& o, const Suite& base, std::uint64_t seed) {
         sim_ns = std::max(sim_ns, t.metrics.sim_time_ns);
         r.coverage.merge(t.coverage);
       }
+      r.coverage.attribute(o.suite + "/" + o.backend.name, seed);
       c.metrics.sim_time_ns = sim_ns;
       digest.rbs = rbs.value();
       digest.memory = memory.value();
@@ -401,6 +414,11 @@ CLI::App* add_regress_command(CLI::App& app, RegressOptions& o) {
                   "Soak: fail when a worker's resident memory grew by more than this many percent after the warm-up")
       ->capture_default_str()
       ->check(finite_range(0.0, 1e6));
+  cmd->add_option("--close", o.close,
+                  "Coverage closure: after the seeds, keep drawing the next ones, at most N more, while a coverage "
+                  "bin this suite and backend can reach is still empty")
+      ->type_name("N")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1000000}));
   cmd->add_flag("--list", o.list, "List the suites and exit");
   cmd->add_flag("--dump-program", o.dump_program,
                 "Print the first seed's program in the directed-test format and exit (keeps a random test as a "
@@ -557,9 +575,18 @@ int run_regress(const RegressOptions& o) {
   pool.timeout = to_timeout(o.timeout_s);
   WorkerPoolTasks tasks;
   // The k-th test to start, while the seeds are not used up and a soak's time has not run out.
+  // Closure: seeds past the range while a hole this run can reach stays empty.
+  const CoverageContext reach = coverage_context(o, *suite);
+  std::uint64_t closure_seeds = 0;
   tasks.task_at = [&](std::size_t k) -> std::optional<std::uint64_t> {
     if (duration && Clock::now() >= deadline) return std::nullopt;
-    return seed_at(k);
+    if (k < seed_count || o.close == 0) return seed_at(k);
+    const std::uint64_t extra = static_cast<std::uint64_t>(k - seed_count);
+    if (extra >= o.close || range.last + extra >= UINT64_MAX - 1 || report.coverage.holes(reach).empty()) {
+      return std::nullopt;
+    }
+    closure_seeds = extra + 1;
+    return range.last + 1 + extra;
   };
   set_worker_side(tasks, o, *suite);
   tasks.on_result = [&](pid_t worker, const nlohmann::json& result) {
@@ -589,6 +616,8 @@ int run_regress(const RegressOptions& o) {
   if (!o.triage.empty() && signals.signal() == 0) triage_failures(o, *suite, report, signals);
   if (duration) {
     report.seeds = started == 0 ? "none" : fmt::format("{}..{}", range.first, *seed_at(started - 1));
+  } else if (closure_seeds > 0) {
+    report.seeds = fmt::format("{}..{}", range.first, range.last + closure_seeds);
   }
   report.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
   const int stopped_by = signals.signal();
@@ -596,9 +625,17 @@ int run_regress(const RegressOptions& o) {
   std::sort(report.cases.begin(), report.cases.end(),
             [](const CaseResult& a, const CaseResult& b) { return a.seed < b.seed; });
   fmt::print("{}", report.summary());
-  const auto holes = report.coverage.holes();
-  fmt::print("coverage: {} of {} bins hit{}\n", catalogue().size() - holes.size(), catalogue().size(),
-             holes.empty() ? "" : fmt::format(" (holes: {})", fmt::join(holes, ", ")));
+  const std::vector<std::string> holes = report.coverage.holes(), fillable = report.coverage.holes(reach);
+  fmt::print("coverage: {} of {} bins hit; {}; {} more out of this run's reach{}\n", catalogue().size() - holes.size(),
+             catalogue().size(),
+             fillable.empty() ? std::string("no hole it could fill")
+                              : fmt::format("holes it could fill: {}", fmt::join(fillable, ", ")),
+             holes.size() - fillable.size(), o.coverage.empty() ? "" : " (--coverage lists them, and why)");
+  if (closure_seeds > 0) {
+    fmt::print("closure: {} more seed(s), {}..{}, {}\n", closure_seeds, range.last + 1, range.last + closure_seeds,
+               fillable.empty() ? "until every hole it could fill was filled"
+                                : fmt::format("up to --close {}", o.close));
+  }
   bool memory_ok = true;
   if (duration) {
     fmt::print("{}", soak.summary(report, *duration));

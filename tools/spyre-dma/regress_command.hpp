@@ -37,6 +37,8 @@ struct RegressOptions {
   std::string duration;                  // soak: run seeds until this time has passed ("30m")
   double max_rss_growth = 5;             // soak: percent a worker's RSS may grow, warm-up to last test
   std::string warmup;                    // soak: time before the RSS baseline (empty: a tenth of duration)
+  std::uint64_t close = 0;               // closure: at most this many seeds past the range, drawn
+                                         // while the run can still fill a coverage hole
   bool list = false;                     // print the suites and exit
   bool dump_program = false;             // print the first seed's program as a directed test
 };

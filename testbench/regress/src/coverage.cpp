@@ -6,14 +6,17 @@
 #include <fmt/format.h>
 
 namespace spyre_dma::regress {
+namespace {
 
-const std::vector<BinInfo>& catalogue() {
-  static const std::vector<BinInfo> bins{
+constexpr unsigned kFaultBin = kNeedsFaults | kNeedsModel;
+
+std::vector<BinInfo> build_catalogue() {
+  std::vector<BinInfo> b{
       {"size.tiny", "a data op of at most 1 KiB"},
       {"size.small", "1 KiB < bytes <= 64 KiB"},
       {"size.medium", "64 KiB < bytes <= 1 MiB"},
       {"size.large", "1 MiB < bytes <= 16 MiB"},
-      {"size.huge", "more than 16 MiB"},
+      {"size.huge", "more than 16 MiB", kNeedsHugeOps},
       {"size.flit_multiple", "a byte count that is a multiple of 128"},
       {"size.partial_flit", "a byte count that is not a multiple of 128"},
       {"cross.host_page", "a host range across a 4 KiB boundary (the PCIe 4 KiB rule)"},
@@ -44,44 +47,123 @@ const std::vector<BinInfo>& catalogue() {
       {"pipeline.barrier", "a CB carrying BARRIER (strict ordering across pipelines)"},
       {"pressure.queue_full", "an op waited for a CB ring slot"},
       {"pressure.staging", "an op waited for a staging buffer"},
-      {"pressure.device_tags", "the device's read engine waited for a free read tag (sim)"},
-      {"pressure.engine_tags", "the engine ran out of tags"},
-      {"fault.poisoned", "an injected poisoned TLP"},
-      {"fault.unsupported_request", "an injected UR completion"},
-      {"fault.completer_abort", "an injected CA completion"},
-      {"fault.dropped_completion", "an injected lost completion (completion timeout)"},
-      {"fault.lcrc", "an injected LCRC error (replayed)"},
-      {"fault.iommu", "an injected IOMMU refusal"},
-      {"fault.malformed_cb", "an injected corrupt CB"},
-      {"fault.device_reset", "an injected device reset in flight"},
+      {"pressure.device_tags", "the device's read engine waited for a free read tag (the SystemC data path counts it)",
+       kNeedsModel | kNeedsSystemcPath},
+      {"pressure.engine_tags", "the engine ran out of tags", kNeedsNothing,
+       "the engine has 32768 tags and at most 3 x 1024 CBs can be in flight (rings of at most 1024 slots)"},
+      {"fault.poisoned", "an injected poisoned TLP", kFaultBin},
+      {"fault.unsupported_request", "an injected UR completion", kFaultBin},
+      {"fault.completer_abort", "an injected CA completion", kFaultBin},
+      {"fault.dropped_completion", "an injected lost completion (completion timeout)", kFaultBin},
+      {"fault.lcrc", "an injected LCRC error (replayed)", kFaultBin},
+      {"fault.iommu", "an injected IOMMU refusal", kFaultBin},
+      {"fault.malformed_cb", "an injected corrupt CB", kFaultBin},
+      {"fault.device_reset", "an injected device reset in flight", kFaultBin},
       {"rb.good", "an RB with status Good"},
-      {"rb.retry", "an RB with status Retry"},
-      {"rb.abend", "an RB with status Abend"},
-      {"rb.error", "an RB with status Error"},
-      {"error.device_error", "an op failed with kDeviceError"},
-      {"error.iommu_fault", "an op failed with kIommuFault"},
-      {"error.device_timeout", "an op failed with kDeviceTimeout"},
-      {"error.device_fault", "an op failed with kDeviceFault"},
-      {"error.cancelled", "an op failed with kCancelled"},
-      {"recovery.reset", "the engine was reset after a fault and new work succeeded"},
+      {"rb.retry", "an RB with status Retry", kNeedsNothing,
+       "no backend answers Retry (the status is reserved for a device that asks for a CB again)"},
+      {"rb.abend", "an RB with status Abend", kFaultBin},
+      {"rb.error", "an RB with status Error", kFaultBin},
+      {"error.device_error", "an op failed with kDeviceError", kFaultBin},
+      {"error.iommu_fault", "an op failed with kIommuFault", kFaultBin},
+      {"error.device_timeout", "an op failed with kDeviceTimeout", kNeedsNothing,
+       "only a device that stops answering times a CB out, and the model's faults are all answered in an RB; "
+       "the engine suites (Hang.*, Misbehaving.*/stopXanswering) cover it"},
+      {"error.device_fault", "an op failed with kDeviceFault", kFaultBin},
+      {"error.cancelled", "an op failed with kCancelled", kNeedsNothing,
+       "only Engine::reset() or closing the engine with work in flight cancels, and which ops are still in "
+       "flight then is the host's timing, not the test's; the engine suites (Reset.CancelsInFlightWorkExactlyOnce, Lifetime.*) cover it"},
+      {"recovery.reset", "the engine was reset after a fault and new work succeeded", kFaultBin},
   };
+  // Op kind x size class x host memory, each on its queue (H2D, D2D and fills on DMAI, D2H on DMAO).
+  const char* sizes[] = {"tiny", "small", "medium", "large", "huge"};
+  for (const auto& [kind, queue] : {std::pair<const char*, const char*>{"h2d", "DMAI"}, {"d2h", "DMAO"},
+                                    {"d2d", "DMAI"}, {"fill", "DMAI"}}) {
+    const bool host = std::string(kind) == "h2d" || std::string(kind) == "d2h";
+    for (const char* mem : host ? std::vector<const char*>{"registered", "pageable"} : std::vector<const char*>{"device"}) {
+      for (const char* size : sizes) {
+        b.push_back({fmt::format("xop.{}.{}.{}", kind, size, mem),
+                     fmt::format("a {} {} op with {} memory, on {}", size, kind, mem, queue),
+                     std::string(size) == "huge" ? kNeedsHugeOps : kNeedsNothing});
+      }
+    }
+  }
+  // Fault kind (the RB's error) x queue x recovery: an op that failed so, after which a later op of
+  // its stream succeeded (after an engine reset, for a device reset).
+  for (const char* kind : {"pcie_error", "completion_timeout", "iommu_fault", "malformed_cb", "reset"}) {
+    for (const char* queue : {"dmai", "dmao", "compute"}) {
+      BinInfo bin{fmt::format("xfault.{}.{}", kind, queue),
+                  fmt::format("an op on {} failed with an RB of error {}, and its stream went on", queue, kind),
+                  kFaultBin};
+      const std::string k = kind, q = queue;
+      if (q == "compute" && k != "malformed_cb" && k != "reset") {
+        bin.unreachable = "a COMPUTE CB moves no data: no TLP, no IOMMU check";
+      } else if (k == "completion_timeout" && q == "dmao") {
+        bin.unreachable = "DMAO writes host memory with posted writes: it issues no read that could time out";
+      } else if (k == "pcie_error" && q == "dmao") {
+        bin.needs |= kNeedsSystemcPath;  // a poisoned MWr: the RTL never poisons its own writes
+      }
+      b.push_back(std::move(bin));
+    }
+  }
+  // Stream ordering x event use.
+  for (const char* mode : {"strict", "op_ordered", "pipeline_fifo"}) {
+    for (const auto& [use, what] : {std::pair<const char*, const char*>{"record", "records an event"},
+                                    {"wait_same", "waits on an event it recorded itself"},
+                                    {"wait_cross", "waits on an event another stream recorded"}}) {
+      b.push_back({fmt::format("xorder.{}.{}", mode, use), fmt::format("a {} stream {}", mode, what)});
+    }
+  }
+  return b;
+}
+
+}  // namespace
+
+const std::vector<BinInfo>& catalogue() {
+  static const std::vector<BinInfo> bins = build_catalogue();
   return bins;
 }
 
-namespace {
-bool known(const std::string& bin) {
-  const auto& c = catalogue();
-  return std::any_of(c.begin(), c.end(), [&](const BinInfo& b) { return bin == b.name; });
+const BinInfo* find_bin(const std::string& name) {
+  static const std::map<std::string, const BinInfo*> index = [] {
+    std::map<std::string, const BinInfo*> m;
+    for (const BinInfo& b : catalogue()) m[b.name] = &b;
+    return m;
+  }();
+  const auto it = index.find(name);
+  return it == index.end() ? nullptr : it->second;
 }
-}  // namespace
+
+bool CoverageContext::reaches(const BinInfo& b) const {
+  if (b.unreachable) return false;
+  return (!(b.needs & kNeedsFaults) || faults) && (!(b.needs & kNeedsModel) || model) &&
+         (!(b.needs & kNeedsHugeOps) || huge_ops) && (!(b.needs & kNeedsSystemcPath) || systemc_path);
+}
 
 void Coverage::hit(const std::string& bin, std::uint64_t n) {
-  if (!known(bin)) throw std::invalid_argument("coverage: unknown bin '" + bin + "'");
+  if (!find_bin(bin)) throw std::invalid_argument("coverage: unknown bin '" + bin + "'");
   bins_[bin] += n;
+}
+
+void Coverage::attribute(const std::string& label, std::uint64_t seed) {
+  for (const auto& [bin, n] : bins_) {
+    if (n == 0) continue;
+    Source& s = sources_[bin];
+    s.tests = 1;
+    s.seeds[label] = {seed, seed};
+  }
 }
 
 void Coverage::merge(const Coverage& other) {
   for (const auto& [bin, n] : other.bins_) bins_[bin] += n;
+  for (const auto& [bin, src] : other.sources_) {
+    Source& s = sources_[bin];
+    s.tests += src.tests;
+    for (const auto& [label, range] : src.seeds) {
+      auto [it, fresh] = s.seeds.emplace(label, range);
+      if (!fresh) it->second = {std::min(it->second.first, range.first), std::max(it->second.second, range.second)};
+    }
+  }
 }
 
 std::uint64_t Coverage::count(const std::string& bin) const {
@@ -97,21 +179,57 @@ std::vector<std::string> Coverage::holes() const {
   return out;
 }
 
+std::vector<std::string> Coverage::holes(const CoverageContext& context) const {
+  std::vector<std::string> out;
+  for (const BinInfo& b : catalogue()) {
+    if (count(b.name) == 0 && context.reaches(b)) out.emplace_back(b.name);
+  }
+  return out;
+}
+
 nlohmann::json Coverage::to_json() const {
   nlohmann::json j = nlohmann::json::object();
   for (const BinInfo& b : catalogue()) j[b.name] = count(b.name);
   return j;
 }
 
-Coverage Coverage::from_json(const nlohmann::json& j) {
+nlohmann::json Coverage::sources_json() const {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [bin, s] : sources_) {
+    nlohmann::json seeds = nlohmann::json::object();
+    for (const auto& [label, range] : s.seeds) seeds[label] = {range.first, range.second};
+    j[bin] = {{"tests", s.tests}, {"seeds", seeds}};
+  }
+  return j;
+}
+
+Coverage Coverage::from_json(const nlohmann::json& j, const nlohmann::json& sources) {
   if (!j.is_object()) throw std::invalid_argument("coverage: expected an object of bin counts");
   Coverage c;
   for (const auto& [bin, n] : j.items()) {
-    if (!known(bin)) throw std::invalid_argument("coverage: unknown bin '" + bin + "'");
+    if (!find_bin(bin)) throw std::invalid_argument("coverage: unknown bin '" + bin + "'");
     if (!n.is_number_unsigned() && !(n.is_number_integer() && n.get<std::int64_t>() >= 0)) {
       throw std::invalid_argument("coverage: bin '" + bin + "': expected a count, got " + n.dump());
     }
     if (n.get<std::uint64_t>() > 0) c.bins_[bin] = n.get<std::uint64_t>();
+  }
+  if (sources.is_null()) return c;
+  if (!sources.is_object()) throw std::invalid_argument("coverage sources: expected an object");
+  for (const auto& [bin, s] : sources.items()) {
+    const std::string at = "coverage sources: bin '" + bin + "'";
+    if (!find_bin(bin)) throw std::invalid_argument(at + ": unknown bin");
+    if (!s.is_object() || !s.contains("tests") || !s["tests"].is_number_unsigned() || !s.contains("seeds") ||
+        !s["seeds"].is_object()) {
+      throw std::invalid_argument(at + ": expected {\"tests\": n, \"seeds\": {label: [first, last]}}");
+    }
+    Source& src = c.sources_[bin];
+    src.tests = s["tests"].get<std::uint64_t>();
+    for (const auto& [label, range] : s["seeds"].items()) {
+      if (!range.is_array() || range.size() != 2 || !range[0].is_number_unsigned() || !range[1].is_number_unsigned()) {
+        throw std::invalid_argument(at + ": seeds of '" + label + "': expected [first, last]");
+      }
+      src.seeds[label] = {range[0].get<std::uint64_t>(), range[1].get<std::uint64_t>()};
+    }
   }
   return c;
 }
@@ -121,23 +239,41 @@ std::string Coverage::table() const {
   std::string group;
   std::size_t hit_bins = 0;
   for (const BinInfo& b : catalogue()) {
-    const std::string name = b.name;
-    const std::string g = name.substr(0, name.find('.'));
+    const std::string g = b.name.substr(0, b.name.find('.'));
     if (g != group) {
       out += fmt::format("{}\n", g);
       group = g;
     }
-    const std::uint64_t n = count(name);
+    const std::uint64_t n = count(b.name);
     hit_bins += n > 0 ? 1 : 0;
-    out += fmt::format("  {:<28} {:>12}  {}\n", name, n == 0 ? std::string("HOLE") : std::to_string(n), b.meaning);
+    std::string by;
+    if (const auto it = sources_.find(b.name); it != sources_.end()) {
+      by = fmt::format("{} test(s):", it->second.tests);
+      for (const auto& [label, range] : it->second.seeds) {
+        by += range.first == range.second ? fmt::format(" {} seed {}", label, range.first)
+                                          : fmt::format(" {} seeds {}..{}", label, range.first, range.second);
+      }
+    }
+    out += fmt::format("  {:<34} {:>12}  {:<40} {}\n", b.name,
+                       n > 0 ? std::to_string(n) : b.unreachable ? std::string("-") : std::string("HOLE"), by,
+                       b.meaning);
   }
-  const auto h = holes();
+  std::vector<std::string> holes, never;
+  for (const BinInfo& b : catalogue()) {
+    if (count(b.name) > 0) continue;
+    if (b.unreachable) {
+      never.push_back(b.name + ": " + b.unreachable);
+    } else {
+      holes.push_back(b.name);
+    }
+  }
   out += fmt::format("coverage: {} of {} bins hit", hit_bins, catalogue().size());
-  if (!h.empty()) {
-    out += "; holes:";
-    for (const auto& x : h) out += " " + x;
-  }
+  if (!holes.empty()) out += "; holes: " + fmt::format("{}", fmt::join(holes, " "));
   out += "\n";
+  if (!never.empty()) {
+    out += "no regression can hit (docs/regress.md):\n";
+    for (const std::string& n : never) out += "  " + n + "\n";
+  }
   return out;
 }
 

@@ -112,7 +112,8 @@ json Report::to_json() const {
   totals["metrics"] = sum.to_json();
   json out = {{"format", "spyre-dma-regress/1"}, {"version", version}, {"suite", suite},   {"backend", backend},
               {"seeds", seeds},                  {"shard", shard},     {"wall_s", wall_s}, {"summary", totals},
-              {"coverage", coverage.to_json()},  {"tests", tests},     {"complete", interrupted.empty()},
+              {"coverage", coverage.to_json()},  {"coverage_sources", coverage.sources_json()},
+              {"tests", tests},                  {"complete", interrupted.empty()},
               {"digest", Digest::hex(digest())}};
   if (!interrupted.empty()) out["interrupted"] = interrupted;
   return out;
@@ -135,7 +136,8 @@ Report Report::from_json(const json& j, const std::string& file) {
     r.interrupted = it->get<std::string>();
   }
   try {
-    r.coverage = Coverage::from_json(j.at("coverage"));
+    const auto sources = j.find("coverage_sources");
+    r.coverage = Coverage::from_json(j.at("coverage"), sources == j.end() ? nlohmann::json() : *sources);
   } catch (const std::exception& e) {
     throw std::invalid_argument(file + ": coverage: " + e.what());
   }

@@ -212,13 +212,16 @@ void TestRun::step(std::size_t i) {
         r.op = s.host_callback([this, i] { host_callback_ran(i); }, done_callback(i));
         break;
       case OpType::kRecord:
+        cover_event(op, "record");
         last_record_[op.event] = i;
         r.op = s.record(events_[op.event]);
         break;
       case OpType::kWait: {
         auto it = last_record_.find(op.event);
         if (it != last_record_.end()) {
-          cover(p_.ops[it->second].stream == op.stream ? "event.same_stream" : "event.cross_stream");
+          const bool same = p_.ops[it->second].stream == op.stream;
+          cover(same ? "event.same_stream" : "event.cross_stream");
+          cover_event(op, same ? "wait_same" : "wait_cross");
           waits_.push_back(Wait{i, it->second});
         }
         r.op = s.wait(events_[op.event]);

@@ -88,6 +88,8 @@ class TestRun {
   // Coverage is hit from completions on engine threads too.
   void cover(const char* bin, std::uint64_t n = 1);
   void cover_data_op(const OpSpec& op);
+  void cover_event(const OpSpec& op, const char* use);  // xorder: a record or a wait of op's stream
+  void cover_recoveries();                              // xfault, at the end of the run
   void final_checks();
 
   // advance(): whether every stream is idle, each polled once (a step of a simulated device).

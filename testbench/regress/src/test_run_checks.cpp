@@ -247,8 +247,7 @@ void TestRun::model_checks(const nlohmann::json& stats) {
       const auto count = n.get<std::uint64_t>();
       metrics_.faults_injected[kind] = count;
       const std::string bin = "fault." + kind;
-      const auto& cat = catalogue();
-      if (std::any_of(cat.begin(), cat.end(), [&](const BinInfo& b) { return bin == b.name; })) coverage_.hit(bin, count);
+      if (find_bin(bin)) coverage_.hit(bin, count);
       if (kind != "lcrc") erroring += count;  // an LCRC error is replayed: no op may fail of it
     }
   }

@@ -4,6 +4,8 @@
 // tests finished in.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "coverage.hpp"
 #include "digest.hpp"
 #include "report.hpp"
@@ -39,6 +41,58 @@ TEST(Coverage, UnknownBinsAreRefusedAndHolesListed) {
   EXPECT_NE(c.table().find("size.small"), std::string::npos);
   EXPECT_EQ(Coverage::from_json(c.to_json()).bins(), c.bins());
   EXPECT_THROW(Coverage::from_json(nlohmann::json{{"size.tiny", -1}}), std::invalid_argument);
+}
+
+TEST(Coverage, EachBinNamesTheSuitesAndSeedsThatHitIt) {
+  Coverage a, b, c;
+  a.hit("dir.h2d");
+  a.attribute("smoke/sim", 7);
+  b.hit("dir.h2d", 2);
+  b.hit("xorder.strict.record");
+  b.attribute("smoke/sim", 3);
+  c.hit("dir.h2d");
+  c.attribute("faults/rtl", 12);
+  Coverage all;
+  for (const Coverage* x : {&a, &b, &c}) all.merge(*x);
+  EXPECT_EQ(all.count("dir.h2d"), 4u);
+  const nlohmann::json src = all.sources_json();
+  EXPECT_EQ(src["dir.h2d"]["tests"], 3);
+  EXPECT_EQ(src["dir.h2d"]["seeds"]["smoke/sim"], nlohmann::json({3, 7}));
+  EXPECT_EQ(src["dir.h2d"]["seeds"]["faults/rtl"], nlohmann::json({12, 12}));
+  EXPECT_EQ(src["xorder.strict.record"]["tests"], 1);
+  const Coverage back = Coverage::from_json(all.to_json(), src);
+  EXPECT_EQ(back.sources_json(), src);
+  const std::string t = all.table();
+  EXPECT_NE(t.find("3 test(s): faults/rtl seed 12 smoke/sim seeds 3..7"), std::string::npos) << t;
+  EXPECT_NE(t.find("no regression can hit"), std::string::npos);
+  EXPECT_NE(t.find("rb.retry: no backend answers Retry"), std::string::npos);
+  EXPECT_THROW(Coverage::from_json(all.to_json(), nlohmann::json{{"dir.h2d", {{"tests", 1}, {"seeds", {{"x", {1}}}}}}}),
+               std::invalid_argument);
+}
+
+TEST(Coverage, HolesInAContextAreThoseItCanFill) {
+  Coverage c;
+  CoverageContext smoke_refdev;  // no faults, no model, no huge ops
+  CoverageContext nightly_sim{true, true, true, true};
+  const auto few = c.holes(smoke_refdev), many = c.holes(nightly_sim);
+  auto has = [](const std::vector<std::string>& v, const char* bin) {
+    return std::find(v.begin(), v.end(), bin) != v.end();
+  };
+  EXPECT_TRUE(has(few, "dir.h2d"));
+  EXPECT_FALSE(has(few, "fault.poisoned"));
+  EXPECT_FALSE(has(few, "size.huge"));
+  EXPECT_TRUE(has(many, "fault.poisoned"));
+  EXPECT_TRUE(has(many, "xfault.pcie_error.dmao"));
+  EXPECT_FALSE(has(many, "rb.retry")) << "no run can fill it";
+  EXPECT_FALSE(has(many, "xfault.completion_timeout.dmao"));
+  CoverageContext nightly_rtl = nightly_sim;
+  nightly_rtl.systemc_path = false;
+  EXPECT_FALSE(has(c.holes(nightly_rtl), "xfault.pcie_error.dmao")) << "the RTL never poisons its writes";
+  for (const BinInfo& b : catalogue()) {
+    if (b.unreachable) {
+      EXPECT_GT(std::string(b.unreachable).size(), 20u) << b.name << " says why";
+    }
+  }
 }
 
 TEST(Report, JsonRoundTripsAndJunitMarksFailures) {
