@@ -62,8 +62,24 @@ void Controller::observe(StatsRegistry& stats, TraceWriter* trace, const std::st
     const std::string name(hw::to_string(static_cast<hw::Pipeline>(i)));
     observed_[i].cb_latency = &stats.histogram("controller.pipelines." + name + ".cb_latency_ns");
     observed_[i].occupancy = &stats.gauge("controller.pipelines." + name + ".queue_occupancy");
-    if (trace_) observed_[i].track = trace_->thread(trace_pid_, name).tid;
+    if (trace_) {
+      observed_[i].slots.push_back({trace_->thread(trace_pid_, name + " slot 0").tid, 0});
+      observed_[i].rb_track = trace_->thread(trace_pid_, name + " RBs").tid;
+    }
   }
+}
+
+int Controller::trace_slot(PipelineState& p, Ps start, Ps end) {
+  std::vector<std::pair<int, Ps>>& slots = observed_[static_cast<unsigned>(p.id)].slots;
+  for (auto& [tid, busy_until] : slots) {
+    if (busy_until <= start) {
+      busy_until = end;
+      return tid;
+    }
+  }
+  const std::string name = std::string(hw::to_string(p.id)) + " slot " + std::to_string(slots.size());
+  slots.push_back({trace_->thread(trace_pid_, name).tid, end});
+  return slots.back().first;
 }
 
 ControllerCounters Controller::counters() const {

@@ -165,8 +165,9 @@ class Controller : public sc_core::sc_module, private device_core::RegisterHooks
   // self-reset, answers them with Abend RBs (before the rest of their batch).
   void abort_draining(PipelineState& p);
   // Books a retirement; `observed`: into the latency histogram, occupancy, trace, bytes and busy
-  // time too (an Abend RB of a self-reset is counted, not observed).
-  void count_retired(PipelineState& p, const Retirement& r, Ps arrival, bool observed = true);
+  // time too (an Abend RB of a self-reset is counted, not observed). `rb_written`: false for a CB
+  // whose RB was never written (the trace shows no RB for it).
+  void count_retired(PipelineState& p, const Retirement& r, Ps arrival, bool observed = true, bool rb_written = true);
 
   // Barriers (barrier.cpp).
   Ps wait_barrier(PipelineState& p, std::uint32_t index, Ps start);
@@ -225,8 +226,15 @@ class Controller : public sc_core::sc_module, private device_core::RegisterHooks
   struct Observed {
     LatencyHistogram* cb_latency = nullptr;
     Gauge* occupancy = nullptr;
-    int track = 0;
+    // The trace: CBs of a pipeline overlap (one is issued while the last one's data still moves),
+    // and a viewer nests what shares a track, so each CB goes to the first of the pipeline's slot
+    // tracks that is free by its start (tid, end of its last CB). Its RB is an instant on the
+    // pipeline's RB track, with a flow from the CB.
+    std::vector<std::pair<int, Ps>> slots;
+    int rb_track = 0;
   };
+  // The slot track of `p` for a CB over [start, end) (a new track when none is free).
+  int trace_slot(PipelineState& p, Ps start, Ps end);
   std::array<Observed, hw::kNumPipelines> observed_{};
   TraceWriter* trace_ = nullptr;
   int trace_pid_ = 0;

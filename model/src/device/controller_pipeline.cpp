@@ -233,11 +233,11 @@ bool Controller::retire(PipelineState& p, Retirement& r, const std::function<boo
                         p.id == hw::Pipeline::kDmao ? arrival : rb_at);
   }
   if (r.faulted || run.faulted) faults_.cb_affected();
-  count_retired(p, r, arrival);
+  count_retired(p, r, arrival, true, wrote);
   return true;
 }
 
-void Controller::count_retired(PipelineState& p, const Retirement& r, Ps arrival, bool observed) {
+void Controller::count_retired(PipelineState& p, const Retirement& r, Ps arrival, bool observed, bool rb_written) {
   const unsigned i = static_cast<unsigned>(p.id);
   PipelineCounters& c = counters_.pipe[i];
   const CbExecution& run = r.run;
@@ -251,10 +251,20 @@ void Controller::count_retired(PipelineState& p, const Retirement& r, Ps arrival
     o.cb_latency->record(double(run.done_ps - r.start) / 1000.0);
     o.occupancy->set(double(index(Reg::kCbPi, p) - p.retired), double(arrival) / 1000.0);
     if (trace_) {
-      trace_->complete(run.outcome.good() ? "CB" : "CB (error)", hw::to_string(p.id), double(r.start) / 1000.0,
-                       double(run.done_ps - r.start) / 1000.0, TraceTrack{trace_pid_, o.track},
+      const char* cat = hw::to_string(p.id).data();
+      const TraceTrack cb{trace_pid_, trace_slot(p, r.start, std::max(run.done_ps, r.start + 1))};
+      const TraceTrack rb{trace_pid_, o.rb_track};
+      trace_->complete(run.outcome.good() ? "CB" : "CB (error)", cat, double(r.start) / 1000.0,
+                       double(run.done_ps - r.start) / 1000.0, cb,
                        {{"tag", r.rb.tag}, {"bytes", run.outcome.bytes}, {"status", hw::to_string(run.outcome.status)},
                         {"rb_at_ns", double(arrival) / 1000.0}});
+      if (rb_written) {
+        trace_->instant("RB", cat, double(arrival) / 1000.0, rb,
+                        {{"tag", r.rb.tag}, {"status", hw::to_string(run.outcome.status)}});
+        trace_->flow("CB to RB", cat, double(r.start) / 1000.0, cb, double(arrival) / 1000.0, rb);
+      }
+      trace_->counter(std::string(hw::to_string(p.id)) + " queue", double(arrival) / 1000.0, trace_pid_,
+                      {{"CBs queued", index(Reg::kCbPi, p) - p.retired}});
     }
   }
   if (observed) {

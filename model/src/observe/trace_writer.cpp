@@ -133,4 +133,14 @@ void TraceWriter::counter(std::string_view name, double ts_ns, int pid, const js
   out_ << ",\"args\":" << text_of(values.is_null() ? json::object() : values) << "}";
 }
 
+void TraceWriter::flow(std::string_view name, std::string_view category, double ts_ns, TraceTrack from, double to_ns,
+                       TraceTrack to) {
+  if (!open_) return;
+  const std::uint64_t id = next_flow_++;
+  write_common(name, category, 's', ts_ns, from.pid, &from.tid);
+  out_ << ",\"id\":" << id << "}";
+  write_common(name, category, 'f', to_ns, to.pid, &to.tid);
+  out_ << ",\"id\":" << id << ",\"bp\":\"e\"}";
+}
+
 }  // namespace spyre_dma::model

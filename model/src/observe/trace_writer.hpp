@@ -59,6 +59,10 @@ class TraceWriter {
                const nlohmann::json& args = nullptr);
   // "C": counter values (an object of numbers: one series each) of process `pid`.
   void counter(std::string_view name, double ts_ns, int pid, const nlohmann::json& values);
+  // A flow arrow from the slice enclosing (ts_ns, from) to the slice or instant enclosing (to_ns,
+  // to): "s" and "f" events (bound to the enclosing slice) under one id, unique in the file.
+  void flow(std::string_view name, std::string_view category, double ts_ns, TraceTrack from, double to_ns,
+            TraceTrack to);
 
   // Ends the array and the object and closes the file; later events are ignored. Throws
   // TraceError if anything failed to write. Idempotent.
@@ -81,6 +85,7 @@ class TraceWriter {
   std::uint64_t events_ = 0;
   int next_pid_ = 1;
   int next_tid_ = 1;
+  std::uint64_t next_flow_ = 1;
 };
 
 }  // namespace spyre_dma::model

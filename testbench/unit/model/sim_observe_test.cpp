@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <algorithm>
 #include <fstream>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -51,6 +53,62 @@ TEST(SimObserve, StatisticsTreeAndTrace) {
   for (const auto& e : trace["traceEvents"]) cbs += e["ph"] == "X" && e["name"] == "CB";
   EXPECT_EQ(cbs, 8);
   EXPECT_EQ(trace["otherData"]["preset"], "gen4x16");
+  std::remove(trace_path.c_str());
+}
+
+// Many small CBs on both pipelines: a CB is issued while the last one's data still moves, so the
+// CBs of a pipeline overlap. No two slices of one track overlap (a viewer would nest them), each
+// CB's RB is an instant with a flow from the CB, and the queue depth is a counter.
+TEST(SimObserve, TraceTracksNeverOverlapAndEachCbFlowsToItsRb) {
+  const std::string trace_path = ::testing::TempDir() + "sim_observe_slots.json";
+  {
+    auto dev = std::make_shared<SimDevice>(preset("spyre-gen5x16"), trace_path);
+    auto engine = Engine::open(dev);
+    StreamOptions so;
+    so.ordering = Ordering::kPipelineFifo;
+    auto stream = engine->create_stream(so);
+    auto buf = engine->allocate(4 << 20);
+    auto host = engine->allocate_host(4 << 20);
+    for (int i = 0; i < 40; ++i) {
+      stream.copy_h2d(buf, std::uint64_t(i) << 16, static_cast<std::uint8_t*>(host.data()) + (i << 16), 1 << 16);
+      stream.copy_d2h(static_cast<std::uint8_t*>(host.data()) + (2 << 20) + (i << 14), buf, std::uint64_t(i) << 16,
+                      1 << 14);
+    }
+    ASSERT_TRUE(stream.synchronize(std::chrono::seconds(30)).ok());
+  }
+  std::ifstream in(trace_path);
+  ASSERT_TRUE(in.good());
+  const nlohmann::json trace = nlohmann::json::parse(in);
+  std::map<int, std::vector<std::pair<double, double>>> by_track;  // tid -> [ts, ts + dur)
+  std::map<std::uint64_t, int> flow_ends;
+  int cbs = 0, rbs = 0, counters = 0, slot_tracks = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    const std::string ph = e["ph"];
+    if (ph == "X" && e["name"] == "CB") {
+      ++cbs;
+      by_track[e["tid"]].push_back({e["ts"].get<double>(), e["ts"].get<double>() + e["dur"].get<double>()});
+    }
+    if (ph == "i" && e["name"] == "RB") ++rbs;
+    if (ph == "C") ++counters;
+    if (ph == "s") ++flow_ends[e["id"].get<std::uint64_t>()];
+    if (ph == "f") flow_ends[e["id"].get<std::uint64_t>()] += 10;
+    if (ph == "M" && e["name"] == "thread_name" &&
+        e["args"]["name"].get<std::string>().find(" slot ") != std::string::npos) {
+      ++slot_tracks;
+    }
+  }
+  EXPECT_EQ(cbs, 80);
+  EXPECT_EQ(rbs, 80);
+  EXPECT_EQ(counters, 80);
+  ASSERT_EQ(flow_ends.size(), 80u);
+  for (const auto& [id, n] : flow_ends) EXPECT_EQ(n, 11) << "flow " << id << " has one start and one end";
+  EXPECT_GT(slot_tracks, 3) << "the CBs overlapped: more than one slot track per pipeline";
+  for (auto& [tid, spans] : by_track) {
+    std::sort(spans.begin(), spans.end());
+    for (std::size_t i = 1; i < spans.size(); ++i) {
+      EXPECT_LE(spans[i - 1].second, spans[i].first + 1e-9) << "track " << tid << " slice " << i;
+    }
+  }
   std::remove(trace_path.c_str());
 }
 
