@@ -32,7 +32,7 @@ void put_bytes(VlWide<N>& w, const std::uint8_t* src, std::size_t n) {
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
-// The clock
+// Fault injection: the model's fault injector, asked at the transactors' events
 // ---------------------------------------------------------------------------------------------
 model::TlpFaults RtlDataPath::Impl::read_faults(Read& r) {
   using model::FaultKind;
@@ -62,6 +62,9 @@ model::TlpFaults RtlDataPath::Impl::read_faults(Read& r) {
   return f;
 }
 
+// ---------------------------------------------------------------------------------------------
+// The clock
+// ---------------------------------------------------------------------------------------------
 void RtlDataPath::clock_thread() {
   Impl& s = *impl_;
   Vspyre_dma_core& c = *s.core;
@@ -324,8 +327,8 @@ void RtlDataPath::clock_thread() {
                                   std::to_string(s.mwr.size()) + " bytes for a header of " +
                                   std::to_string(s.mwr_len));
       }
-      // An armed LCRC error hits the next TLP either way; the RTL never poisons its own writes, so
-      // poisoned faults wait for a read's completions.
+      // An armed LCRC error may hit the first MWr of a CB; the RTL never poisons its own writes, so
+      // an armed poisoned fault waits for a read's completions.
       model::TlpFaults f;
       f.force_replay = s.mwr_may_take_armed && s.faults.enabled() && s.faults.armed_tlp(model::FaultKind::kLcrc, false);
       const model::HostPort::Write w = s.host.write(s.mwr_addr, s.mwr.data(), s.mwr_len, s.mwr_sop_ps, false, false, &f);

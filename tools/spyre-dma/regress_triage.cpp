@@ -58,7 +58,7 @@ nlohmann::json triage_test(const RegressOptions& o, const Program& program, cons
     // The fewest ops that still fail with the same kind of finding.
     const BackendOptions plain = o.backend;
     ShrinkOptions so;
-    so.budget = std::chrono::duration<double>(std::max(60.0, o.triage_timeout_s * 0.8));
+    so.budget = std::chrono::duration<double>(o.triage_timeout_s * 0.8);  // the rest: the reruns around it
     const ShrinkResult s = shrink_program(program, [&](const Program& q) {
       return has_kind(run_program(q, [&](const Program& p) { return open_test_backend(plain, p); }, run), kind);
     }, so);

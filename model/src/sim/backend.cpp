@@ -10,21 +10,15 @@ namespace spyre_dma::model {
 
 using backend::BackendError;
 
-namespace {
-std::string join(const std::vector<std::string>& names) {
-  std::string out;
-  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
-}  // namespace
-
 std::vector<backend::SettingInfo> SimBackend::settings() const {
-  return {{"preset", "sim and rtl: a model preset (" + join(preset_names()) + ")"},
+  std::string presets;
+  for (const std::string& p : preset_names()) presets += (presets.empty() ? "" : ", ") + p;
+  return {{"preset", "sim and rtl: a model preset (" + presets + ")"},
           {"config", "sim and rtl: a model configuration file (JSON; it may name its own preset)"},
           {"fidelity", "sim and rtl: tlp or burst, overriding the configuration"},
           {"trace", "sim and rtl: write a Perfetto / chrome://tracing trace of the run's CBs"},
           {"debug-hook", "sim and rtl, a bench's self-test: build the model with this deliberate bug (" +
-                             join(debug_hook_names()) + "; model/src/sim/debug_hooks.hpp)"}};
+                             debug_hook_list() + "; model/src/sim/debug_hooks.hpp)"}};
 }
 
 SimConfig SimBackend::sim_config(const backend::Settings& s) const {
@@ -49,8 +43,7 @@ SimConfig SimBackend::sim_config(const backend::Settings& s) const {
     }
     validate(c, "backend '" + name_ + "'");
     if (s.has("debug-hook") && !debug_hook_named(s.get("debug-hook"))) {
-      throw BackendError("--debug-hook '" + s.get("debug-hook") + "': no such hook (have: " + join(debug_hook_names()) +
-                         ")");
+      throw BackendError("--debug-hook '" + s.get("debug-hook") + "': no such hook (have: " + debug_hook_list() + ")");
     }
     return c;
   } catch (const BackendError&) {

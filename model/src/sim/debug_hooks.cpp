@@ -33,9 +33,9 @@ bool DebugHooks::* debug_hook_named(const std::string& name) noexcept {
   return nullptr;
 }
 
-std::vector<std::string> debug_hook_names() {
-  std::vector<std::string> out;
-  for (const auto& [n, member] : kHooks) out.emplace_back(n);
+std::string debug_hook_list() {
+  std::string out;
+  for (const auto& [n, member] : kHooks) out += (out.empty() ? "" : ", ") + std::string(n);
   return out;
 }
 
@@ -43,9 +43,7 @@ ScopedDebugHook::ScopedDebugHook(const std::string& name) : saved_(debug_hooks()
   if (name.empty()) return;
   bool DebugHooks::* member = debug_hook_named(name);
   if (!member) {
-    std::string names;
-    for (const std::string& n : debug_hook_names()) names += (names.empty() ? "" : ", ") + n;
-    throw std::invalid_argument("debug-hook '" + name + "': no such hook (have: " + names + ")");
+    throw std::invalid_argument("debug-hook '" + name + "': no such hook (have: " + debug_hook_list() + ")");
   }
   debug_hooks().*member = true;
 }

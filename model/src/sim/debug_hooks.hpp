@@ -5,7 +5,6 @@
 #pragma once
 
 #include <string>
-#include <vector>
 
 namespace spyre_dma::model {
 
@@ -29,7 +28,7 @@ DebugHooks& debug_hooks() noexcept;
 // The hooks by name (the members above), for the backends' `debug-hook` setting: a self-test of a
 // bench, which must find the bug. Empty when `name` is none of them.
 bool DebugHooks::* debug_hook_named(const std::string& name) noexcept;
-std::vector<std::string> debug_hook_names();
+std::string debug_hook_list();  // the names, comma-separated
 
 // Sets one hook (by name; empty: none) while a model is built, and puts the hooks back after.
 class ScopedDebugHook {
