@@ -256,8 +256,6 @@ Report run_one(const RegressOptions& o, const Suite& base, std::uint64_t seed) {
   return r;
 }
 
-// What a worker process does: runs one seed's test and returns its one-case report (in a soak,
-// with the heap still in use).
 // --triage: each failing test (the first --triage-max by seed) rerun with its views and shrunk,
 // one worker process each (a triage that crashes or hangs loses only itself); the results go into
 // the tests' report entries.
@@ -305,6 +303,8 @@ void triage_failures(const RegressOptions& o, const Suite& suite, Report& report
   }
 }
 
+// What a worker process does: runs one seed's test and returns its one-case report (in a soak,
+// with the heap still in use).
 void set_worker_side(WorkerPoolTasks& tasks, const RegressOptions& o, const Suite& suite) {
   const bool soak = !o.duration.empty();
   if (soak) tasks.worker_init = prepare_soak_worker;
