@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <optional>
 #include <stdexcept>
 #include <utility>
 
@@ -41,24 +40,12 @@ model::TlpFaults RtlDataPath::Impl::read_faults(Read& r) {
   r.poisoned_cpl = SIZE_MAX;
   const bool may_take_armed = first_tlp_may_take_armed(0);
   if (!faults.enabled()) return f;
-  std::optional<FaultKind> lost;
-  if (may_take_armed) {
-    if (faults.armed_tlp(FaultKind::kLcrc, true)) f.force_replay = true;
-    for (FaultKind k : {FaultKind::kUnsupportedRequest, FaultKind::kCompleterAbort, FaultKind::kDroppedCompletion}) {
-      if (faults.armed_tlp(k, true)) faults.count(k), lost = k;
-    }
-    if (faults.armed_tlp(FaultKind::kPoisoned, true)) faults.count(FaultKind::kPoisoned), r.poisoned_cpl = 0;
-  }
-  if (!lost && r.poisoned_cpl == SIZE_MAX) lost = faults.read_request();
-  if (!lost) {
-    const std::uint64_t skip = r.poisoned_cpl == 0 ? 1 : 0;
-    const std::uint64_t m = r.cplds.size();
-    const model::FaultInjector::Hits h = m > skip ? faults.poisoned(m - skip) : model::FaultInjector::Hits{};
-    if (h.count && r.poisoned_cpl == SIZE_MAX) r.poisoned_cpl = static_cast<std::size_t>(h.first);
-  }
-  if (lost == FaultKind::kDroppedCompletion) f.drop_completion = true;
-  if (lost == FaultKind::kUnsupportedRequest) f.status = model::CompletionStatus::kUnsupportedRequest;
-  if (lost == FaultKind::kCompleterAbort) f.status = model::CompletionStatus::kCompleterAbort;
+  const model::FaultInjector::ReadFaults d = faults.read_faults(r.cplds.size(), may_take_armed);
+  f.force_replay = d.replay;
+  if (d.poisoned_cpl) r.poisoned_cpl = static_cast<std::size_t>(*d.poisoned_cpl);
+  if (d.lost == FaultKind::kDroppedCompletion) f.drop_completion = true;
+  if (d.lost == FaultKind::kUnsupportedRequest) f.status = model::CompletionStatus::kUnsupportedRequest;
+  if (d.lost == FaultKind::kCompleterAbort) f.status = model::CompletionStatus::kCompleterAbort;
   return f;
 }
 

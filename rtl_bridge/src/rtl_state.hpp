@@ -108,10 +108,8 @@ struct RtlDataPath::Impl {
         dram_latency_ps(static_cast<Ps>(std::llround(c.config.device.dram_latency_ns * 1000.0))),
         core(std::make_unique<Vspyre_dma_core>(&context, "spyre_dma_core")) {}
 
-  // The faults of one read request (rtl_clock.cpp), decided as the SystemC data path decides them
-  // for its TLP fidelity: the armed fault at the first request of a CB that may take it, then the
-  // random ones (UR, CA or a dropped completion for the request; otherwise a poisoned CplD,
-  // r.poisoned_cpl). Clears r.error.
+  // The faults of one read request (rtl_clock.cpp), by the fault injector's one rule for them
+  // (FaultInjector::read_faults), with its poisoned CplD in r.poisoned_cpl. Clears r.error.
   model::TlpFaults read_faults(Read& r);
   // Whether the TLP about to go on `pipe` (0 DMAI, 1 DMAO) may take the armed fault: the first
   // of a CB started while it was armed.

@@ -215,21 +215,12 @@ void SystemcDataPath::h2d_requests(std::uint64_t iova, std::uint64_t phys, std::
     std::optional<FaultKind> lost;          // UR, CA or a dropped completion
     std::optional<std::uint64_t> poisoned;  // address of a poisoned CplD
     if (inject) {
-      if (first_tlp) {
-        if (faults_.armed_tlp(FaultKind::kLcrc, true)) f.force_replay = true;
-        for (FaultKind k : {FaultKind::kUnsupportedRequest, FaultKind::kCompleterAbort, FaultKind::kDroppedCompletion}) {
-          if (faults_.armed_tlp(k, true)) faults_.count(k), lost = k;
-        }
-        if (faults_.armed_tlp(FaultKind::kPoisoned, true)) faults_.count(FaultKind::kPoisoned), poisoned = seg.addr;
-        first_tlp = false;
-      }
-      if (!lost && !poisoned) lost = faults_.read_request();
-      if (!lost) {
-        const std::uint64_t m = pcie::count_completions(seg.addr, seg.len, rcb, limit);
-        const std::uint64_t skip = poisoned ? 1 : 0;
-        const FaultInjector::Hits h = m > skip ? faults_.poisoned(m - skip) : FaultInjector::Hits{};
-        if (h.count && !poisoned) poisoned = completion_address(seg.addr, seg.len, mrrs, rcb, limit, h.first);
-      }
+      const FaultInjector::ReadFaults d =
+          faults_.read_faults(pcie::count_completions(seg.addr, seg.len, rcb, limit), first_tlp);
+      first_tlp = false;
+      f.force_replay = d.replay;
+      lost = d.lost;
+      if (d.poisoned_cpl) poisoned = completion_address(seg.addr, seg.len, mrrs, rcb, limit, *d.poisoned_cpl);
       if (lost == FaultKind::kDroppedCompletion) f.drop_completion = true;
       if (lost == FaultKind::kUnsupportedRequest) f.status = CompletionStatus::kUnsupportedRequest;
       if (lost == FaultKind::kCompleterAbort) f.status = CompletionStatus::kCompleterAbort;

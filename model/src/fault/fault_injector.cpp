@@ -105,6 +105,24 @@ std::optional<FaultKind> FaultInjector::read_request() {
   return k;
 }
 
+FaultInjector::ReadFaults FaultInjector::read_faults(std::uint64_t completions, bool may_take_armed) {
+  ReadFaults r;
+  if (may_take_armed) {
+    if (armed_tlp(FaultKind::kLcrc, true)) r.replay = true;
+    for (FaultKind k : {FaultKind::kUnsupportedRequest, FaultKind::kCompleterAbort, FaultKind::kDroppedCompletion}) {
+      if (armed_tlp(k, true)) count(k), r.lost = k;
+    }
+    if (armed_tlp(FaultKind::kPoisoned, true)) count(FaultKind::kPoisoned), r.poisoned_cpl = 0;
+  }
+  if (!r.lost && !r.poisoned_cpl) r.lost = read_request();
+  if (!r.lost) {
+    const std::uint64_t skip = r.poisoned_cpl ? 1 : 0;
+    const Hits h = completions > skip ? poisoned(completions - skip) : Hits{};
+    if (h.count && !r.poisoned_cpl) r.poisoned_cpl = h.first;
+  }
+  return r;
+}
+
 FaultInjector::Hits FaultInjector::poisoned(std::uint64_t n, std::vector<std::uint64_t>* indices) {
   Hits h{0, n};
   if (poisoned_.p <= 0) return h;

@@ -191,14 +191,7 @@ DirectedTest parse_directed(const std::string& text, const std::string& file) {
     FaultPlan& x = p.faults;
     x.at_cb = rd.u64(f, "at_cb", "$.faults", 0);
     x.at_cb_fault = rd.str(f, "at_cb_fault", "$.faults", "", x.at_cb > 0);
-    x.poisoned_rate = rd.rate(f, "poisoned_rate", "$.faults");
-    x.unsupported_request_rate = rd.rate(f, "unsupported_request_rate", "$.faults");
-    x.completer_abort_rate = rd.rate(f, "completer_abort_rate", "$.faults");
-    x.dropped_completion_rate = rd.rate(f, "dropped_completion_rate", "$.faults");
-    x.lcrc_rate = rd.rate(f, "lcrc_rate", "$.faults");
-    x.iommu_fault_rate = rd.rate(f, "iommu_fault_rate", "$.faults");
-    x.malformed_cb_rate = rd.rate(f, "malformed_cb_rate", "$.faults");
-    x.device_reset_rate = rd.rate(f, "device_reset_rate", "$.faults");
+    for (const auto& [key, rate] : FaultPlan::rates()) x.*rate = rd.rate(f, key, "$.faults");
   }
   if (!j.contains("streams") || !j["streams"].is_array() || j["streams"].empty()) {
     rd.fail("$.streams", "expected a non-empty array of streams");
@@ -305,15 +298,8 @@ std::string to_directed_json(const Program& p, const std::string& description, b
   json faults = json::object();
   const FaultPlan& x = p.faults;
   if (x.at_cb) faults.update({{"at_cb", x.at_cb}, {"at_cb_fault", x.at_cb_fault}});
-  for (const auto& [key, rate] : {std::pair<const char*, double>{"poisoned_rate", x.poisoned_rate},
-                                  {"unsupported_request_rate", x.unsupported_request_rate},
-                                  {"completer_abort_rate", x.completer_abort_rate},
-                                  {"dropped_completion_rate", x.dropped_completion_rate},
-                                  {"lcrc_rate", x.lcrc_rate},
-                                  {"iommu_fault_rate", x.iommu_fault_rate},
-                                  {"malformed_cb_rate", x.malformed_cb_rate},
-                                  {"device_reset_rate", x.device_reset_rate}}) {
-    if (rate > 0) faults[key] = rate;
+  for (const auto& [key, rate] : FaultPlan::rates()) {
+    if (x.*rate > 0) faults[key] = x.*rate;
   }
   if (!faults.empty()) j["faults"] = faults;
   static const char* kOrdering[] = {"strict", "op_ordered", "pipeline_fifo"};

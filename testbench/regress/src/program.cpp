@@ -190,6 +190,20 @@ std::string check_program(const Program& p) {
   return {};
 }
 
+const std::array<std::pair<const char*, double FaultPlan::*>, 8>& FaultPlan::rates() {
+  static const std::array<std::pair<const char*, double FaultPlan::*>, 8> all{{
+      {"poisoned_rate", &FaultPlan::poisoned_rate},
+      {"unsupported_request_rate", &FaultPlan::unsupported_request_rate},
+      {"completer_abort_rate", &FaultPlan::completer_abort_rate},
+      {"dropped_completion_rate", &FaultPlan::dropped_completion_rate},
+      {"lcrc_rate", &FaultPlan::lcrc_rate},
+      {"iommu_fault_rate", &FaultPlan::iommu_fault_rate},
+      {"malformed_cb_rate", &FaultPlan::malformed_cb_rate},
+      {"device_reset_rate", &FaultPlan::device_reset_rate},
+  }};
+  return all;
+}
+
 nlohmann::json FaultPlan::config_patch() const {
   if (!any()) return nullptr;
   nlohmann::json faults = {{"poisoned_rate", poisoned_rate},

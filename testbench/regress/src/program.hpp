@@ -9,9 +9,11 @@
 // ordered after that write (same stream in a mode that orders it, or an event).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -101,6 +103,8 @@ struct FaultPlan {
   // The plan as a patch of the model's configuration (backend::Settings::patch): its faults.*
   // keys and link.lcrc_error_rate; null when the plan injects nothing.
   nlohmann::json config_patch() const;
+  // The rates by the names the directed format gives them.
+  static const std::array<std::pair<const char*, double FaultPlan::*>, 8>& rates();
 };
 
 struct Program {

@@ -44,6 +44,16 @@ class FaultInjector {
   bool armed_tlp(FaultKind k, bool read);
   // Per DMAI read request: a fault of its completion (UR, CA, dropped), or none.
   std::optional<FaultKind> read_request();
+  // Every fault of one read request answered by `completions` CplDs, as each data path asks for
+  // it (one rule, so both draw the same numbers in the same order): at the first request of a CB
+  // that may take it, the armed fault (LCRC, UR, CA, dropped or poisoned); then a random UR, CA
+  // or dropped completion; then, when the request is answered, which CplD is poisoned.
+  struct ReadFaults {
+    bool replay = false;                       // the MRd arrives with a bad LCRC and is replayed
+    std::optional<FaultKind> lost;             // UR, CA or a dropped completion
+    std::optional<std::uint64_t> poisoned_cpl;  // index of the first poisoned CplD
+  };
+  ReadFaults read_faults(std::uint64_t completions, bool may_take_armed);
   // Per run of n data TLPs: how many of them are poisoned, and the index of the first (n when
   // none); `indices` (optional) receives every poisoned index.
   struct Hits {
