@@ -70,6 +70,22 @@ else()
   message(STATUS "spyre-dma: RTL data path not built (SPYRE_DMA_RTL=OFF or Verilator not found)")
 endif()
 
+# FST waveforms (model/'s WaveWriter): the FST library Verilator ships (GTKWave's fstapi with
+# LZ4 and FastLZ; zlib compresses its hierarchy), compiled as C. Without it .vcd is still written
+# and .fst is refused with an error that says why.
+set(SPYRE_DMA_FSTAPI_DIR "")
+foreach(_dir "${VERILATOR_ROOT}/include/gtkwave" "$ENV{VERILATOR_ROOT}/include/gtkwave" /usr/share/verilator/include/gtkwave)
+  if(NOT SPYRE_DMA_FSTAPI_DIR AND EXISTS "${_dir}/fstapi.c" AND EXISTS "${_dir}/lz4.c" AND EXISTS "${_dir}/fastlz.c")
+    set(SPYRE_DMA_FSTAPI_DIR "${_dir}")
+  endif()
+endforeach()
+if(SPYRE_DMA_FSTAPI_DIR)
+  enable_language(C)
+  message(STATUS "spyre-dma: FST library found (${SPYRE_DMA_FSTAPI_DIR}); .fst waveforms available")
+else()
+  message(STATUS "spyre-dma: Verilator's FST library not found; waveforms are VCD only")
+endif()
+
 # Python bindings (python/: the spyre_dma package, pybind11). SPYRE_DMA_PYTHON: AUTO (default)
 # builds them when pybind11 and the interpreter's headers are found, ON requires them, OFF never
 # looks. The interpreter is Debian's (python3-torch, python3-pandas and python3-pytest are its

@@ -16,7 +16,9 @@ class RtlBackend final : public model::SimBackend {
 
   std::vector<backend::SettingInfo> settings() const override {
     std::vector<backend::SettingInfo> s = SimBackend::settings();
-    s.push_back({"wave", "rtl: write a VCD file of the RTL's signals"});
+    for (backend::SettingInfo& i : s) {
+      if (i.name == "wave") i.help = "rtl: write a waveform of the RTL data path's signals (.vcd or .fst)";
+    }
     return s;
   }
   nlohmann::json configuration(const backend::Settings& s) const override { return SimBackend::configuration(without_wave(s)); }
@@ -26,7 +28,7 @@ class RtlBackend final : public model::SimBackend {
   }
 
  private:
-  // The model's own settings: the wave file is this backend's.
+  // The model's own settings: on rtl the wave file is the RTL's signals, not the model's state.
   static backend::Settings without_wave(backend::Settings s) {
     s.values.erase("wave");
     return s;

@@ -4,6 +4,7 @@
 #define SC_INCLUDE_DYNAMIC_PROCESSES
 #include "rtl_state.hpp"
 
+#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 
@@ -48,17 +49,21 @@ RtlDataPath::RtlDataPath(const model::DataPathContext& context, const std::strin
       impl_(std::make_unique<Impl>(context, rtl_test_hooks())),
       checker_(kTags) {
   if (!wave.empty()) {
+    impl_->wave = std::make_unique<WaveSink>(wave);
     impl_->context.traceEverOn(true);
-    impl_->vcd = std::make_unique<VerilatedVcdC>();
+    impl_->vcd = std::make_unique<VerilatedVcdC>(impl_->wave.get());
     impl_->core->trace(impl_->vcd.get(), 99);
     impl_->vcd->open(wave.c_str());
-    if (!impl_->vcd->isOpen()) throw std::runtime_error("--wave: cannot write '" + wave + "'");
   }
   sc_spawn([this] { clock_thread(); }, "rtl_clock");
 }
 
 RtlDataPath::~RtlDataPath() {
-  if (impl_->vcd) impl_->vcd->close();
+  if (impl_->vcd) {
+    impl_->vcd->close();
+    // Nothing can be thrown from here: a wave file that could not be written is said on stderr.
+    if (!impl_->wave->error().empty()) std::fprintf(stderr, "spyre-dma: %s\n", impl_->wave->error().c_str());
+  }
   impl_->core->final();
 }
 

@@ -64,9 +64,10 @@ class RtlDataPath final : public model::DataPath {
   static constexpr unsigned kTags = 256;         // rtl parameter TAGS
   static constexpr unsigned kMaxPayload = 4096;  // rtl parameter MAX_PAYLOAD
 
-  // `wave` (empty: none) a VCD file. Throws std::invalid_argument for a configuration the RTL
+  // `wave` (empty: none) a waveform of the RTL's signals, .vcd or .fst (wave_sink.hpp). Throws std::invalid_argument for a configuration the RTL
   // cannot run (TLP-level fault injection, burst fidelity, more read tags or a larger payload than
-  // its tables, the SystemC data path's own rate limit).
+  // its tables, the SystemC data path's own rate limit), model::WaveError for a wave file it cannot
+  // write.
   RtlDataPath(const model::DataPathContext& context, const std::string& wave);
   ~RtlDataPath() override;
   RtlDataPath(const RtlDataPath&) = delete;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "rtl_data_path.hpp"
+#include "wave_sink.hpp"
 #include "spyre_dma/model/fault_injector.hpp"
 
 namespace spyre_dma::rtl {
@@ -68,6 +69,7 @@ struct RtlDataPath::Impl {
   Ps dram_latency_ps;  // of each device-memory access (a command's bursts follow its bus time)
   VerilatedContext context;
   std::unique_ptr<Vspyre_dma_core> core;
+  std::unique_ptr<WaveSink> wave;  // where the VCD stream goes (before vcd: it outlives it)
   std::unique_ptr<VerilatedVcdC> vcd;
   sc_core::sc_event work;
   Ps t = 0;            // the clock's own time: the edge of the cycle being evaluated

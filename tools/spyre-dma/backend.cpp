@@ -47,7 +47,9 @@ void add_backend_options(CLI::App& cmd, BackendOptions& o, bool model_settings) 
                    "sim, rtl: a self-test of the bench: build the model with this deliberate bug (e.g. "
                    "drop_partial_flit_rb, which loses one completion)");
   }
-  cmd.add_option("--wave", o.wave, "rtl: write a VCD waveform of the RTL data path's signals to FILE");
+  cmd.add_option("--wave", o.wave,
+                 "sim: write a waveform of the model's state (CBs queued, read tags and credits in use); rtl: of "
+                 "the RTL data path's signals. FILE ends in .vcd or .fst");
   cmd.add_option("--executor", o.extra["executor"], "cuda: cuda (a GPU's copy engines, the default) or host (memcpy)")
       ->check(CLI::IsMember({"cuda", "host"}));
   cmd.add_option_function<std::string>(

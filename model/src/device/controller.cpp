@@ -4,6 +4,7 @@
 
 #include "host/root_complex.hpp"
 #include "link/protocol_checker.hpp"
+#include "observe/state_probe.hpp"
 #include "observe/trace_writer.hpp"
 #include "spyre_dma/model/stats.hpp"
 #include "sim/sim_time.hpp"
@@ -55,8 +56,10 @@ Controller::Controller(sc_module_name name, const SimConfig& config, RootComplex
 
 Controller::~Controller() = default;
 
-void Controller::observe(StatsRegistry& stats, TraceWriter* trace, const std::string& label) {
+void Controller::observe(StatsRegistry& stats, TraceWriter* trace, const std::string& label, StateProbe* probe,
+                         const std::string& scope) {
   trace_ = trace;
+  probe_ = probe;
   if (trace_) trace_pid_ = trace_->process(label);
   for (unsigned i = 0; i < hw::kNumPipelines; ++i) {
     const std::string name(hw::to_string(static_cast<hw::Pipeline>(i)));
@@ -66,6 +69,14 @@ void Controller::observe(StatsRegistry& stats, TraceWriter* trace, const std::st
       observed_[i].slots.push_back({trace_->thread(trace_pid_, name + " slot 0").tid, 0});
       observed_[i].rb_track = trace_->thread(trace_pid_, name + " RBs").tid;
     }
+    if (probe_) {
+      observed_[i].queue_level =
+          probe_->level(scope + "." + name, "cbs_queued", trace_pid_, name + " queue", "CBs queued");
+    }
+  }
+  // Tags change with every read request: in the trace only with its TLPs (trace_tlps).
+  if (probe_) {
+    host_.observe(probe_, probe_->level(scope, "read_tags", trace_pid_, config_.trace_tlps ? "read tags" : "", "in flight"));
   }
 }
 

@@ -44,6 +44,7 @@ namespace spyre_dma::model {
 class ProtocolChecker;
 class StatsRegistry;
 class TraceWriter;
+class StateProbe;
 class LatencyHistogram;
 class Gauge;
 
@@ -99,8 +100,12 @@ class Controller : public sc_core::sc_module, private device_core::RegisterHooks
   void arm_misbehave(const device_core::Misbehave& m) noexcept { misbehave_.arm(m); }
   const DataPath& data_path() const noexcept { return *data_path_; }
   // Latency histograms and queue occupancy into `stats`; one span per CB into `trace` (optional),
-  // on tracks of a process named `label`.
-  void observe(StatsRegistry& stats, TraceWriter* trace, const std::string& label = "device");
+  // on tracks of a process named `label`; each pipeline's CBs queued (rung and not yet retired)
+  // and the read tags in flight as levels of `probe` (optional) in `scope` (the tags in the trace
+  // with its TLPs only: SimConfig::trace_tlps).
+  void observe(StatsRegistry& stats, TraceWriter* trace, const std::string& label = "device",
+               StateProbe* probe = nullptr, const std::string& scope = {});
+  int trace_pid() const noexcept { return trace_pid_; }  // the trace's process of this device
 
  private:
   // A fetched CB as the pipeline carries it to its RB.
@@ -232,12 +237,14 @@ class Controller : public sc_core::sc_module, private device_core::RegisterHooks
     // pipeline's RB track, with a flow from the CB.
     std::vector<std::pair<int, Ps>> slots;
     int rb_track = 0;
+    int queue_level = -1;  // of probe_
   };
   // The slot track of `p` for a CB over [start, end) (a new track when none is free).
   int trace_slot(PipelineState& p, Ps start, Ps end);
   std::array<Observed, hw::kNumPipelines> observed_{};
   TraceWriter* trace_ = nullptr;
   int trace_pid_ = 0;
+  StateProbe* probe_ = nullptr;
 };
 
 }  // namespace spyre_dma::model

@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "device/controller.hpp"
+#include "observe/state_probe.hpp"
 #include "observe/trace_writer.hpp"
 #include "spyre_dma/device_core/rings.hpp"
 #include "spyre_dma/model/stats.hpp"
@@ -263,10 +264,9 @@ void Controller::count_retired(PipelineState& p, const Retirement& r, Ps arrival
                         {{"tag", r.rb.tag}, {"status", hw::to_string(run.outcome.status)}});
         trace_->flow("CB to RB", cat, double(r.start) / 1000.0, cb, double(arrival) / 1000.0, rb);
       }
-      trace_->counter(std::string(hw::to_string(p.id)) + " queue", double(arrival) / 1000.0, trace_pid_,
-                      {{"CBs queued", index(Reg::kCbPi, p) - p.retired}});
     }
   }
+  if (probe_) probe_->add(observed_[i].queue_level, arrival, -1);
   if (observed) {
     c.bytes += run.outcome.bytes;
     c.busy_ps += run.done_ps > r.start ? run.done_ps - r.start : 0;

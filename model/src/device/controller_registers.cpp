@@ -2,6 +2,7 @@
 // (spyre_dma/device_core/register_file.hpp has the rules), and reset.
 #include "device/controller.hpp"
 #include "host/root_complex.hpp"
+#include "observe/state_probe.hpp"
 #include "sim/sim_time.hpp"
 
 namespace spyre_dma::model {
@@ -29,7 +30,12 @@ std::uint64_t Controller::visible(Reg r, hw::Pipeline p, std::uint64_t stored) {
 
 void Controller::doorbell(hw::Pipeline p, std::uint32_t new_pi) {
   PipelineState& pipe = pipes_[static_cast<unsigned>(p)];
+  const std::uint32_t before = index(Reg::kCbPi, pipe);
   doorbells_.ring(p, new_pi, pipe.retired, regs_.cell(Reg::kCbPi, p));
+  if (probe_) {  // ring indices wrap: the step is their difference modulo 2^32
+    probe_->add(observed_[static_cast<unsigned>(p)].queue_level, to_ps(sc_time_stamp()),
+                static_cast<std::int32_t>(index(Reg::kCbPi, pipe) - before));
+  }
   pipe.kick.notify(SC_ZERO_TIME);
 }
 
@@ -55,6 +61,12 @@ void Controller::reset() {
   fatal_ = false;
   aborting_ = 0;
   requester_.bump_epoch();
+  for (PipelineState& p : pipes_) {  // what was rung and not retired is dropped
+    if (probe_) {
+      probe_->add(observed_[static_cast<unsigned>(p.id)].queue_level, to_ps(sc_time_stamp()),
+                  -static_cast<std::int32_t>(index(Reg::kCbPi, p) - p.retired));
+    }
+  }
   regs_.reset();
   doorbells_.clear();
   for (PipelineState& p : pipes_) {

@@ -6,6 +6,7 @@
 #include "device/device_memory.hpp"
 #include "host/root_complex.hpp"
 #include "link/protocol_checker.hpp"
+#include "observe/state_probe.hpp"
 #include "sim/tlp.hpp"
 
 namespace spyre_dma::model {
@@ -99,8 +100,14 @@ std::uint64_t HostLink::completion_bytes(std::uint64_t addr, std::uint64_t left)
   return pcie::completion_step(addr, left, config_.link.rcb, completion_limit_);
 }
 
-void HostLink::tag_issued(std::uint32_t tag, Ps at) { checker_.tag_issued(tag, at); }
-void HostLink::tag_retired(std::uint32_t tag, Ps at) { checker_.tag_retired(tag, at); }
+void HostLink::tag_issued(std::uint32_t tag, Ps at) {
+  checker_.tag_issued(tag, at);
+  if (probe_) probe_->add(tag_level_, at, 1);
+}
+void HostLink::tag_retired(std::uint32_t tag, Ps at) {
+  checker_.tag_retired(tag, at);
+  if (probe_) probe_->add(tag_level_, at, -1);
+}
 void HostLink::rb_after_data(const char* pipeline, std::uint32_t tag, Ps data_ps, Ps rb_ps) {
   checker_.rb_after_data(pipeline, tag, data_ps, rb_ps);
 }

@@ -17,6 +17,7 @@
 namespace spyre_dma::model {
 
 class ProtocolChecker;
+class StateProbe;
 using Transport = std::function<void(tlm::tlm_generic_payload&, sc_core::sc_time&)>;
 
 class HostLink final : public HostPort {
@@ -32,6 +33,11 @@ class HostLink final : public HostPort {
   void tag_issued(std::uint32_t tag, Ps at) override;
   void tag_retired(std::uint32_t tag, Ps at) override;
   void rb_after_data(const char* pipeline, std::uint32_t tag, Ps data_ps, Ps rb_ps) override;
+  // The read tags in flight as `level` of `probe`.
+  void observe(StateProbe* probe, int level) {
+    probe_ = probe;
+    tag_level_ = level;
+  }
   // An MSI-X message with `vector`, as an ordered posted write at `at`.
   void msi(std::uint32_t vector, Ps at);
 
@@ -44,6 +50,8 @@ class HostLink final : public HostPort {
   ProtocolChecker& checker_;
   Transport link_;
   std::uint32_t completion_limit_;
+  StateProbe* probe_ = nullptr;
+  int tag_level_ = -1;
 };
 
 class MemoryLink final : public DeviceMemoryPort {

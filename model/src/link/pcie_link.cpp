@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "observe/state_probe.hpp"
 #include "observe/trace_writer.hpp"
 #include "sim/debug_hooks.hpp"
 #include "sim/sim_time.hpp"
@@ -143,7 +144,7 @@ void PcieLink::read(tlm::tlm_generic_payload& gp, Ps t0, sc_time& delay) {
     if (replays) sent = send_request_up(sent + replay_ps_, mrd_wire, "MRd (replay)");
     const Ps arrival = sent + latency_ps_;
     nonposted_.release(g, arrival + credit_update_ps_);
-    checker_.credits_held(ProtocolChecker::Pool::kNonPosted, g.at_ps, arrival + credit_update_ps_, 1, 0);
+    credits_held(ProtocolChecker::Pool::kNonPosted, g.at_ps, arrival + credit_update_ps_, 1, 0);
     ++counters_.mrd;
     if (ext->drop_completion) {  // an injected fault: the request is lost, no completion comes
       ext->replays = replays;
@@ -267,12 +268,34 @@ void PcieLink::write(tlm::tlm_generic_payload& gp, Ps t0, sc_time& delay) {
   const Ps taken = forward(gp, first + latency_ps_, arrival);
   if (grant) {
     posted_.release(*grant, taken + credit_update_ps_);
-    checker_.credits_held(ProtocolChecker::Pool::kPosted, grant->at_ps, taken + credit_update_ps_, 1, data);
+    credits_held(ProtocolChecker::Pool::kPosted, grant->at_ps, taken + credit_update_ps_, 1, data);
   } else if (!ext->burst || ext->msi) {
-    checker_.credits_held(ProtocolChecker::Pool::kPosted, t0, taken + credit_update_ps_, 1, data);
+    credits_held(ProtocolChecker::Pool::kPosted, t0, taken + credit_update_ps_, 1, data);
   }
   ext->ready_ps = std::max<Ps>(ext->ready_ps, arrival);  // when the write takes effect at the host
   delay = delay_until(sent);
+}
+
+void PcieLink::observe(StateProbe& probe, const std::string& scope, int trace_pid) {
+  probe_ = &probe;
+  const char* counter = trace_pid ? "posted credits in use" : "";
+  levels_[0] = probe.level(scope, "posted_header_credits", trace_pid, counter, "header");
+  levels_[1] = probe.level(scope, "posted_data_credits", trace_pid, counter, "data");
+  levels_[2] = probe.level(scope, "nonposted_header_credits", trace_pid, trace_pid ? "non-posted credits in use" : "",
+                           "header");
+}
+
+void PcieLink::credits_held(ProtocolChecker::Pool pool, Ps from, Ps until, std::uint32_t header, std::uint32_t data) {
+  checker_.credits_held(pool, from, until, header, data);
+  if (!probe_) return;
+  const bool posted = pool == ProtocolChecker::Pool::kPosted;
+  const int h = levels_[posted ? 0 : 2];
+  probe_->add(h, from, header);
+  probe_->add(h, until, -static_cast<std::int64_t>(header));
+  if (posted && data) {
+    probe_->add(levels_[1], from, data);
+    probe_->add(levels_[1], until, -static_cast<std::int64_t>(data));
+  }
 }
 
 }  // namespace spyre_dma::model

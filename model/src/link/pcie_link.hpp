@@ -16,6 +16,7 @@
 // applied to the run as a whole (see docs/model.md for the read formula and its agreement bound).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -44,6 +45,7 @@ struct LinkCounters {
 };
 
 class TraceWriter;
+class StateProbe;
 
 class PcieLink : public sc_core::sc_module {
  public:
@@ -69,6 +71,9 @@ class PcieLink : public sc_core::sc_module {
   // One span per TLP on an "up" and a "down" track (large: every TLP of the run); `owner` names
   // the link's device or switch where a server has several ("": the one device).
   void trace_tlps(TraceWriter& trace, const std::string& owner = {});
+  // The credits in use in the root complex's receive buffers (posted header and data, non-posted
+  // header) as levels of `probe` in `scope`; in the trace as counters of `trace_pid` (0: none).
+  void observe(StateProbe& probe, const std::string& scope, int trace_pid);
 
  private:
   void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
@@ -86,6 +91,9 @@ class PcieLink : public sc_core::sc_module {
   // A read request upstream, in a lane of its own (see up_requests_).
   pcie::Ps send_request_up(pcie::Ps earliest, std::uint64_t wire_bytes, const char* what);
   pcie::Ps send_down(pcie::Ps earliest, std::uint64_t wire_bytes, const char* what);
+  // A TLP holds credits of `pool` from `from` until they are back: to the checker and the probe.
+  void credits_held(ProtocolChecker::Pool pool, pcie::Ps from, pcie::Ps until, std::uint32_t header,
+                    std::uint32_t data);
   std::uint32_t replays_for(std::uint64_t tlps);
   // To the next component (the root complex, or a switch), the first TLP there at `first`, the
   // last at `arrival`. Returns when that component took it out of its receive buffer.
@@ -116,6 +124,8 @@ class PcieLink : public sc_core::sc_module {
   LinkCounters counters_;
   TraceWriter* trace_ = nullptr;
   int trace_pid_ = 0, up_track_ = 0, down_track_ = 0;
+  StateProbe* probe_ = nullptr;
+  std::array<int, 3> levels_{};  // posted header, posted data, non-posted header
 };
 
 }  // namespace spyre_dma::model

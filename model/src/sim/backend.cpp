@@ -17,6 +17,8 @@ std::vector<backend::SettingInfo> SimBackend::settings() const {
           {"config", "sim and rtl: a model configuration file (JSON; it may name its own preset)"},
           {"fidelity", "sim and rtl: tlp or burst, overriding the configuration"},
           {"trace", "sim and rtl: write a Perfetto / chrome://tracing trace of the run's CBs"},
+          {"wave", "sim: write a waveform of the model's state (.vcd or .fst): CBs queued, read tags and "
+                   "credits in use"},
           {"debug-hook", "sim and rtl, a bench's self-test: build the model with this deliberate bug (" +
                              debug_hook_list() + "; model/src/sim/debug_hooks.hpp)"}};
 }
@@ -70,14 +72,14 @@ backend::Instance instance_of(std::shared_ptr<SimDevice> device) {
 backend::Instance SimBackend::open(const backend::Settings& s) const {
   const SimConfig c = sim_config(s);
   const ScopedDebugHook hook(s.get("debug-hook"));  // the components copy the hooks as they are built
-  return instance_of(std::make_shared<SimDevice>(c, s.get("trace")));
+  return instance_of(std::make_shared<SimDevice>(c, s.get("trace"), s.get("wave")));
 }
 
 std::vector<backend::Instance> SimBackend::open_devices(const backend::Settings& s) const {
   if (s.devices <= 1) return {open(s)};
   const SimConfig c = sim_config(s);
   const ScopedDebugHook hook(s.get("debug-hook"));
-  SimNode node(c, s.get("trace"));  // topology.devices is s.devices
+  SimNode node(c, s.get("trace"), s.get("wave"));  // topology.devices is s.devices
   std::vector<backend::Instance> out;
   for (std::size_t i = 0; i < node.size(); ++i) out.push_back(instance_of(node.device(i)));
   return out;  // the devices keep their server's simulation alive

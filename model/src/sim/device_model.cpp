@@ -6,7 +6,7 @@ using namespace sc_core;
 
 DeviceModel::DeviceModel(sc_module_name name, const SimConfig& config, unsigned index_in_node,
                          RootComplex::Requester& requester_at_host, RootComplex& root_complex, pcie::Ps beyond_ps,
-                         TraceWriter* trace, const std::string& label)
+                         TraceWriter* trace, const std::string& label, StateProbe* probe)
     : sc_module(name),
       index(index_in_node),
       requester(requester_at_host),
@@ -18,7 +18,9 @@ DeviceModel::DeviceModel(sc_module_name name, const SimConfig& config, unsigned 
       link_latency_ps_(pcie::ns_to_ps(config.link.latency_ns)) {
   controller.pcie.bind(link.device_side);
   controller.memory.bind(device_memory.socket);
-  controller.observe(stats, trace, label.empty() ? "device" : label);
+  controller.observe(stats, trace, label.empty() ? "device" : label, probe, basename());
+  // Credits and tags change with every TLP: in the trace only with its TLPs (trace_tlps).
+  if (probe) link.observe(*probe, std::string(basename()) + ".link", config.trace_tlps ? controller.trace_pid() : 0);
   if (trace && config.trace_tlps) link.trace_tlps(*trace, label);
   SC_METHOD(apply_writes);
   sensitive << write_due_;

@@ -14,6 +14,7 @@
 #include "device/device_memory.hpp"
 #include "host/root_complex.hpp"
 #include "link/pcie_link.hpp"
+#include "observe/state_probe.hpp"
 #include "observe/trace_writer.hpp"
 #include "sim/sim_time.hpp"
 #include "spyre_dma/model/stats.hpp"
@@ -25,10 +26,11 @@ class DeviceModel : public sc_core::sc_module {
   SC_HAS_PROCESS(DeviceModel);
   // `requester`: this device at the root complex. `beyond_ps`: the unloaded round trip of the
   // switches between its link and the root complex (see PcieLink). `label` names its tracks in
-  // `trace` (null: no trace); "" for the one device of a single-device server.
+  // `trace` (null: no trace); "" for the one device of a single-device server. `probe` (null:
+  // none) gets its state as levels under the module's name (controller and link observe()).
   DeviceModel(sc_core::sc_module_name name, const SimConfig& config, unsigned index,
               RootComplex::Requester& requester, RootComplex& root_complex, pcie::Ps beyond_ps, TraceWriter* trace,
-              const std::string& label);
+              const std::string& label, StateProbe* probe = nullptr);
 
   // A register write the host issued now: it reaches the device after the configured cost.
   // Writes keep their order.

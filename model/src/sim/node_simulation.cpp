@@ -20,8 +20,9 @@ std::atomic<bool> g_simulation_alive{false};
 constexpr pcie::Ps kHorizonPs = pcie::Ps{1} << 63;
 }  // namespace
 
-NodeSimulation::NodeSimulation(SimConfig config, std::string trace_path)
-    : config_(std::move(config)), trace_path_(std::move(trace_path)), hooks_(debug_hooks()) {
+NodeSimulation::NodeSimulation(SimConfig config, std::string trace_path, std::string wave_path)
+    : config_(std::move(config)), trace_path_(std::move(trace_path)), wave_path_(std::move(wave_path)),
+      hooks_(debug_hooks()) {
   bool expected = false;
   if (!g_simulation_alive.compare_exchange_strong(expected, true)) {
     throw std::logic_error(
@@ -160,7 +161,7 @@ void NodeSimulation::loop() {
       irq_mask_[d] |= top_->device(d).controller.pipelines_of_vector(vector);
       ++interrupts_;
       sc_pause();
-    }, trace_path_);
+    }, trace_path_, wave_path_);
   } catch (...) {
     elaboration_error_ = std::current_exception();
   }

@@ -29,7 +29,7 @@ class NodeSimulation {
  public:
   // Throws std::logic_error while another simulation lives in this process (SystemC has one
   // kernel), and what elaboration throws (a configuration the model cannot run).
-  NodeSimulation(SimConfig config, std::string trace_path);
+  NodeSimulation(SimConfig config, std::string trace_path, std::string wave_path = {});
   ~NodeSimulation();
   NodeSimulation(const NodeSimulation&) = delete;
   NodeSimulation& operator=(const NodeSimulation&) = delete;
@@ -79,6 +79,7 @@ class NodeSimulation {
 
   SimConfig config_;
   std::string trace_path_;
+  std::string wave_path_;
   DebugHooks hooks_;
   std::vector<std::unique_ptr<device_core::Iommu>> iommus_;
   std::unique_ptr<SimTop> top_;

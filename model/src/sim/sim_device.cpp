@@ -12,8 +12,8 @@ namespace spyre_dma::model {
 
 using namespace sc_core;
 
-SimDevice::SimDevice(SimConfig config, std::string trace_path)
-    : SimDevice(std::make_shared<NodeSimulation>(std::move(config), std::move(trace_path)), 0) {}
+SimDevice::SimDevice(SimConfig config, std::string trace_path, std::string wave_path)
+    : SimDevice(std::make_shared<NodeSimulation>(std::move(config), std::move(trace_path), std::move(wave_path)), 0) {}
 SimDevice::SimDevice(std::shared_ptr<NodeSimulation> simulation, unsigned index)
     : sim_(std::move(simulation)), index_(index) {}
 SimDevice::~SimDevice() = default;

@@ -5,8 +5,8 @@
 
 namespace spyre_dma::model {
 
-SimNode::SimNode(SimConfig config, std::string trace_path)
-    : sim_(std::make_shared<NodeSimulation>(std::move(config), std::move(trace_path))) {
+SimNode::SimNode(SimConfig config, std::string trace_path, std::string wave_path)
+    : sim_(std::make_shared<NodeSimulation>(std::move(config), std::move(trace_path), std::move(wave_path))) {
   for (unsigned i = 0; i < sim_->size(); ++i) devices_.push_back(std::shared_ptr<SimDevice>(new SimDevice(sim_, i)));
 }
 

@@ -1,7 +1,9 @@
 #include "sim/sim_top.hpp"
 
+#include <cstdio>
 #include <stdexcept>
 
+#include "sim/sim_time.hpp"
 #include "spyre_dma/model/config_loader.hpp"
 
 namespace spyre_dma::model {
@@ -9,9 +11,12 @@ namespace spyre_dma::model {
 using namespace sc_core;
 
 SimTop::SimTop(sc_module_name name, const SimConfig& config, const std::vector<device_core::Iommu*>& iommus,
-               std::function<void(unsigned, std::uint32_t)> on_interrupt, const std::string& trace_path)
+               std::function<void(unsigned, std::uint32_t)> on_interrupt, const std::string& trace_path,
+               const std::string& wave_path)
     : sc_module(name),
       trace(trace_path.empty() ? nullptr : std::make_unique<TraceWriter>(trace_path, to_json(config))),
+      wave(wave_path.empty() ? nullptr : std::make_unique<WaveWriter>(wave_path)),
+      probe(trace || wave ? std::make_unique<StateProbe>(wave.get(), trace.get()) : nullptr),
       root_complex("root_complex", config) {
   const TopologyConfig& t = config.topology;
   if (iommus.size() != t.devices) {
@@ -47,12 +52,24 @@ SimTop::SimTop(sc_module_name name, const SimConfig& config, const std::vector<d
     // One device keeps the names a single-device run has always had.
     const std::string label = t.devices == 1 ? "" : "device " + std::to_string(i);
     devices.push_back(std::make_unique<DeviceModel>(("device" + std::to_string(i)).c_str(), config, i, r, root_complex,
-                                                    beyond, trace.get(), label));
+                                                    beyond, trace.get(), label, probe.get()));
     if (per_switch) devices.back()->link.host_side.bind(switches[i / per_switch]->downstream);
     else devices.back()->link.host_side.bind(root_complex.socket);
   }
+  if (probe) {
+    for (unsigned k = 0; k < uplinks.size(); ++k) uplinks[k]->observe(*probe, uplinks[k]->basename(), 0);
+  }
   if (trace && config.trace_tlps) {
     for (unsigned k = 0; k < uplinks.size(); ++k) uplinks[k]->trace_tlps(*trace, "switch " + std::to_string(k) + " uplink");
+  }
+}
+
+SimTop::~SimTop() {
+  try {
+    if (probe) probe->finish(to_ps(sc_time_stamp()));
+    if (wave) wave->close();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "spyre-dma: %s\n", e.what());
   }
 }
 

@@ -14,8 +14,10 @@
 #include "host/root_complex.hpp"
 #include "link/pcie_link.hpp"
 #include "link/pcie_switch.hpp"
+#include "observe/state_probe.hpp"
 #include "observe/trace_writer.hpp"
 #include "sim/device_model.hpp"
+#include "spyre_dma/model/wave_writer.hpp"
 
 namespace spyre_dma::model {
 
@@ -23,14 +25,21 @@ class SimTop : public sc_core::sc_module {
  public:
   // `iommus`: one per device (topology.devices of them), each device's domain. on_interrupt(device,
   // vector) runs at the simulated instant one of a device's MSI-X messages takes effect.
-  // `trace_path` empty: no Perfetto trace.
+  // `trace_path` empty: no Perfetto trace; `wave_path` empty: no waveform of the model's state.
   SimTop(sc_core::sc_module_name name, const SimConfig& config, const std::vector<device_core::Iommu*>& iommus,
-         std::function<void(unsigned, std::uint32_t)> on_interrupt, const std::string& trace_path);
+         std::function<void(unsigned, std::uint32_t)> on_interrupt, const std::string& trace_path,
+         const std::string& wave_path = {});
+  // Writes the rest of the model's state and closes the waveform (an error writing it is said on
+  // stderr: nothing may throw here).
+  ~SimTop() override;
 
   std::size_t size() const noexcept { return devices.size(); }
   DeviceModel& device(std::size_t i) { return *devices.at(i); }
 
   std::unique_ptr<TraceWriter> trace;  // before the components that write into it
+  std::unique_ptr<WaveWriter> wave;
+  // The model's state over time, into wave and trace (null when neither is written).
+  std::unique_ptr<StateProbe> probe;
   RootComplex root_complex;
   // Switch k's uplink is uplinks[k]. Leaf switches first (switch k holds devices k x
   // devices_per_switch on), then the parents (topology.switches_per_root_port > 1).

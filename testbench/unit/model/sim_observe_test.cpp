@@ -6,10 +6,14 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "wave_reader.hpp"
+
 #include "spyre_dma/model/config_loader.hpp"
+#include "spyre_dma/model/wave_writer.hpp"
 #include "spyre_dma/model/sim_device.hpp"
 #include "spyre_dma/spyre_dma.hpp"
 
@@ -58,7 +62,8 @@ TEST(SimObserve, StatisticsTreeAndTrace) {
 
 // Many small CBs on both pipelines: a CB is issued while the last one's data still moves, so the
 // CBs of a pipeline overlap. No two slices of one track overlap (a viewer would nest them), each
-// CB's RB is an instant with a flow from the CB, and the queue depth is a counter.
+// CB's RB is an instant with a flow from the CB, and the queue depth is a counter that rises with
+// the doorbells and falls with the RBs, back to 0 at the end.
 TEST(SimObserve, TraceTracksNeverOverlapAndEachCbFlowsToItsRb) {
   const std::string trace_path = ::testing::TempDir() + "sim_observe_slots.json";
   {
@@ -81,7 +86,8 @@ TEST(SimObserve, TraceTracksNeverOverlapAndEachCbFlowsToItsRb) {
   const nlohmann::json trace = nlohmann::json::parse(in);
   std::map<int, std::vector<std::pair<double, double>>> by_track;  // tid -> [ts, ts + dur)
   std::map<std::uint64_t, int> flow_ends;
-  int cbs = 0, rbs = 0, counters = 0, slot_tracks = 0;
+  int cbs = 0, rbs = 0, slot_tracks = 0;
+  std::map<std::string, std::vector<std::pair<double, int>>> queues;  // counter -> (ts, CBs queued)
   for (const auto& e : trace["traceEvents"]) {
     const std::string ph = e["ph"];
     if (ph == "X" && e["name"] == "CB") {
@@ -89,7 +95,7 @@ TEST(SimObserve, TraceTracksNeverOverlapAndEachCbFlowsToItsRb) {
       by_track[e["tid"]].push_back({e["ts"].get<double>(), e["ts"].get<double>() + e["dur"].get<double>()});
     }
     if (ph == "i" && e["name"] == "RB") ++rbs;
-    if (ph == "C") ++counters;
+    if (ph == "C") queues[e["name"]].push_back({e["ts"].get<double>(), e["args"]["CBs queued"].get<int>()});
     if (ph == "s") ++flow_ends[e["id"].get<std::uint64_t>()];
     if (ph == "f") flow_ends[e["id"].get<std::uint64_t>()] += 10;
     if (ph == "M" && e["name"] == "thread_name" &&
@@ -99,7 +105,19 @@ TEST(SimObserve, TraceTracksNeverOverlapAndEachCbFlowsToItsRb) {
   }
   EXPECT_EQ(cbs, 80);
   EXPECT_EQ(rbs, 80);
-  EXPECT_EQ(counters, 80);
+  ASSERT_EQ(queues.size(), 2u) << "a queue counter for DMAI and one for DMAO, no credits without trace_tlps";
+  for (const auto& [name, values] : queues) {
+    int most = 0;
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      EXPECT_GE(values[i].second, 0) << name;
+      if (i) {
+        EXPECT_LT(values[i - 1].first, values[i].first) << name << ": one value per instant, in time order";
+      }
+      most = std::max(most, values[i].second);
+    }
+    EXPECT_GT(most, 1) << name << ": CBs were rung ahead of their RBs";
+    EXPECT_EQ(values.back().second, 0) << name;
+  }
   ASSERT_EQ(flow_ends.size(), 80u);
   for (const auto& [id, n] : flow_ends) EXPECT_EQ(n, 11) << "flow " << id << " has one start and one end";
   EXPECT_GT(slot_tracks, 3) << "the CBs overlapped: more than one slot track per pipeline";
@@ -135,6 +153,106 @@ TEST(SimObserve, TraceOfTlpsOnRequest) {
   EXPECT_EQ(mrd, 16 + 1) << "64 KiB at MRRS 4096, plus the CB fetch";
   EXPECT_EQ(cpld, 64 * 1024 / 512 + 1) << "completions at MPS 512, plus the CB fetch's";
   std::remove(trace_path.c_str());
+}
+
+// A waveform of the model's state: each pipeline's CBs queued, the read tags in flight and the
+// credits in use, in VCD or FST. Every level stays within what the configuration allows, rises
+// above 0 and is back at 0 once the work is done; the same run writes the same bytes.
+std::string run_with_wave(const std::string& wave_path, const std::string& trace_path = {}) {
+  SimConfig config = preset("spyre-gen5x16");
+  config.trace_tlps = !trace_path.empty();
+  auto dev = std::make_shared<SimDevice>(config, trace_path, wave_path);
+  {
+    auto engine = Engine::open(dev);
+    auto stream = engine->create_stream();
+    auto buf = engine->allocate(4 << 20);
+    auto host = engine->allocate_host(4 << 20);
+    for (int i = 0; i < 8; ++i) {
+      stream.copy_h2d(buf, std::uint64_t(i) << 18, static_cast<std::uint8_t*>(host.data()) + (i << 18), 1 << 18);
+      stream.copy_d2h(static_cast<std::uint8_t*>(host.data()) + (2 << 20) + (i << 16), buf, std::uint64_t(i) << 18,
+                      1 << 16);
+    }
+    EXPECT_TRUE(stream.synchronize(std::chrono::seconds(30)).ok());
+  }
+  dev.reset();  // the waveform is closed with the simulation
+  std::ifstream in(wave_path, std::ios::binary);
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+void expect_model_state(const spyre_dma::testing::Wave& w) {
+  const SimConfig c = preset("spyre-gen5x16");
+  const std::map<std::string, std::uint64_t> limits = {
+      {"device0.DMAI.cbs_queued", c.device.depth[1]},
+      {"device0.DMAO.cbs_queued", c.device.depth[2]},
+      {"device0.read_tags", c.device.read_tags},
+      {"device0.link.posted_header_credits", c.link.host_rx.posted_header},
+      {"device0.link.posted_data_credits", c.link.host_rx.posted_data},
+      {"device0.link.nonposted_header_credits", c.link.host_rx.nonposted_header}};
+  for (const auto& [name, limit] : limits) {
+    ASSERT_EQ(w.changes.count(name), 1u) << name;
+    const auto& changes = w.changes.at(name);
+    std::uint64_t most = 0;
+    for (const auto& [t, bits] : changes) most = std::max(most, spyre_dma::testing::Wave::number(bits));
+    EXPECT_GT(most, 0u) << name;
+    EXPECT_LE(most, limit) << name;
+    EXPECT_EQ(spyre_dma::testing::Wave::number(changes.back().second), 0u) << name << " at the end";
+  }
+  EXPECT_EQ(w.at("device0.COMPUTE.cbs_queued", ~std::uint64_t{0}), "0");
+}
+
+TEST(SimObserve, WaveformOfTheModelsState) {
+  const std::string vcd = ::testing::TempDir() + "sim_state.vcd";
+  const std::string first = run_with_wave(vcd);
+  expect_model_state(spyre_dma::testing::read_vcd(vcd));
+  EXPECT_EQ(run_with_wave(vcd), first) << "the same run writes the same bytes";
+  std::remove(vcd.c_str());
+  if (!fst_supported()) return;
+#if SPYRE_DMA_HAVE_FST
+  const std::string fst = ::testing::TempDir() + "sim_state.fst";
+  run_with_wave(fst);
+  expect_model_state(spyre_dma::testing::read_fst(fst));
+  std::remove(fst.c_str());
+#endif
+}
+
+// With the trace's TLPs on, the credits and tags are counters of the trace too, and agree with the
+// waveform: the last value each counter takes is 0, and no value exceeds its capacity.
+TEST(SimObserve, CreditAndTagCountersInTheTraceOfTlps) {
+  const std::string vcd = ::testing::TempDir() + "sim_state_counters.vcd";
+  const std::string json_path = ::testing::TempDir() + "sim_state_counters.json";
+  run_with_wave(vcd, json_path);
+  std::ifstream in(json_path);
+  const nlohmann::json trace = nlohmann::json::parse(in);
+  std::map<std::string, nlohmann::json> last;
+  std::map<std::string, int> seen;
+  std::uint64_t most_tags = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] != "C") continue;
+    last[e["name"]] = e["args"];
+    ++seen[e["name"]];
+    if (e["name"] == "read tags") most_tags = std::max(most_tags, e["args"]["in flight"].get<std::uint64_t>());
+  }
+  for (const char* name : {"posted credits in use", "non-posted credits in use", "read tags"}) {
+    EXPECT_GT(seen[name], 10) << name;
+  }
+  EXPECT_EQ(last["posted credits in use"]["header"], 0);
+  EXPECT_EQ(last["posted credits in use"]["data"], 0);
+  EXPECT_EQ(last["read tags"]["in flight"], 0);
+  const spyre_dma::testing::Wave w = spyre_dma::testing::read_vcd(vcd);
+  std::uint64_t wave_most = 0;
+  for (const auto& [t, bits] : w.changes.at("device0.read_tags")) {
+    wave_most = std::max(wave_most, spyre_dma::testing::Wave::number(bits));
+  }
+  EXPECT_EQ(most_tags, wave_most);
+  std::remove(vcd.c_str());
+  std::remove(json_path.c_str());
+}
+
+TEST(SimObserve, AWaveFileItCannotWriteIsATypedError) {
+  EXPECT_THROW(SimDevice(SimConfig{}, {}, ::testing::TempDir() + "state.txt"), WaveError);
+  EXPECT_THROW(SimDevice(SimConfig{}, {}, "/nonexistent-dir/state.vcd"), WaveError);
 }
 
 }  // namespace

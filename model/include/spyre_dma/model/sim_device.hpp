@@ -37,7 +37,9 @@ class SimDevice final : public device_core::IommuDevice,
                         public backend::MisbehaveControl {
  public:
   // `trace_path`: where to write a Perfetto / chrome://tracing JSON of the run's CBs (empty: none).
-  explicit SimDevice(SimConfig config = {}, std::string trace_path = {});
+  // `wave_path`: a waveform of the model's state (.vcd or .fst; empty: none): each pipeline's CBs
+  // queued, read tags in flight and the link's credits in use (docs/model.md, "Waveforms").
+  explicit SimDevice(SimConfig config = {}, std::string trace_path = {}, std::string wave_path = {});
   ~SimDevice() override;
   SimDevice(const SimDevice&) = delete;
   SimDevice& operator=(const SimDevice&) = delete;

@@ -22,8 +22,9 @@ class SimNode {
  public:
   // Throws std::logic_error while another simulated server lives in this process, and ConfigError
   // (or std::invalid_argument) for a configuration the model cannot run. `trace_path`: one
-  // Perfetto trace of every device (empty: none).
-  explicit SimNode(SimConfig config, std::string trace_path = {});
+  // Perfetto trace of every device (empty: none); `wave_path`: one waveform of every device's state
+  // (SimDevice).
+  explicit SimNode(SimConfig config, std::string trace_path = {}, std::string wave_path = {});
   ~SimNode();
 
   std::size_t size() const noexcept { return devices_.size(); }

@@ -10,7 +10,7 @@ namespace spyre_dma::rtl {
 // opens the model with SimConfig::data_path = kRtl without the registry calls this first.
 void register_data_path();
 
-// Registers `rtl` (the model's settings, plus wave: a VCD file of the RTL's signals) and the data
+// Registers `rtl` (the model's settings; its wave is a .vcd or .fst of the RTL's signals) and the data
 // path it runs.
 void register_backend(backend::Registry& registry);
 

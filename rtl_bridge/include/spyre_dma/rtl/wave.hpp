@@ -1,4 +1,4 @@
-// Waveforms of the RTL controller: the VCD file the next simulated device with controller "rtl"
+// Waveforms of the RTL controller: the file (.vcd or .fst) the next simulated device with controller "rtl"
 // writes its RTL signals to (empty, the default: none). A process setting, like the SystemC
 // kernel the device runs in (one device at a time per process).
 #pragma once
