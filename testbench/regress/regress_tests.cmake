@@ -99,8 +99,8 @@ if(TARGET spyre-dma)
   set_tests_properties(regress.soak.warmup_shorter_than_duration PROPERTIES LABELS regress
     PASS_REGULAR_EXPRESSION "--warmup '10s': expected a time such as 90s or 3m, shorter than --duration 10s")
   # A deliberately broken model (a debug hook that loses the completion of the first CB whose last
-  # flit is partial) must be found, and its failure triaged: a trace, and a reproducer shrunk to at
-  # most three ops.
+  # flit is partial) must be found, and its failure triaged: a trace, a reproducer shrunk to at
+  # most three ops, and the reproducer's waves.
   if(TARGET SpyreDma::model)
     set(_selftest_backends sim)
     if(SPYRE_DMA_RTL)
@@ -112,7 +112,7 @@ if(TARGET spyre-dma)
                 --cb-timeout 1 --jobs 2 --progress none --triage "${_regress_out}/triage-${_backend}")
       set_tests_properties(regress.selftest.dropped_completion_${_backend} PROPERTIES LABELS regress TIMEOUT 600
         PROCESSORS 2
-        PASS_REGULAR_EXPRESSION "FAIL seed 1 .*trace: [^\n]*trace.json\n.*reproducer: [^\n]* [(][1-3] of [0-9]+ ops, [0-9]+ runs[)]\n.*FAIL seed 2 .*reproducer: [^\n]* [(][1-3] of [0-9]+ ops, [0-9]+ runs[)]\n"
+        PASS_REGULAR_EXPRESSION "FAIL seed 1 .*trace: [^\n]*trace.json\n.*reproducer: [^\n]* [(][1-3] of [0-9]+ ops, [0-9]+ runs[)]\n.*reproducer waves: [^\n]*reproducer-wave[.]vcd\n.*FAIL seed 2 .*reproducer: [^\n]* [(][1-3] of [0-9]+ ops, [0-9]+ runs[)]\n"
         FAIL_REGULAR_EXPRESSION "budget reached|did not reproduce")
     endforeach()
   endif()

@@ -385,7 +385,7 @@ CLI::App* add_regress_command(CLI::App& app, RegressOptions& o) {
       ->capture_default_str()
       ->check(timeout_seconds());
   cmd->add_option("--triage", o.triage,
-                  "Folder: each failing test is rerun with its trace (sim, rtl) and waves (rtl) and shrunk to a minimal "
+                  "Folder: each failing test is rerun with its trace and waves (sim, rtl) and shrunk to a minimal "
                   "reproducer (a directed test), and the report links them")
       ->type_name("DIR");
   cmd->add_option("--triage-max", o.triage_max, "Failing tests triaged at most (the first by seed)")

@@ -71,10 +71,11 @@ nlohmann::json triage_test(const RegressOptions& o, const Program& program, cons
                     working_ops(minimal), working_ops(program), o.suite, seed, o.backend.name, s.runs,
                     s.exhausted ? ", budget reached" : "", to_string(kind));
     spyre_dma::traces::write_file_atomically(file.string(), to_directed_json(minimal, description, true));
-    // The reproducer once more, with its trace and the RTL's waves.
+    // The reproducer once more, with its trace and waves (sim: the model's state; rtl: the RTL's
+    // signals).
     BackendOptions views = o.backend;
     if (model) views.trace = (folder / "reproducer-trace.json").string();
-    if (o.backend.name == "rtl") views.wave = (folder / "reproducer-wave.vcd").string();
+    if (model) views.wave = (folder / "reproducer-wave.vcd").string();
     if (model) (void)run_program(minimal, [&](const Program& p) { return open_test_backend(views, p); }, run);
     if (const std::string f = file_if_written(folder / "reproducer-trace.json"); !f.empty()) out["reproducer_trace"] = f;
     if (const std::string f = file_if_written(folder / "reproducer-wave.vcd"); !f.empty()) out["wave"] = f;

@@ -4,8 +4,9 @@
 //   DIR/<suite>-<backend>-seed-<N>/reproducer/*.json  the program shrunk by delta debugging to the
 //                                                   fewest ops that still fail with the same kind
 //                                                   of finding, as a directed test
-//   DIR/<suite>-<backend>-seed-<N>/reproducer-trace.json  the reproducer's run: its trace (sim,
-//   DIR/<suite>-<backend>-seed-<N>/reproducer-wave.vcd    rtl) and the RTL data path's signals (rtl)
+//   DIR/<suite>-<backend>-seed-<N>/reproducer-trace.json  the reproducer's run: its trace and its
+//   DIR/<suite>-<backend>-seed-<N>/reproducer-wave.vcd    waves (sim: the model's state; rtl: the
+//                                                         RTL data path's signals)
 // The result (the files, the ops before and after, the runs the shrinker took and the command that
 // reruns the reproducer) goes into the test's report entry (CaseResult::triage).
 #pragma once

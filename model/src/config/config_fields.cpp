@@ -563,7 +563,7 @@ std::vector<Field> build_fields() {
   f.push_back(field("seed", SPYRE_FIELD(seed), any(), "",
                     "Seed of every random choice (LCRC errors, ...): same seed, same run."));
   f.push_back(field("trace_tlps", SPYRE_FIELD(trace_tlps), any(), "",
-                    "Include every TLP in the Perfetto trace (large)."));
+                    "Include every TLP in the Perfetto trace, and the credits and read tags in use as counters (large)."));
   return f;
 }
 
