@@ -70,6 +70,21 @@ else()
   message(STATUS "spyre-dma: RTL data path not built (SPYRE_DMA_RTL=OFF or Verilator not found)")
 endif()
 
+# UCX (engine/rdma: remote memory over UCX's UCP API; Debian libucx-dev, ucx-utils for
+# ucx_perftest). SPYRE_DMA_RDMA defaults to ON when UCX is found; ON without it is an error.
+if(PKG_CONFIG_FOUND)
+  pkg_check_modules(UCX QUIET IMPORTED_TARGET ucx)
+endif()
+option(SPYRE_DMA_RDMA "Build remote memory over UCX (engine/rdma; needs libucx-dev)" ${UCX_FOUND})
+if(SPYRE_DMA_RDMA AND NOT UCX_FOUND)
+  message(FATAL_ERROR "spyre-dma: SPYRE_DMA_RDMA=ON but UCX was not found: install the Debian packages 'libucx-dev' "
+                      "and 'ucx-utils' (scripts/setup does), or configure with -DSPYRE_DMA_RDMA=OFF")
+elseif(SPYRE_DMA_RDMA)
+  message(STATUS "spyre-dma: UCX ${UCX_VERSION} found; remote memory (engine/rdma) built")
+else()
+  message(STATUS "spyre-dma: UCX not found; remote memory (engine/rdma) not built")
+endif()
+
 # FST waveforms (model/'s WaveWriter): the FST library Verilator ships (GTKWave's fstapi with
 # LZ4 and FastLZ; zlib compresses its hierarchy), compiled as C. Without it .vcd is still written
 # and .fst is refused with an error that says why.

@@ -41,6 +41,8 @@ from ._native import (
     OpKind,
     OutOfMemory,
     OutputError,
+    PeerUnreachable,
+    RemoteAccess,
     ReplayResult,
     Status,
     Stream,
@@ -65,7 +67,8 @@ from .regress import read_regress_results, regress, regress_frame
 __all__ = [
     "BackendError", "CalibrationResult", "Cancelled", "Closed", "Comparison", "ConfigError", "DeviceBuffer",
     "DeviceError", "DeviceFault", "DeviceTimeout", "Engine", "Error", "ErrorCode", "Event", "HostBuffer",
-    "InvalidArgument", "IommuFault", "Op", "OpKind", "OutOfMemory", "OutputError", "ReplayResult", "Status",
+    "InvalidArgument", "IommuFault", "Op", "OpKind", "OutOfMemory", "OutputError", "PeerUnreachable",
+    "RemoteAccess", "ReplayResult", "Status",
     "Stream", "SubmitBatch", "Trace", "TraceError", "WaitTimeout", "backends", "calibrate", "compare",
     "import_bandwidth_test", "import_hip_bus_bandwidth", "import_kineto", "import_nvbandwidth",
     "import_rocm_bandwidth_test", "model_config", "presets", "read_regress_results", "regress",

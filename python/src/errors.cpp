@@ -13,7 +13,7 @@
 namespace spyre_dma::python {
 namespace {
 
-constexpr std::size_t kCodes = static_cast<std::size_t>(ErrorCode::kClosed) + 1;
+constexpr std::size_t kCodes = static_cast<std::size_t>(ErrorCode::kRemoteAccess) + 1;
 
 // The classes, made once when the module loads and kept for the process (the module is never
 // unloaded), so that the translator never looks them up by name.
@@ -89,7 +89,9 @@ void bind_errors(py::module_& m) {
       .value("DEVICE_FAULT", ErrorCode::kDeviceFault)
       .value("CANCELLED", ErrorCode::kCancelled)
       .value("WAIT_TIMEOUT", ErrorCode::kWaitTimeout)
-      .value("CLOSED", ErrorCode::kClosed);
+      .value("CLOSED", ErrorCode::kClosed)
+      .value("PEER_UNREACHABLE", ErrorCode::kPeerUnreachable)
+      .value("REMOTE_ACCESS", ErrorCode::kRemoteAccess);
 
   py::class_<Status>(m, "Status",
                      "What an operation completed with: ok, or an error code, its message and, for errors the\n"
@@ -129,6 +131,10 @@ void bind_errors(py::module_& m) {
       {ErrorCode::kCancelled, "Cancelled", "Cancelled before completion: engine reset or close.", nullptr},
       {ErrorCode::kWaitTimeout, "WaitTimeout", "A wait gave up; the awaited work itself may still complete.", nullptr},
       {ErrorCode::kClosed, "Closed", "The engine was closed.", nullptr},
+      {ErrorCode::kPeerUnreachable, "PeerUnreachable",
+       "The peer that owns the remote memory cannot be reached (never reached, or gone).", nullptr},
+      {ErrorCode::kRemoteAccess, "RemoteAccess", "The peer refused the access: a key it never issued or revoked.",
+       nullptr},
   };
   for (const Kind& k : kinds) {
     py::tuple bases = k.builtin ? py::make_tuple(base, py::handle(k.builtin)) : py::make_tuple(base);

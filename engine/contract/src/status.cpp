@@ -15,6 +15,8 @@ std::string_view to_string(ErrorCode code) noexcept {
     case ErrorCode::kCancelled: return "cancelled";
     case ErrorCode::kWaitTimeout: return "wait timed out";
     case ErrorCode::kClosed: return "engine closed";
+    case ErrorCode::kPeerUnreachable: return "peer unreachable";
+    case ErrorCode::kRemoteAccess: return "remote access refused";
   }
   return "unknown error";
 }
@@ -39,6 +41,8 @@ void Status::throw_if_error() const {
     case ErrorCode::kCancelled: throw Cancelled(text);
     case ErrorCode::kWaitTimeout: throw WaitTimeout(text);
     case ErrorCode::kClosed: throw Closed(text);
+    case ErrorCode::kPeerUnreachable: throw PeerUnreachable(text);
+    case ErrorCode::kRemoteAccess: throw RemoteAccess(text);
   }
   throw Error(code_, text);
 }

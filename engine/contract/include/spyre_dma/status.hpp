@@ -23,6 +23,10 @@ enum class ErrorCode : std::uint8_t {
   kCancelled,        // cancelled before completion: engine reset or shutdown
   kWaitTimeout,      // a wait gave up; the awaited work itself may still complete
   kClosed,           // the engine was closed
+  // Remote memory (spyre_dma/rdma): the peer that owns it cannot be reached (never reached, or gone
+  // mid-transfer), or it refused the access (a key it never issued or has revoked).
+  kPeerUnreachable,
+  kRemoteAccess,
 };
 std::string_view to_string(ErrorCode code) noexcept;
 
@@ -83,6 +87,8 @@ SPYRE_DMA_ERROR_TYPE(DeviceFault, ErrorCode::kDeviceFault)
 SPYRE_DMA_ERROR_TYPE(Cancelled, ErrorCode::kCancelled)
 SPYRE_DMA_ERROR_TYPE(WaitTimeout, ErrorCode::kWaitTimeout)
 SPYRE_DMA_ERROR_TYPE(Closed, ErrorCode::kClosed)
+SPYRE_DMA_ERROR_TYPE(PeerUnreachable, ErrorCode::kPeerUnreachable)
+SPYRE_DMA_ERROR_TYPE(RemoteAccess, ErrorCode::kRemoteAccess)
 #undef SPYRE_DMA_ERROR_TYPE
 
 }  // namespace spyre_dma
