@@ -5,6 +5,7 @@
 //   regress-merge   merge the JSON results of regression shards
 //   trace           trace show, replay and capture (trace_command.hpp)
 //   serve           expose a backend's device over vfio-user (serve_command.hpp)
+//   rdma-bench      remote memory between two processes over UCX (rdma_bench_command.hpp)
 //   validate        sweep a backend, compare with the model, calibrate and check (validate_command.hpp)
 //
 // Exit status: 0 success; 1 a run-time failure (a transfer failed, stalled or delivered wrong
@@ -20,6 +21,7 @@
 
 #include "cards_command.hpp"
 #include "demo_command.hpp"
+#include "rdma_bench_command.hpp"
 #include "regress_command.hpp"
 #include "serve_command.hpp"
 #include "trace_command.hpp"
@@ -44,6 +46,8 @@ int main(int argc, char** argv) {
   spyre_dma_cli::add_trace_analysis_commands(*app.get_subcommand("trace"));
   spyre_dma_cli::ServeOptions serve_options;
   CLI::App* serve = spyre_dma_cli::add_serve_command(app, serve_options);
+  spyre_dma_cli::RdmaBenchOptions rdma_bench_options;
+  CLI::App* rdma_bench = spyre_dma_cli::add_rdma_bench_command(app, rdma_bench_options);
   spyre_dma_cli::ValidateOptions validate_options;
   CLI::App* validate = spyre_dma_cli::add_validate_command(app, validate_options);
 
@@ -63,6 +67,7 @@ int main(int argc, char** argv) {
     else if (regress->parsed()) status = spyre_dma_cli::run_regress(regress_options);
     else if (merge->parsed()) status = spyre_dma_cli::run_merge(merge_options);
     else if (serve->parsed()) status = spyre_dma_cli::run_serve(serve_options);
+    else if (rdma_bench->parsed()) status = spyre_dma_cli::run_rdma_bench(rdma_bench_options);
     else if (validate->parsed()) status = spyre_dma_cli::run_validate(validate_options);
     else if (spyre_dma_cli::trace_verb_parsed(trace_options)) status = spyre_dma_cli::run_trace(trace_options);
   } catch (const std::exception& e) {

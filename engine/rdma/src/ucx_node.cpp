@@ -325,7 +325,8 @@ void UcxNode::revoke(const RemoteHandle& handle) {
   impl_->exposed.erase(it);
 }
 
-Transfer UcxNode::put(const RemoteHandle& dst, std::uint64_t offset, const void* src, std::uint64_t bytes) {
+Transfer UcxNode::put(const RemoteHandle& dst, std::uint64_t offset, const void* src, std::uint64_t bytes,
+                      Completion completion) {
   if (Status s = check_range("put", dst, offset, bytes); !s.ok()) return Transfer(failed(impl_, s));
   if (!src) return Transfer(failed(impl_, Status(ErrorCode::kInvalidArgument, "put: no source")));
   std::lock_guard lock(impl_->mu);
@@ -335,11 +336,31 @@ Transfer UcxNode::put(const RemoteHandle& dst, std::uint64_t offset, const void*
   auto st = std::make_shared<Transfer::State>();
   st->node = impl_;
   st->what = "put of " + std::to_string(bytes) + " bytes at offset " + std::to_string(offset);
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  param.cb.send = &Transfer::State::on_done;
+  param.user_data = st.get();
+  if (completion == Completion::kLocal) {
+    Transfer::State::post(st, ucp_put_nbx(peer->ep, src, bytes, dst.base + offset, rkey, &param));
+    return Transfer(st);
+  }
   ucp_request_param_t none{};
   ucs_status_ptr_t r = ucp_put_nbx(peer->ep, src, bytes, dst.base + offset, rkey, &none);
   if (UCS_PTR_IS_ERR(r)) return Transfer(failed(impl_, from_ucs(UCS_PTR_STATUS(r), st->what)));
   if (r) ucp_request_free(r);  // released when done; the flush below is what completes the transfer
   // The flush completes once every earlier put on the connection is in the peer's memory.
+  Transfer::State::post(st, ucp_ep_flush_nbx(peer->ep, &param));
+  return Transfer(st);
+}
+
+Transfer UcxNode::flush(const RemoteHandle& peer_handle) {
+  std::lock_guard lock(impl_->mu);
+  Impl::Peer* peer = nullptr;
+  ucp_rkey_h rkey = nullptr;
+  if (Status s = impl_->reach(peer_handle, &peer, &rkey); !s.ok()) return Transfer(failed(impl_, s));
+  auto st = std::make_shared<Transfer::State>();
+  st->node = impl_;
+  st->what = "flush";
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
   param.cb.send = &Transfer::State::on_done;

@@ -14,7 +14,9 @@
 //   the range is InvalidArgument and nothing moves. A handle whose key this build cannot have
 //   issued (a checksum guards it) is RemoteAccess before UCX sees it.
 // - A put's Transfer completes when the data is in the peer's memory (the put, then a flush of the
-//   connection); a get's when the data is in the local buffer.
+//   connection), or with Completion::kLocal as soon as the source may be reused (then flush()
+//   says when every such put has landed: one round trip for many puts); a get's when the data is
+//   in the local buffer.
 // - A peer that cannot be reached, or that goes away mid-transfer, fails the transfers that needed
 //   it with PeerUnreachable, once each; the node and its other peers stay usable.
 // - Everything that waits has a timeout (WaitTimeout); a transfer that timed out is cancelled.
@@ -75,8 +77,12 @@ class UcxNode {
   // Unregisters a range this node exposed (InvalidArgument if it did not).
   void revoke(const RemoteHandle& handle);
 
+  enum class Completion : std::uint8_t { kRemote, kLocal };
   // `bytes` from local `src` to the peer's range at `offset`.
-  Transfer put(const RemoteHandle& dst, std::uint64_t offset, const void* src, std::uint64_t bytes);
+  Transfer put(const RemoteHandle& dst, std::uint64_t offset, const void* src, std::uint64_t bytes,
+               Completion completion = Completion::kRemote);
+  // Completes when every put posted so far to `peer`'s owner is in the peer's memory.
+  Transfer flush(const RemoteHandle& peer);
   // `bytes` from the peer's range at `offset` to local `dst`.
   Transfer get(void* dst, const RemoteHandle& src, std::uint64_t offset, std::uint64_t bytes);
   // Blocking forms: post, then wait.

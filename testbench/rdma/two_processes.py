@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""Remote memory between two processes on one machine, over UCX (spyre-dma rdma-bench).
+
+Cases (each names what failed):
+  verify      a server exposes a range with guard bytes; a client puts and gets every size, then
+              fills the whole range with a seeded pattern and reads it back; the server checks its
+              memory holds the pattern and no guard byte changed.
+  peer-gone   the server is killed once its handle is out; the client fails with "peer
+              unreachable" well within its timeout instead of hanging.
+  perftest    (--perftest) UCX's own ucx_perftest with error handling on (-e, the mode the
+              engine's connections use) and rdma-bench, 4 MiB puts and gets, in alternating pairs
+              in the same run: bandwidths, and the median ratio. A measurement, not asserted.
+
+Usage: two_processes.py --tool path/to/spyre-dma [--perftest [--pairs N]] [--iterations N]
+"""
+import argparse
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def run(cmd, timeout):
+    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
+
+
+def wait_for(path, timeout):
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(path):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def case_verify(tool, tmp):
+    handle = os.path.join(tmp, "verify.txt")
+    server = subprocess.Popen([tool, "rdma-bench", "--serve", handle, "--bytes", "8MiB", "--timeout", "60"],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    client = run([tool, "rdma-bench", "--connect", handle, "--sizes", "1KiB..4MiB", "--iterations", "20",
+                  "--verify", "--json", os.path.join(tmp, "table.json"), "--timeout", "60"], 120)
+    out, _ = server.communicate(timeout=60)
+    print(client.stdout + out)
+    failures = []
+    if client.returncode != 0:
+        failures.append(f"verify: the client exited {client.returncode}")
+    if server.returncode != 0:
+        failures.append(f"verify: the server exited {server.returncode}")
+    if "memory: verified, all 8388608 bytes hold the client's pattern" not in out:
+        failures.append("verify: the server did not find the client's pattern in its memory")
+    if "guard bytes: intact" not in out:
+        failures.append("verify: a guard byte around the exposed range changed")
+    if not re.search(r"^\s+4194304\s+20\s+[0-9.]+\s+[0-9.]+\s+[0-9.]+\s+[0-9.]+$", client.stdout, re.M):
+        failures.append("verify: no 4 MiB row with put and get figures in the table")
+    return failures
+
+
+def case_peer_gone(tool, tmp):
+    handle = os.path.join(tmp, "gone.txt")
+    server = subprocess.Popen([tool, "rdma-bench", "--serve", handle, "--bytes", "1MiB", "--timeout", "60"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if not wait_for(handle, 30):
+        server.kill()
+        return ["peer-gone: the server wrote no handle"]
+    kept = os.path.join(tmp, "gone-kept.txt")
+    shutil.copy(handle, kept)  # the server removes its handle file when it goes
+    server.send_signal(signal.SIGKILL)
+    server.wait(timeout=30)
+    start = time.monotonic()
+    client = run([tool, "rdma-bench", "--connect", kept, "--sizes", "64KiB", "--iterations", "4", "--timeout", "20"],
+                 60)
+    took = time.monotonic() - start
+    print(client.stdout)
+    failures = []
+    if client.returncode != 1:
+        failures.append(f"peer-gone: the client exited {client.returncode}, not 1")
+    if "peer unreachable" not in client.stdout:
+        failures.append("peer-gone: the client's error does not say 'peer unreachable'")
+    if took > 15:
+        failures.append(f"peer-gone: the client took {took:.1f} s to give up")
+    return failures
+
+
+def perftest(test, size, iterations):
+    """ucx_perftest's bandwidth in GB/s (its 'overall' MB/s column of the Final line)."""
+    args = ["-t", test, "-s", str(size), "-n", str(iterations), "-e"]
+    server = subprocess.Popen(["ucx_perftest"] + args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(50):  # the server listens once it has started
+            time.sleep(0.1)
+            client = run(["ucx_perftest", "localhost"] + args, 120)
+            if client.returncode == 0:
+                break
+        m = re.search(r"^Final:\s+\d+\s+\S+\s+\S+\s+\S+\s+\S+\s+([0-9.]+)", client.stdout, re.M)
+        return float(m.group(1)) / 1000.0 if m else None
+    finally:
+        server.wait(timeout=60)
+
+
+def rdma_bench(tool, tmp, iterations):
+    """rdma-bench's 4 MiB put and get bandwidths in GB/s, or None."""
+    handle = os.path.join(tmp, "bench.txt")
+    server = subprocess.Popen([tool, "rdma-bench", "--serve", handle, "--bytes", "4MiB", "--timeout", "120"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    client = run([tool, "rdma-bench", "--connect", handle, "--sizes", "4MiB", "--iterations", str(iterations),
+                  "--window", "1", "--timeout", "120"], 240)
+    server.wait(timeout=60)
+    m = re.search(r"^\s+4194304\s+\d+\s+([0-9.]+)\s+[0-9.]+\s+([0-9.]+)", client.stdout, re.M)
+    return {"put": float(m.group(1)), "get": float(m.group(2))} if m else None
+
+
+def case_perftest(tool, tmp, iterations, pairs):
+    """Pairs run alternately (this machine's speed drifts); the median ratio of each op."""
+    if not shutil.which("ucx_perftest"):
+        return ["perftest: ucx_perftest not found (Debian ucx-utils)"]
+    ratios = {"put": [], "get": []}
+    for k in range(pairs):
+        ucx = {"put": perftest("ucp_put_bw", 4 << 20, iterations), "get": perftest("ucp_get", 4 << 20, iterations)}
+        ours = rdma_bench(tool, tmp, iterations)
+        if ours is None or None in ucx.values():
+            return [f"perftest: no figures in pair {k} (rdma-bench: {ours}, ucx_perftest: {ucx})"]
+        for op in ("put", "get"):
+            ratios[op].append(ours[op] / ucx[op])
+            print(f"pair {k}: 4 MiB {op}: rdma-bench {ours[op]:.3f} GB/s, ucx_perftest -e {ucx[op]:.3f} GB/s, "
+                  f"ratio {ours[op] / ucx[op]:.2f}")
+    for op in ("put", "get"):
+        r = sorted(ratios[op])
+        print(f"4 MiB {op}: rdma-bench / ucx_perftest, median of {pairs} pairs: {r[len(r) // 2]:.2f} "
+              f"(range {r[0]:.2f}-{r[-1]:.2f})")
+    return []
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--tool", required=True)
+    p.add_argument("--perftest", action="store_true")
+    p.add_argument("--iterations", type=int, default=100)
+    p.add_argument("--pairs", type=int, default=3)
+    a = p.parse_args()
+    failures = []
+    with tempfile.TemporaryDirectory(prefix="spyre-dma-rdma-") as tmp:
+        failures += case_verify(a.tool, tmp)
+        failures += case_peer_gone(a.tool, tmp)
+        if a.perftest:
+            failures += case_perftest(a.tool, tmp, a.iterations, a.pairs)
+    for f in failures:
+        print("FAIL " + f)
+    print("rdma two processes: " + ("FAILED" if failures else "passed"))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
