@@ -18,6 +18,7 @@ std::string_view kind_name(OpKind k) {
     case OpKind::kFill: return "fill";
     case OpKind::kCompute: return "compute";
     case OpKind::kHostCallback: return "host callback";
+    case OpKind::kHostTask: return "host task";
     case OpKind::kEventRecord: return "event record";
     case OpKind::kEventWait: return "event wait";
   }

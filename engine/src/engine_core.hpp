@@ -99,6 +99,11 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
     const EngineCore* outer_;
   };
   void close_from_callback();  // shutdown() from one of this engine's callbacks
+ public:
+  // A host_task's end (TaskCompletion): completes the op unless it has already (exactly once).
+  void finish_task(OpState& op, Status status);
+
+ private:
   void tear_down();            // idempotent: threads ended, device quiesced, rings freed
   static void end_thread(std::thread& t);  // joins it, or lets it go when it is this thread
 
@@ -142,7 +147,10 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   struct Work {
     CopyInBatches copy_ins;
     std::vector<CopyOut> copy_outs;
-    std::vector<OpState*> callbacks;  // host_callback ops to run
+    std::vector<OpState*> callbacks;  // host_callback and host_task ops to run
+    // The host_task ops among them, held: a task may complete (and its op retire from the window)
+    // from another thread while its start runs, or be cancelled by reset meanwhile.
+    std::vector<std::shared_ptr<OpState>> tasks;
     std::vector<StreamState*> touched;  // streams with newly completed ops
     bool completed_any = false;
     // Staging buffers of CBs whose RBs were consumed: unmapped only after RB_CI hands the RB slots

@@ -83,7 +83,8 @@ struct OpState {
   Callback on_complete;
   std::shared_ptr<HostRegistrationState> host;  // set: direct DMA through this registration
   std::shared_ptr<OpState> awaited;             // kEventWait: the record op waited for
-  std::unique_ptr<std::function<void()>> host_fn;  // kHostCallback (boxed: rare, and 32 bytes)
+  // kHostCallback, kHostTask (which gets its TaskCompletion bound in); boxed: rare, and 32 bytes.
+  std::unique_ptr<std::function<void()>> host_fn;
 
   // Completion. `finished` (engine lock): the op's own work is over and final_status is set; what
   // the scheduler orders by. `done`: published to the user, with on_complete queued; in a strict

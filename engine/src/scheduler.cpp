@@ -36,7 +36,8 @@ bool EngineCore::can_start(StreamState& s, std::size_t index, const OpState& op)
     return true;
   };
   switch (op.kind) {
-    case OpKind::kHostCallback: return earlier_done();
+    case OpKind::kHostCallback:
+    case OpKind::kHostTask: return earlier_done();
     case OpKind::kEventRecord:
     case OpKind::kEventWait: return true;
     default: break;
@@ -85,8 +86,10 @@ void EngineCore::pump(const std::shared_ptr<StreamState>& s, Work& work, bool fr
       op.started = true;
       switch (op.kind) {
         case OpKind::kHostCallback:
+        case OpKind::kHostTask:
           s->gate = s->window[s->cursor];
           work.callbacks.push_back(&op);
+          if (op.kind == OpKind::kHostTask) work.tasks.push_back(s->window[s->cursor]);
           ++s->cursor;
           continue;
         case OpKind::kEventWait:
@@ -351,6 +354,16 @@ void EngineCore::host_data_copied(CopyInBatches& copy_ins, const std::vector<Cop
   }
 }
 
+void EngineCore::finish_task(OpState& op, Status status) {
+  Lock lock(mu_);
+  if (op.finished) return;  // ended already, or cancelled by reset or close
+  Work work;
+  complete(op, std::move(status), work);
+  settle(work);
+  ring_doorbells();
+  run_work(lock, work);
+}
+
 void EngineCore::run_work(Lock& lock, Work& work) {
   settle(work);
   bool unlocked = false;  // this thread copied or called back without the lock
@@ -361,6 +374,7 @@ void EngineCore::run_work(Lock& lock, Work& work) {
     std::swap(w.copy_ins, work.copy_ins);
     std::swap(w.copy_outs, work.copy_outs);
     std::swap(w.callbacks, work.callbacks);
+    std::swap(w.tasks, work.tasks);
     ++unlocked_work_;
     unlocked = true;
     lock.unlock();
@@ -368,21 +382,25 @@ void EngineCore::run_work(Lock& lock, Work& work) {
     std::vector<CallbackResult> results;
     for (OpState* op : w.callbacks) {
       Status st;
+      const bool task = op->kind == OpKind::kHostTask;  // completes through its TaskCompletion
       try {
         const CallbackScope scope(this);
         (*op->host_fn)();
       } catch (const std::exception& e) {
-        st = Status(ErrorCode::kInvalidArgument, std::string("host callback threw: ") + e.what());
+        st = Status(ErrorCode::kInvalidArgument, std::string(task ? "host task" : "host callback") + " threw: " + e.what());
       } catch (...) {
-        st = Status(ErrorCode::kInvalidArgument, "host callback threw a non-std exception");
+        st = Status(ErrorCode::kInvalidArgument, std::string(task ? "host task" : "host callback") +
+                                                     " threw a non-std exception");
       }
-      results.push_back({op, std::move(st)});
+      if (!task || !st.ok()) results.push_back({op, std::move(st)});
     }
     lock.lock();
     --unlocked_work_;
     if (!w.copy_outs.empty()) draining_ = false;
     host_data_copied(w.copy_ins, w.copy_outs, work);
-    for (auto& r : results) complete(*r.op, std::move(r.status), work);
+    for (auto& r : results) {
+      if (!r.op->finished) complete(*r.op, std::move(r.status), work);  // a task may have ended itself
+    }
     settle(work);
     ring_doorbells();
   }

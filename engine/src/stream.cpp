@@ -180,6 +180,23 @@ Op Stream::host_callback(std::function<void()> fn, Callback on_complete) {
   return Op(core->submit(state_, std::move(op)));
 }
 
+Op Stream::host_task(std::function<void(TaskCompletion)> start, Callback on_complete) {
+  constexpr const char* what = "host_task";
+  auto core = core_of(state_, what);
+  if (!start) reject(what, "empty function");
+  auto op = new_op(*core, OpKind::kHostTask, std::move(on_complete));
+  // The engine runs it as a host callback that does not complete the op by returning.
+  op->host_fn = std::make_unique<std::function<void()>>(
+      [start = std::move(start), done = TaskCompletion(op)] { start(done); });
+  return Op(core->submit(state_, std::move(op)));
+}
+
+void TaskCompletion::operator()(Status status) const {
+  const std::shared_ptr<detail::OpState> op = op_.lock();
+  if (!op) return;  // completed and gone
+  if (const std::shared_ptr<detail::EngineCore> core = op->core.lock()) core->finish_task(*op, std::move(status));
+}
+
 Op Stream::record(const Event& event) {
   auto core = core_of(state_, "record");
   if (!event.valid()) reject("record", "empty Event handle");

@@ -421,7 +421,8 @@ void bind_engine(py::module_& m) {
       .value("COMPUTE", OpKind::kCompute)
       .value("HOST_CALLBACK", OpKind::kHostCallback)
       .value("EVENT_RECORD", OpKind::kEventRecord)
-      .value("EVENT_WAIT", OpKind::kEventWait);
+      .value("EVENT_WAIT", OpKind::kEventWait)
+      .value("HOST_TASK", OpKind::kHostTask);
 
   py::class_<PyOp>(m, "Op", "The handle of one submitted operation. Every op completes exactly once.")
       .def_property_readonly("id", [](const PyOp& o) { return o.op.id(); },

@@ -18,6 +18,8 @@ OpKind kind_of(spyre_dma::OpKind k) {
     case spyre_dma::OpKind::kFill: return OpKind::kFill;
     case spyre_dma::OpKind::kCompute: return OpKind::kCompute;
     case spyre_dma::OpKind::kHostCallback: return OpKind::kHostCallback;
+    // A host task is host work ordered with the stream, as a callback is: replayed as one.
+    case spyre_dma::OpKind::kHostTask: return OpKind::kHostCallback;
     case spyre_dma::OpKind::kEventRecord: return OpKind::kEventRecord;
     case spyre_dma::OpKind::kEventWait: return OpKind::kEventWait;
   }

@@ -31,7 +31,20 @@ using Callback = std::function<void(const Status&)>;
 inline constexpr std::chrono::nanoseconds kDefaultWait = 600s;
 
 enum class OpKind : std::uint8_t {
-  kH2D, kD2H, kD2D, kFill, kCompute, kHostCallback, kEventRecord, kEventWait,
+  kH2D, kD2H, kD2D, kFill, kCompute, kHostCallback, kEventRecord, kEventWait, kHostTask,
+};
+
+// How a Stream::host_task ends: call it once, from any thread, with the task's status (ok, or the
+// error the op completes with). Calls after the first, and calls after the op was cancelled
+// (reset, close), do nothing. Copyable; it does not keep the engine alive.
+class TaskCompletion {
+ public:
+  TaskCompletion() = default;
+  void operator()(Status status) const;
+  explicit TaskCompletion(std::weak_ptr<detail::OpState> op) : op_(std::move(op)) {}
+
+ private:
+  std::weak_ptr<detail::OpState> op_;
 };
 
 // The handle of one submitted operation.
@@ -107,6 +120,13 @@ class Stream {
   // submission, when nothing before it is pending); later operations wait for it. An exception
   // thrown by fn fails the op with kInvalidArgument.
   Op host_callback(std::function<void()> fn, Callback on_complete = {});
+  // Like host_callback, but for work the host carries out asynchronously (a remote transfer):
+  // `start` runs once every earlier operation of the stream has completed, and the op completes
+  // when its TaskCompletion is called (during start, or later from any thread), not when start
+  // returns; later operations wait for it. If start throws, the op fails with kInvalidArgument.
+  // reset() and close cancel a task still running (kCancelled); the work it started is the
+  // caller's to stop.
+  Op host_task(std::function<void(TaskCompletion)> start, Callback on_complete = {});
   Op record(const Event& event);
   Op wait(const Event& event);
 
