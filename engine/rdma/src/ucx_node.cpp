@@ -325,66 +325,62 @@ void UcxNode::revoke(const RemoteHandle& handle) {
   impl_->exposed.erase(it);
 }
 
+// A transfer to `h`'s owner about to be posted: the connection and key reached, its state made, and
+// the request parameters that complete it. Under impl->mu.
+struct UcxNode::Posting {
+  Impl::Peer* peer = nullptr;
+  ucp_rkey_h rkey = nullptr;
+  std::shared_ptr<Transfer::State> state;
+  ucp_request_param_t param{};
+  Status error;
+
+  Posting(const std::shared_ptr<Impl>& impl, const RemoteHandle& h, std::string what) {
+    error = impl->reach(h, &peer, &rkey);
+    state = std::make_shared<Transfer::State>();
+    state->node = impl;
+    state->what = std::move(what);
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    param.cb.send = &Transfer::State::on_done;
+    param.user_data = state.get();
+  }
+  Transfer post(ucs_status_ptr_t request) {
+    Transfer::State::post(state, request);
+    return Transfer(state);
+  }
+};
+
 Transfer UcxNode::put(const RemoteHandle& dst, std::uint64_t offset, const void* src, std::uint64_t bytes,
                       Completion completion) {
   if (Status s = check_range("put", dst, offset, bytes); !s.ok()) return Transfer(failed(impl_, s));
   if (!src) return Transfer(failed(impl_, Status(ErrorCode::kInvalidArgument, "put: no source")));
   std::lock_guard lock(impl_->mu);
-  Impl::Peer* peer = nullptr;
-  ucp_rkey_h rkey = nullptr;
-  if (Status s = impl_->reach(dst, &peer, &rkey); !s.ok()) return Transfer(failed(impl_, s));
-  auto st = std::make_shared<Transfer::State>();
-  st->node = impl_;
-  st->what = "put of " + std::to_string(bytes) + " bytes at offset " + std::to_string(offset);
-  ucp_request_param_t param{};
-  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-  param.cb.send = &Transfer::State::on_done;
-  param.user_data = st.get();
+  Posting p(impl_, dst, "put of " + std::to_string(bytes) + " bytes at offset " + std::to_string(offset));
+  if (!p.error.ok()) return Transfer(failed(impl_, p.error));
   if (completion == Completion::kLocal) {
-    Transfer::State::post(st, ucp_put_nbx(peer->ep, src, bytes, dst.base + offset, rkey, &param));
-    return Transfer(st);
+    return p.post(ucp_put_nbx(p.peer->ep, src, bytes, dst.base + offset, p.rkey, &p.param));
   }
   ucp_request_param_t none{};
-  ucs_status_ptr_t r = ucp_put_nbx(peer->ep, src, bytes, dst.base + offset, rkey, &none);
-  if (UCS_PTR_IS_ERR(r)) return Transfer(failed(impl_, from_ucs(UCS_PTR_STATUS(r), st->what)));
+  ucs_status_ptr_t r = ucp_put_nbx(p.peer->ep, src, bytes, dst.base + offset, p.rkey, &none);
+  if (UCS_PTR_IS_ERR(r)) return Transfer(failed(impl_, from_ucs(UCS_PTR_STATUS(r), p.state->what)));
   if (r) ucp_request_free(r);  // released when done; the flush below is what completes the transfer
   // The flush completes once every earlier put on the connection is in the peer's memory.
-  Transfer::State::post(st, ucp_ep_flush_nbx(peer->ep, &param));
-  return Transfer(st);
+  return p.post(ucp_ep_flush_nbx(p.peer->ep, &p.param));
 }
 
-Transfer UcxNode::flush(const RemoteHandle& peer_handle) {
+Transfer UcxNode::flush(const RemoteHandle& peer) {
   std::lock_guard lock(impl_->mu);
-  Impl::Peer* peer = nullptr;
-  ucp_rkey_h rkey = nullptr;
-  if (Status s = impl_->reach(peer_handle, &peer, &rkey); !s.ok()) return Transfer(failed(impl_, s));
-  auto st = std::make_shared<Transfer::State>();
-  st->node = impl_;
-  st->what = "flush";
-  ucp_request_param_t param{};
-  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-  param.cb.send = &Transfer::State::on_done;
-  param.user_data = st.get();
-  Transfer::State::post(st, ucp_ep_flush_nbx(peer->ep, &param));
-  return Transfer(st);
+  Posting p(impl_, peer, "flush");
+  if (!p.error.ok()) return Transfer(failed(impl_, p.error));
+  return p.post(ucp_ep_flush_nbx(p.peer->ep, &p.param));
 }
 
 Transfer UcxNode::get(void* dst, const RemoteHandle& src, std::uint64_t offset, std::uint64_t bytes) {
   if (Status s = check_range("get", src, offset, bytes); !s.ok()) return Transfer(failed(impl_, s));
   if (!dst) return Transfer(failed(impl_, Status(ErrorCode::kInvalidArgument, "get: no destination")));
   std::lock_guard lock(impl_->mu);
-  Impl::Peer* peer = nullptr;
-  ucp_rkey_h rkey = nullptr;
-  if (Status s = impl_->reach(src, &peer, &rkey); !s.ok()) return Transfer(failed(impl_, s));
-  auto st = std::make_shared<Transfer::State>();
-  st->node = impl_;
-  st->what = "get of " + std::to_string(bytes) + " bytes at offset " + std::to_string(offset);
-  ucp_request_param_t param{};
-  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-  param.cb.send = &Transfer::State::on_done;
-  param.user_data = st.get();
-  Transfer::State::post(st, ucp_get_nbx(peer->ep, dst, bytes, src.base + offset, rkey, &param));
-  return Transfer(st);
+  Posting p(impl_, src, "get of " + std::to_string(bytes) + " bytes at offset " + std::to_string(offset));
+  if (!p.error.ok()) return Transfer(failed(impl_, p.error));
+  return p.post(ucp_get_nbx(p.peer->ep, dst, bytes, src.base + offset, p.rkey, &p.param));
 }
 
 Status UcxNode::put(const RemoteHandle& dst, std::uint64_t offset, const void* src, std::uint64_t bytes,

@@ -99,6 +99,7 @@ class UcxNode {
   struct Impl;
 
  private:
+  struct Posting;
   std::shared_ptr<Impl> impl_;
 };
 
