@@ -8,6 +8,17 @@
 #include "engine_core.hpp"
 
 namespace spyre_dma {
+
+void check_device_range(const char* what, const char* role, const DeviceBuffer& buf, std::uint64_t offset,
+                        std::uint64_t bytes) {
+  auto reject_ = [&](const std::string& why) { throw InvalidArgument(std::string(what) + ": " + role + " " + why); };
+  if (!buf.valid()) reject_("DeviceBuffer is empty");
+  if (offset % hw::kFlitBytes != 0) reject_("offset " + std::to_string(offset) + " is not a multiple of 128");
+  if (offset > buf.size() || bytes > buf.size() - offset) {
+    reject_("range [" + std::to_string(offset) + ", +" + std::to_string(bytes) + ") exceeds the " +
+            std::to_string(buf.size()) + "-byte buffer " + std::to_string(buf.id()));
+  }
+}
 namespace {
 
 using detail::AllocationState;
@@ -25,19 +36,11 @@ std::shared_ptr<EngineCore> core_of(const std::shared_ptr<detail::StreamState>& 
   throw InvalidArgument(std::string(what) + ": " + why);
 }
 
-// Checks that [offset, offset + bytes) is a valid, flit-aligned range of `buf`.
+// check_device_range, and the allocation it checked.
 const std::shared_ptr<AllocationState>& check_range(const char* what, const char* role,
                                                     const DeviceBuffer& buf, std::uint64_t offset,
                                                     std::uint64_t bytes) {
-  if (!buf.valid()) reject(what, std::string(role) + " DeviceBuffer is empty");
-  if (offset % hw::kFlitBytes != 0) {
-    reject(what, std::string(role) + " offset " + std::to_string(offset) + " is not a multiple of 128");
-  }
-  if (offset > buf.size() || bytes > buf.size() - offset) {
-    reject(what, std::string(role) + " range [" + std::to_string(offset) + ", +" + std::to_string(bytes) +
-                     ") exceeds the " + std::to_string(buf.size()) + "-byte buffer " +
-                     std::to_string(buf.id()));
-  }
+  check_device_range(what, role, buf, offset, bytes);
   return buf.state();
 }
 

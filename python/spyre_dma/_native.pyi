@@ -21,6 +21,8 @@ class ErrorCode(enum.IntEnum):
     CANCELLED = 7
     WAIT_TIMEOUT = 8
     CLOSED = 9
+    PEER_UNREACHABLE = 10
+    REMOTE_ACCESS = 11
 
 class OpKind(enum.IntEnum):
     H2D = 0
@@ -31,6 +33,7 @@ class OpKind(enum.IntEnum):
     HOST_CALLBACK = 5
     EVENT_RECORD = 6
     EVENT_WAIT = 7
+    HOST_TASK = 8
 
 class Status:
     @property
@@ -58,6 +61,8 @@ class DeviceFault(Error): ...
 class Cancelled(Error): ...
 class WaitTimeout(Error): ...
 class Closed(Error): ...
+class PeerUnreachable(Error): ...
+class RemoteAccess(Error): ...
 
 class BackendError(ValueError): ...
 

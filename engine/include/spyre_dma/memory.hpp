@@ -76,6 +76,13 @@ class DeviceBuffer {
   std::shared_ptr<detail::AllocationState> state_;
 };
 
+// The check every copy and fill makes of its device side, for code that must know a request is
+// valid before it submits anything (spyre_dma/rdma's device variants): throws InvalidArgument,
+// "<what>: <role> ...", unless `buffer` is valid and [offset, offset + bytes) lies in it with
+// `offset` a multiple of 128.
+void check_device_range(const char* what, const char* role, const DeviceBuffer& buffer, std::uint64_t offset,
+                        std::uint64_t bytes);
+
 // A registered (pinned, DMA-mapped) host buffer. Copies from or to any address inside it use it
 // directly. The mapping lives while the handle or an operation using it does; release() removes
 // it from the engine's registry at once (new copies then stage), and the unmap follows when the

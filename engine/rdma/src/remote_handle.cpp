@@ -51,6 +51,16 @@ std::uint64_t number(std::string_view field, std::string_view text) {
 
 }  // namespace
 
+Status RemoteHandle::check(const char* op, std::uint64_t offset, std::uint64_t bytes) const {
+  if (bytes == 0) return Status(ErrorCode::kInvalidArgument, std::string(op) + ": 0 bytes");
+  if (offset > size || bytes > size - offset) {
+    return Status(ErrorCode::kInvalidArgument, std::string(op) + ": " + std::to_string(bytes) + " bytes at offset " +
+                                                   std::to_string(offset) + " leave the remote range of " +
+                                                   std::to_string(size) + " bytes");
+  }
+  return {};
+}
+
 std::string RemoteHandle::to_text() const {
   std::ostringstream s;
   s << kMagic << ' ' << kVersion << " size=" << size << " base=0x" << std::hex << base << std::dec

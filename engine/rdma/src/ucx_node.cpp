@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -82,6 +83,11 @@ struct UcxNode::Impl {
   std::string address;                   // sealed worker address
   std::map<std::string, Region> exposed;  // by sealed key
   std::map<std::string, std::unique_ptr<Peer>> peers;  // by sealed address
+  // Transfers that finished with a continuation (Transfer::then) still to run: run by whoever
+  // progressed the worker, once it has let go of mu (a continuation may post more transfers).
+  std::vector<std::shared_ptr<Transfer::State>> ready;
+
+  void run_ready();  // without mu
 
   static void on_peer_error(void* arg, ucp_ep_h, ucs_status_t status) {
     auto* p = static_cast<Peer*>(arg);
@@ -156,6 +162,7 @@ struct Transfer::State {
   bool finished = false;
   Status result;
   std::string what;
+  std::function<void(Status)> next;  // Transfer::then
   // While a request is pending the state keeps itself alive: its callback writes into it even if
   // every Transfer handle is gone.
   std::shared_ptr<State> self;
@@ -167,6 +174,7 @@ struct Transfer::State {
     ucp_request_free(request);
     s->request = nullptr;
     const std::shared_ptr<State> keep = std::move(s->self);  // s lives until this returns
+    if (s->next) s->node->ready.push_back(keep);
   }
   // Under node->mu.
   static void post(const std::shared_ptr<State>& s, ucs_status_ptr_t r) {
@@ -182,6 +190,31 @@ struct Transfer::State {
   }
 };
 
+void UcxNode::Impl::run_ready() {
+  std::vector<std::shared_ptr<Transfer::State>> now;
+  {
+    std::lock_guard lock(mu);
+    if (ready.empty()) return;
+    now.swap(ready);
+  }
+  for (const auto& s : now) {
+    const std::function<void(Status)> fn = std::move(s->next);
+    fn(s->result);
+  }
+}
+
+void Transfer::then(std::function<void(Status)> next) const {
+  if (!state_ || !next) return;
+  {
+    std::lock_guard lock(state_->node->mu);
+    if (!state_->finished) {
+      state_->next = std::move(next);
+      return;
+    }
+  }
+  next(state_->result);
+}
+
 namespace {
 std::shared_ptr<Transfer::State> failed(const std::shared_ptr<UcxNode::Impl>& node, Status s) {
   auto st = std::make_shared<Transfer::State>();
@@ -191,22 +224,18 @@ std::shared_ptr<Transfer::State> failed(const std::shared_ptr<UcxNode::Impl>& no
   return st;
 }
 
-Status check_range(const char* op, const RemoteHandle& h, std::uint64_t offset, std::uint64_t bytes) {
-  if (bytes == 0) return Status(ErrorCode::kInvalidArgument, std::string(op) + ": 0 bytes");
-  if (offset > h.size || bytes > h.size - offset) {
-    return Status(ErrorCode::kInvalidArgument, std::string(op) + ": " + std::to_string(bytes) + " bytes at offset " +
-                                                   std::to_string(offset) + " leave the remote range of " +
-                                                   std::to_string(h.size) + " bytes");
-  }
-  return {};
-}
 }  // namespace
 
 bool Transfer::done() const {
   if (!state_) return true;
-  std::lock_guard lock(state_->node->mu);
-  if (!state_->finished) ucp_worker_progress(state_->node->worker);
-  return state_->finished;
+  bool finished;
+  {
+    std::lock_guard lock(state_->node->mu);
+    if (!state_->finished) ucp_worker_progress(state_->node->worker);
+    finished = state_->finished;
+  }
+  state_->node->run_ready();
+  return finished;
 }
 
 Status Transfer::status() const {
@@ -219,6 +248,7 @@ Status Transfer::wait(std::chrono::nanoseconds timeout) const {
   if (!state_) return Status(ErrorCode::kInvalidArgument, "transfer: not a transfer");
   const auto deadline = std::chrono::steady_clock::now() + std::min(timeout, std::chrono::nanoseconds(std::chrono::hours(24 * 365)));
   for (unsigned spins = 0;; ++spins) {
+    state_->node->run_ready();
     {
       std::lock_guard lock(state_->node->mu);
       if (state_->finished) return state_->result;
@@ -271,6 +301,7 @@ UcxNode::UcxNode(Progress progress) : impl_(std::make_shared<Impl>()) {
           std::lock_guard lock(impl->mu);
           n = ucp_worker_progress(impl->worker);
         }
+        impl->run_ready();
         idle = n ? 0 : idle + 1;
         if (idle > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
         else if (idle > 16) std::this_thread::yield();
@@ -351,7 +382,7 @@ struct UcxNode::Posting {
 
 Transfer UcxNode::put(const RemoteHandle& dst, std::uint64_t offset, const void* src, std::uint64_t bytes,
                       Completion completion) {
-  if (Status s = check_range("put", dst, offset, bytes); !s.ok()) return Transfer(failed(impl_, s));
+  if (Status s = dst.check("put", offset, bytes); !s.ok()) return Transfer(failed(impl_, s));
   if (!src) return Transfer(failed(impl_, Status(ErrorCode::kInvalidArgument, "put: no source")));
   std::lock_guard lock(impl_->mu);
   Posting p(impl_, dst, "put of " + std::to_string(bytes) + " bytes at offset " + std::to_string(offset));
@@ -375,7 +406,7 @@ Transfer UcxNode::flush(const RemoteHandle& peer) {
 }
 
 Transfer UcxNode::get(void* dst, const RemoteHandle& src, std::uint64_t offset, std::uint64_t bytes) {
-  if (Status s = check_range("get", src, offset, bytes); !s.ok()) return Transfer(failed(impl_, s));
+  if (Status s = src.check("get", offset, bytes); !s.ok()) return Transfer(failed(impl_, s));
   if (!dst) return Transfer(failed(impl_, Status(ErrorCode::kInvalidArgument, "get: no destination")));
   std::lock_guard lock(impl_->mu);
   Posting p(impl_, src, "get of " + std::to_string(bytes) + " bytes at offset " + std::to_string(offset));
@@ -394,8 +425,13 @@ Status UcxNode::get(void* dst, const RemoteHandle& src, std::uint64_t offset, st
 }
 
 bool UcxNode::progress() {
-  std::lock_guard lock(impl_->mu);
-  return ucp_worker_progress(impl_->worker) != 0;
+  unsigned n;
+  {
+    std::lock_guard lock(impl_->mu);
+    n = ucp_worker_progress(impl_->worker);
+  }
+  impl_->run_ready();
+  return n != 0;
 }
 
 }  // namespace spyre_dma::rdma

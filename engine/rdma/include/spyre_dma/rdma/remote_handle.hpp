@@ -13,6 +13,8 @@
 #include <string>
 #include <string_view>
 
+#include "spyre_dma/status.hpp"
+
 namespace spyre_dma::rdma {
 
 struct RemoteHandle {
@@ -22,6 +24,9 @@ struct RemoteHandle {
   std::string key;            // what opens the range to a peer (transport bytes)
 
   bool valid() const noexcept { return size != 0 && !owner.empty() && !key.empty(); }
+  // Whether an access of `bytes` at `offset` lies in the range: ok, or InvalidArgument
+  // ("<op>: N bytes at offset O leave the remote range of S bytes"; 0 bytes is one too).
+  Status check(const char* op, std::uint64_t offset, std::uint64_t bytes) const;
   std::string to_text() const;
   // Throws spyre_dma::InvalidArgument naming the field that is missing or malformed.
   static RemoteHandle from_text(std::string_view text);

@@ -31,6 +31,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -52,6 +53,10 @@ class Transfer {
   Status status() const;
   // Waits until done or `timeout` (then cancels it and returns WaitTimeout).
   Status wait(std::chrono::nanoseconds timeout) const;
+  // Runs `next` with the final status once the transfer is done: at once if it is, else on the
+  // thread that progresses the node when it completes (the node's progress thread, or a wait),
+  // outside the node's lock, so `next` may post more transfers. Once per transfer.
+  void then(std::function<void(Status)> next) const;
 
   struct State;
   explicit Transfer(std::shared_ptr<State> s) : state_(std::move(s)) {}
