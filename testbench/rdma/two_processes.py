@@ -85,9 +85,10 @@ def case_peer_gone(tool, tmp):
     return failures
 
 
-def perftest(test, size, iterations):
-    """ucx_perftest's bandwidth in GB/s (its 'overall' MB/s column of the Final line)."""
-    args = ["-t", test, "-s", str(size), "-n", str(iterations), "-e"]
+def perftest(test, size, iterations, latency=False, extra=()):
+    """ucx_perftest's bandwidth in GB/s (its 'overall' MB/s column of the Final line), or with
+    latency=True its median latency in us (the '50.0%ile' column)."""
+    args = ["-t", test, "-s", str(size), "-n", str(iterations), "-e"] + list(extra)
     server = subprocess.Popen(["ucx_perftest"] + args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         for _ in range(50):  # the server listens once it has started
@@ -95,31 +96,39 @@ def perftest(test, size, iterations):
             client = run(["ucx_perftest", "localhost"] + args, 120)
             if client.returncode == 0:
                 break
-        m = re.search(r"^Final:\s+\d+\s+\S+\s+\S+\s+\S+\s+\S+\s+([0-9.]+)", client.stdout, re.M)
-        return float(m.group(1)) / 1000.0 if m else None
+        m = re.search(r"^Final:\s+\d+\s+([0-9.]+)\s+\S+\s+\S+\s+\S+\s+([0-9.]+)", client.stdout, re.M)
+        if not m:
+            return None
+        return float(m.group(1)) if latency else float(m.group(2)) / 1000.0
     finally:
         server.wait(timeout=60)
 
 
 def rdma_bench(tool, tmp, iterations):
-    """rdma-bench's 4 MiB put and get bandwidths in GB/s, or None."""
+    """rdma-bench's 4 MiB put and get bandwidths in GB/s and 8 B latencies in us, or None."""
     handle = os.path.join(tmp, "bench.txt")
     server = subprocess.Popen([tool, "rdma-bench", "--serve", handle, "--bytes", "4MiB", "--timeout", "120"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    client = run([tool, "rdma-bench", "--connect", handle, "--sizes", "4MiB", "--iterations", str(iterations),
+    client = run([tool, "rdma-bench", "--connect", handle, "--sizes", "8,4MiB", "--iterations", str(iterations),
                   "--window", "1", "--timeout", "120"], 240)
     server.wait(timeout=60)
-    m = re.search(r"^\s+4194304\s+\d+\s+([0-9.]+)\s+[0-9.]+\s+([0-9.]+)", client.stdout, re.M)
-    return {"put": float(m.group(1)), "get": float(m.group(2))} if m else None
+    big = re.search(r"^\s+4194304\s+\d+\s+([0-9.]+)\s+[0-9.]+\s+([0-9.]+)", client.stdout, re.M)
+    small = re.search(r"^\s+8\s+\d+\s+[0-9.]+\s+([0-9.]+)\s+[0-9.]+\s+([0-9.]+)", client.stdout, re.M)
+    if not big or not small:
+        return None
+    return {"put": float(big.group(1)), "get": float(big.group(2)),
+            "put_lat": float(small.group(1)), "get_lat": float(small.group(2))}
 
 
 def case_perftest(tool, tmp, iterations, pairs):
     """Pairs run alternately (this machine's speed drifts); the median ratio of each op."""
     if not shutil.which("ucx_perftest"):
         return ["perftest: ucx_perftest not found (Debian ucx-utils)"]
-    ratios = {"put": [], "get": []}
+    ratios = {"put": [], "get": [], "put_lat": [], "get_lat": []}
     for k in range(pairs):
-        ucx = {"put": perftest("ucp_put_bw", 4 << 20, iterations), "get": perftest("ucp_get", 4 << 20, iterations)}
+        ucx = {"put": perftest("ucp_put_bw", 4 << 20, iterations), "get": perftest("ucp_get", 4 << 20, iterations),
+               "put_lat": perftest("ucp_put_lat", 8, 10 * iterations, latency=True),
+               "get_lat": perftest("ucp_get", 8, 10 * iterations, latency=True, extra=("-O", "1"))}
         ours = rdma_bench(tool, tmp, iterations)
         if ours is None or None in ucx.values():
             return [f"perftest: no figures in pair {k} (rdma-bench: {ours}, ucx_perftest: {ucx})"]
@@ -127,9 +136,14 @@ def case_perftest(tool, tmp, iterations, pairs):
             ratios[op].append(ours[op] / ucx[op])
             print(f"pair {k}: 4 MiB {op}: rdma-bench {ours[op]:.3f} GB/s, ucx_perftest -e {ucx[op]:.3f} GB/s, "
                   f"ratio {ours[op] / ucx[op]:.2f}")
-    for op in ("put", "get"):
+        for op in ("put_lat", "get_lat"):
+            ratios[op].append(ours[op] / ucx[op])
+            print(f"pair {k}: 8 B {op[:3]} latency: rdma-bench {ours[op]:.2f} us, ucx_perftest -e {ucx[op]:.2f} us "
+                  f"(median), ratio {ours[op] / ucx[op]:.2f}")
+    for op, what in (("put", "4 MiB put bandwidth"), ("get", "4 MiB get bandwidth"), ("put_lat", "8 B put latency"),
+                     ("get_lat", "8 B get latency")):
         r = sorted(ratios[op])
-        print(f"4 MiB {op}: rdma-bench / ucx_perftest, median of {pairs} pairs: {r[len(r) // 2]:.2f} "
+        print(f"{what}: rdma-bench / ucx_perftest, median of {pairs} pairs: {r[len(r) // 2]:.2f} "
               f"(range {r[0]:.2f}-{r[-1]:.2f})")
     return []
 

@@ -1,4 +1,5 @@
 // spyre-dma: the project's command-line tool. Subcommands:
+//   allreduce       a ring all-reduce over remote memory, one process per rank (allreduce_command.hpp)
 //   cards           list the cards on this machine (cards_command.hpp)
 //   demo            sweep transfer sizes on a device backend and print the throughput table
 //   regress         run a regression suite over a range of seeds (regress_command.hpp)
@@ -19,6 +20,7 @@
 #include <cstring>
 #include <exception>
 
+#include "allreduce_command.hpp"
 #include "cards_command.hpp"
 #include "demo_command.hpp"
 #include "rdma_bench_command.hpp"
@@ -46,6 +48,8 @@ int main(int argc, char** argv) {
   spyre_dma_cli::add_trace_analysis_commands(*app.get_subcommand("trace"));
   spyre_dma_cli::ServeOptions serve_options;
   CLI::App* serve = spyre_dma_cli::add_serve_command(app, serve_options);
+  spyre_dma_cli::AllreduceOptions allreduce_options;
+  CLI::App* allreduce = spyre_dma_cli::add_allreduce_command(app, allreduce_options);
   spyre_dma_cli::RdmaBenchOptions rdma_bench_options;
   CLI::App* rdma_bench = spyre_dma_cli::add_rdma_bench_command(app, rdma_bench_options);
   spyre_dma_cli::ValidateOptions validate_options;
@@ -68,6 +72,7 @@ int main(int argc, char** argv) {
     else if (merge->parsed()) status = spyre_dma_cli::run_merge(merge_options);
     else if (serve->parsed()) status = spyre_dma_cli::run_serve(serve_options);
     else if (rdma_bench->parsed()) status = spyre_dma_cli::run_rdma_bench(rdma_bench_options);
+    else if (allreduce->parsed()) status = spyre_dma_cli::run_allreduce(allreduce_options);
     else if (validate->parsed()) status = spyre_dma_cli::run_validate(validate_options);
     else if (spyre_dma_cli::trace_verb_parsed(trace_options)) status = spyre_dma_cli::run_trace(trace_options);
   } catch (const std::exception& e) {

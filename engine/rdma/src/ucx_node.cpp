@@ -2,6 +2,8 @@
 
 #include <ucp/api/ucp.h>
 
+#include <poll.h>
+
 #include <atomic>
 #include <cstring>
 #include <functional>
@@ -269,7 +271,8 @@ Status Transfer::wait(std::chrono::nanoseconds timeout) const {
 UcxNode::UcxNode(Progress progress) : impl_(std::make_shared<Impl>()) {
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES;
-  params.features = UCP_FEATURE_RMA;
+  // WAKEUP: the progress thread sleeps on the worker's event descriptor when nothing moves.
+  params.features = UCP_FEATURE_RMA | (progress == Progress::kThread ? UCP_FEATURE_WAKEUP : 0);
   ucp_config_t* config = nullptr;
   if (ucs_status_t s = ucp_config_read(nullptr, nullptr, &config); s != UCS_OK) {
     throw Error(ErrorCode::kPeerUnreachable, std::string("UCX: cannot read its configuration: ") + ucs_status_string(s));
@@ -291,9 +294,12 @@ UcxNode::UcxNode(Progress progress) : impl_(std::make_shared<Impl>()) {
   impl_->address = seal(addr, len);
   ucp_worker_release_address(impl_->worker, addr);
   if (progress == Progress::kThread) {
-    // Busy while there is work, then backing off to 50 us naps: an idle node costs little, and a
-    // peer's transfer waits at most a nap for its first step.
-    impl_->progress_thread = std::thread([impl = impl_.get()] {
+    // Busy while there is work; once quiet, armed and asleep on the worker's event descriptor
+    // until a peer's message (or 1 ms, to see the node close). An idle node costs nothing, and a
+    // peer's transfer wakes it at once.
+    int efd = -1;
+    if (ucp_worker_get_efd(impl_->worker, &efd) != UCS_OK) efd = -1;
+    impl_->progress_thread = std::thread([impl = impl_.get(), efd] {
       unsigned idle = 0;
       while (!impl->stop.load(std::memory_order_relaxed)) {
         unsigned n;
@@ -303,8 +309,23 @@ UcxNode::UcxNode(Progress progress) : impl_(std::make_shared<Impl>()) {
         }
         impl->run_ready();
         idle = n ? 0 : idle + 1;
-        if (idle > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
-        else if (idle > 16) std::this_thread::yield();
+        if (idle < 64) {
+          if (idle > 8) std::this_thread::yield();
+          continue;
+        }
+        idle = 0;
+        ucs_status_t armed;
+        {
+          std::lock_guard lock(impl->mu);
+          armed = ucp_worker_arm(impl->worker);  // UCS_ERR_BUSY: events came meanwhile
+        }
+        if (armed != UCS_OK) continue;
+        if (efd >= 0) {
+          pollfd p{efd, POLLIN, 0};
+          (void)::poll(&p, 1, 1);
+        } else {
+          std::this_thread::sleep_for(std::chrono::microseconds(50));
+        }
       }
     });
   }
