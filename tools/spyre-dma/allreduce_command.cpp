@@ -8,13 +8,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <functional>
-#include <sstream>
 #include <thread>
 #include <vector>
 
 #include "cli_checks.hpp"
+#include "peer_files.hpp"
 #include "size_spec.hpp"
 #include "spyre_dma/traces/output_file.hpp"
 
@@ -54,13 +53,6 @@ int from_env(const char* name) {
   return *end == '\0' && n >= 0 && n < 1 << 20 ? static_cast<int>(n) : -2;
 }
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 struct Failure {
   std::string what;
 };
@@ -77,7 +69,7 @@ class Ring {
     spyre_dma::traces::write_file_atomically(path_(rank_, "handle"), mine_.to_text() + "\n");
     const int next = (rank_ + 1) % n_;
     wait_file(path_(next, "handle"));
-    next_ = RemoteHandle::from_text(read_text(path_(next, "handle")));
+    next_ = RemoteHandle::from_text(read_small_file(path_(next, "handle")));
   }
 
   float* data() { return reinterpret_cast<float*>(memory_.data()); }
@@ -121,11 +113,7 @@ class Ring {
     return job && *job ? fmt::format("job-{}.{}-", job, step && *step ? step : "0") : std::string();
   }
   void wait_file(const std::string& p) {
-    const auto deadline = Clock::now() + timeout_;
-    while (!std::filesystem::exists(p)) {
-      if (Clock::now() >= deadline) throw Failure{fmt::format("no {} within {} s", p, o_.timeout_s)};
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
+    if (!wait_for_file(p, timeout_)) throw Failure{fmt::format("no {} within {} s", p, o_.timeout_s)};
   }
   void check(const Status& s) {
     if (!s.ok()) throw Failure{s.to_string()};

@@ -8,12 +8,11 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <thread>
 #include <vector>
 
 #include "cli_checks.hpp"
+#include "peer_files.hpp"
 #include "size_spec.hpp"
 #include "spyre_dma/traces/output_file.hpp"
 
@@ -71,24 +70,6 @@ std::uint8_t pattern(std::uint64_t i) {
   return static_cast<std::uint8_t>(z >> (8 * (i % 8)));
 }
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// Waits for `path` to exist (the peer writes it atomically), up to the timeout.
-bool wait_for_file(const std::string& path, double timeout_s, UcxNode* progress = nullptr) {
-  const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
-  while (!std::filesystem::exists(path)) {
-    if (Clock::now() >= deadline) return false;
-    if (progress) progress->progress();
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return true;
-}
-
 int serve(const RdmaBenchOptions& o) {
   UcxNode node(UcxNode::Progress::kThread);
   std::vector<std::uint8_t> memory(o.bytes + 2 * kGuard, kGuardByte);
@@ -99,14 +80,14 @@ int serve(const RdmaBenchOptions& o) {
   spyre_dma::traces::write_file_atomically(o.serve, handle.to_text() + "\n");
   fmt::print("serving {} bytes; handle in {}; waiting for {}\n", o.bytes, o.serve, done);
   std::fflush(stdout);
-  const bool finished = wait_for_file(done, o.timeout_s);
+  const bool finished = wait_for_file(done, to_timeout(o.timeout_s));
   std::filesystem::remove(o.serve);
   if (!finished) {
     fmt::print(stderr, "spyre-dma: error: rdma-bench: no client finished within {} s ({} never appeared)\n",
                o.timeout_s, done);
     return 1;
   }
-  const std::string word = read_text(done);
+  const std::string word = read_small_file(done);
   std::filesystem::remove(done);
   int status = 0;
   const bool guards = std::all_of(memory.begin(), memory.begin() + kGuard, [](auto b) { return b == kGuardByte; }) &&
@@ -148,11 +129,11 @@ struct Row {
 };
 
 int client(const RdmaBenchOptions& o) {
-  if (!wait_for_file(o.connect, o.timeout_s)) {
+  if (!wait_for_file(o.connect, to_timeout(o.timeout_s))) {
     fmt::print(stderr, "spyre-dma: error: rdma-bench: no handle in {} within {} s\n", o.connect, o.timeout_s);
     return 1;
   }
-  const RemoteHandle remote = RemoteHandle::from_text(read_text(o.connect));
+  const RemoteHandle remote = RemoteHandle::from_text(read_small_file(o.connect));
   bool do_op[2] = {false, false};
   for (std::string_view rest = o.ops; !rest.empty();) {
     const std::size_t comma = rest.find(',');
