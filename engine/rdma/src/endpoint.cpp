@@ -22,7 +22,8 @@ void end_with(const Transfer& t, const TaskCompletion& done) {
 
 }  // namespace
 
-Endpoint::Endpoint(Engine& engine) : engine_(engine), node_(UcxNode::Progress::kThread) {}
+Endpoint::Endpoint(Engine& engine)
+    : engine_(engine), node_(std::make_shared<UcxNode>(UcxNode::Progress::kThread)) {}
 
 Endpoint::~Endpoint() = default;
 
@@ -37,10 +38,10 @@ RemoteHandle Endpoint::expose(const HostBuffer& buffer, std::uint64_t offset, st
     throw InvalidArgument("expose: [" + std::to_string(offset) + ", +" + std::to_string(bytes) + ") is not inside the " +
                           std::to_string(buffer.size()) + "-byte HostBuffer");
   }
-  return node_.expose(static_cast<std::uint8_t*>(buffer.data()) + offset, bytes);
+  return node_->expose(static_cast<std::uint8_t*>(buffer.data()) + offset, bytes);
 }
 
-void Endpoint::revoke(const RemoteHandle& handle) { node_.revoke(handle); }
+void Endpoint::revoke(const RemoteHandle& handle) { node_->revoke(handle); }
 
 Stream& Endpoint::shadow(const Stream& user) {
   std::lock_guard lock(mu_);
@@ -53,7 +54,7 @@ Op Endpoint::put(Stream& stream, const RemoteHandle& dst, std::uint64_t dst_offs
                  std::uint64_t bytes, Callback on_complete) {
   check_remote("put", dst, dst_offset, bytes);
   check_local("put", src);
-  UcxNode* node = &node_;
+  const std::shared_ptr<UcxNode> node = node_;
   return stream.host_task(
       [node, dst, dst_offset, src, bytes](TaskCompletion done) { end_with(node->put(dst, dst_offset, src, bytes), done); },
       std::move(on_complete));
@@ -63,7 +64,7 @@ Op Endpoint::get(Stream& stream, void* dst, const RemoteHandle& src, std::uint64
                  Callback on_complete) {
   check_remote("get", src, src_offset, bytes);
   check_local("get", dst);
-  UcxNode* node = &node_;
+  const std::shared_ptr<UcxNode> node = node_;
   return stream.host_task(
       [node, dst, src, src_offset, bytes](TaskCompletion done) { end_with(node->get(dst, src, src_offset, bytes), done); },
       std::move(on_complete));
@@ -83,7 +84,7 @@ Op Endpoint::put(Stream& stream, const RemoteHandle& dst, std::uint64_t dst_offs
   const Op d2h = own.copy_d2h(staging.data(), src, src_offset, bytes);
   own.record(copied);
   stream.wait(copied);
-  UcxNode* node = &node_;
+  const std::shared_ptr<UcxNode> node = node_;
   return stream.host_task(
       [node, dst, dst_offset, staging, bytes, d2h](TaskCompletion done) {
         if (Status s = d2h.status(); !s.ok()) return done(std::move(s));  // the D2H failed: nothing to put
@@ -102,7 +103,7 @@ Op Endpoint::get(Stream& stream, const DeviceBuffer& dst, std::uint64_t dst_offs
   HostBuffer staging = engine_.allocate_host(bytes);
   Event got = engine_.create_event(), copied = engine_.create_event();
   Stream& own = shadow(stream);
-  UcxNode* node = &node_;
+  const std::shared_ptr<UcxNode> node = node_;
   const Op fetch = stream.host_task([node, src, src_offset, staging, bytes](TaskCompletion done) {
     end_with(node->get(staging.data(), src, src_offset, bytes), done);
   });

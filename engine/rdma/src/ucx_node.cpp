@@ -299,7 +299,9 @@ UcxNode::UcxNode(Progress progress) : impl_(std::make_shared<Impl>()) {
     // peer's transfer wakes it at once.
     int efd = -1;
     if (ucp_worker_get_efd(impl_->worker, &efd) != UCS_OK) efd = -1;
-    impl_->progress_thread = std::thread([impl = impl_.get(), efd] {
+    // The thread holds the state: a node dropped from its own thread (the last holder of an
+    // Endpoint's node can be an operation that ends there) lets it go instead of joining it.
+    impl_->progress_thread = std::thread([impl = impl_, efd] {
       unsigned idle = 0;
       while (!impl->stop.load(std::memory_order_relaxed)) {
         unsigned n;
@@ -333,7 +335,10 @@ UcxNode::UcxNode(Progress progress) : impl_(std::make_shared<Impl>()) {
 
 UcxNode::~UcxNode() {
   impl_->stop = true;
-  if (impl_->progress_thread.joinable()) impl_->progress_thread.join();
+  if (impl_->progress_thread.joinable()) {
+    if (impl_->progress_thread.get_id() == std::this_thread::get_id()) impl_->progress_thread.detach();
+    else impl_->progress_thread.join();
+  }
   std::lock_guard lock(impl_->mu);
   impl_->close_peers();
 }

@@ -132,5 +132,28 @@ TEST(Endpoint, FailuresCompleteTheirOpOnceAndLeaveTheEngineUsable) {
   ASSERT_TRUE(s.synchronize(kWait).ok());
 }
 
+// An endpoint may go while its operations are still queued: they hold its node, and complete.
+TEST(Endpoint, QueuedOperationsOutliveTheirEndpoint) {
+  TwoEngines t;
+  Stream s = t.a->create_stream();
+  TaskCompletion gate;
+  std::atomic<bool> held{false};
+  s.host_task([&](TaskCompletion done) {
+    gate = done;
+    held = true;
+  });
+  std::vector<std::uint8_t> data(8192, 0x5a);
+  Op put;
+  {
+    Endpoint ephemeral(*t.a);
+    put = ephemeral.put(s, t.b_range, 0, data.data(), data.size());
+  }
+  while (!held) s.query();
+  EXPECT_FALSE(put.done());
+  gate(Status());
+  ASSERT_TRUE(put.wait(kWait).ok()) << put.status().to_string();
+  EXPECT_EQ(static_cast<std::uint8_t*>(t.b_memory.data())[8191], 0x5a);
+}
+
 }  // namespace
 }  // namespace spyre_dma::rdma

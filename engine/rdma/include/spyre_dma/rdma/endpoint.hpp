@@ -29,7 +29,8 @@ namespace spyre_dma::rdma {
 
 class Endpoint {
  public:
-  // The engine must outlive the endpoint. The node progresses on a thread of its own.
+  // The engine must outlive the endpoint. The node progresses on a thread of its own; operations
+  // still queued hold it, so it lives on until they are done even if the endpoint goes first.
   explicit Endpoint(Engine& engine);
   ~Endpoint();
   Endpoint(const Endpoint&) = delete;
@@ -51,13 +52,13 @@ class Endpoint {
   Op get(Stream& stream, const DeviceBuffer& dst, std::uint64_t dst_offset, const RemoteHandle& src,
          std::uint64_t src_offset, std::uint64_t bytes, Callback on_complete = {});
 
-  UcxNode& node() noexcept { return node_; }
+  UcxNode& node() noexcept { return *node_; }
 
  private:
   Stream& shadow(const Stream& user);  // the endpoint's stream for `user`'s device copies
 
   Engine& engine_;
-  UcxNode node_;
+  std::shared_ptr<UcxNode> node_;
   std::mutex mu_;
   std::map<std::uint64_t, Stream> shadows_;  // by user stream id
 };
