@@ -15,15 +15,17 @@ void check_local(const char* what, const void* p) {
   if (!p) throw InvalidArgument(std::string(what) + ": the local pointer is null");
 }
 
-// The op ends with the transfer, from the thread that progresses the node.
-void end_with(const Transfer& t, const TaskCompletion& done) {
-  t.then([done](Status s) { done(std::move(s)); });
+// The op ends with the transfer, from the thread that completes it.
+Transport::Done end_with(const TaskCompletion& done) {
+  return [done](Status s) { done(std::move(s)); };
 }
 
 }  // namespace
 
-Endpoint::Endpoint(Engine& engine)
-    : engine_(engine), node_(std::make_shared<UcxNode>(UcxNode::Progress::kThread)) {}
+Endpoint::Endpoint(Engine& engine, std::shared_ptr<Transport> transport)
+    : engine_(engine), transport_(std::move(transport)) {
+  if (!transport_) throw InvalidArgument("Endpoint: no transport");
+}
 
 Endpoint::~Endpoint() = default;
 
@@ -38,10 +40,10 @@ RemoteHandle Endpoint::expose(const HostBuffer& buffer, std::uint64_t offset, st
     throw InvalidArgument("expose: [" + std::to_string(offset) + ", +" + std::to_string(bytes) + ") is not inside the " +
                           std::to_string(buffer.size()) + "-byte HostBuffer");
   }
-  return node_->expose(static_cast<std::uint8_t*>(buffer.data()) + offset, bytes);
+  return transport_->expose(static_cast<std::uint8_t*>(buffer.data()) + offset, bytes);
 }
 
-void Endpoint::revoke(const RemoteHandle& handle) { node_->revoke(handle); }
+void Endpoint::revoke(const RemoteHandle& handle) { transport_->revoke(handle); }
 
 Stream& Endpoint::shadow(const Stream& user) {
   std::lock_guard lock(mu_);
@@ -54,9 +56,9 @@ Op Endpoint::put(Stream& stream, const RemoteHandle& dst, std::uint64_t dst_offs
                  std::uint64_t bytes, Callback on_complete) {
   check_remote("put", dst, dst_offset, bytes);
   check_local("put", src);
-  const std::shared_ptr<UcxNode> node = node_;
+  const std::shared_ptr<Transport> node = transport_;
   return stream.host_task(
-      [node, dst, dst_offset, src, bytes](TaskCompletion done) { end_with(node->put(dst, dst_offset, src, bytes), done); },
+      [node, dst, dst_offset, src, bytes](TaskCompletion done) { node->start_put(dst, dst_offset, src, bytes, end_with(done)); },
       std::move(on_complete));
 }
 
@@ -64,9 +66,9 @@ Op Endpoint::get(Stream& stream, void* dst, const RemoteHandle& src, std::uint64
                  Callback on_complete) {
   check_remote("get", src, src_offset, bytes);
   check_local("get", dst);
-  const std::shared_ptr<UcxNode> node = node_;
+  const std::shared_ptr<Transport> node = transport_;
   return stream.host_task(
-      [node, dst, src, src_offset, bytes](TaskCompletion done) { end_with(node->get(dst, src, src_offset, bytes), done); },
+      [node, dst, src, src_offset, bytes](TaskCompletion done) { node->start_get(dst, src, src_offset, bytes, end_with(done)); },
       std::move(on_complete));
 }
 
@@ -84,11 +86,11 @@ Op Endpoint::put(Stream& stream, const RemoteHandle& dst, std::uint64_t dst_offs
   const Op d2h = own.copy_d2h(staging.data(), src, src_offset, bytes);
   own.record(copied);
   stream.wait(copied);
-  const std::shared_ptr<UcxNode> node = node_;
+  const std::shared_ptr<Transport> node = transport_;
   return stream.host_task(
       [node, dst, dst_offset, staging, bytes, d2h](TaskCompletion done) {
         if (Status s = d2h.status(); !s.ok()) return done(std::move(s));  // the D2H failed: nothing to put
-        end_with(node->put(dst, dst_offset, staging.data(), bytes), done);
+        node->start_put(dst, dst_offset, staging.data(), bytes, end_with(done));
       },
       std::move(on_complete));
 }
@@ -103,9 +105,9 @@ Op Endpoint::get(Stream& stream, const DeviceBuffer& dst, std::uint64_t dst_offs
   HostBuffer staging = engine_.allocate_host(bytes);
   Event got = engine_.create_event(), copied = engine_.create_event();
   Stream& own = shadow(stream);
-  const std::shared_ptr<UcxNode> node = node_;
+  const std::shared_ptr<Transport> node = transport_;
   const Op fetch = stream.host_task([node, src, src_offset, staging, bytes](TaskCompletion done) {
-    end_with(node->get(staging.data(), src, src_offset, bytes), done);
+    node->start_get(staging.data(), src, src_offset, bytes, end_with(done));
   });
   stream.record(got);
   own.wait(got);

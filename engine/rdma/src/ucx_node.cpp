@@ -372,6 +372,15 @@ RemoteHandle UcxNode::expose(void* base, std::uint64_t size) {
   return h;
 }
 
+void UcxNode::start_put(const RemoteHandle& dst, std::uint64_t offset, const void* src, std::uint64_t bytes,
+                        Done done) {
+  put(dst, offset, src, bytes).then(std::move(done));
+}
+
+void UcxNode::start_get(void* dst, const RemoteHandle& src, std::uint64_t offset, std::uint64_t bytes, Done done) {
+  get(dst, src, offset, bytes).then(std::move(done));
+}
+
 void UcxNode::revoke(const RemoteHandle& handle) {
   std::lock_guard lock(impl_->mu);
   auto it = impl_->exposed.find(handle.key);

@@ -33,7 +33,10 @@ static_assert(sizeof(void*) != 8 || sizeof(MisbehaveConfig) == sizeof(std::strin
               "MisbehaveConfig changed: update fields()");
 static_assert(sizeof(void*) != 8 || sizeof(FaultConfig) == 2 * sizeof(std::string) + 96,
               "FaultConfig changed: update fields()");
-static_assert(sizeof(void*) != 8 || sizeof(SimConfig) == 3 * sizeof(std::string) + 416,
+static_assert(sizeof(void*) != 8 || sizeof(NicConfig) == 40, "NicConfig changed: update fields()");
+static_assert(sizeof(void*) != 8 || sizeof(NetworkConfig) == 2 * sizeof(std::string) + 88,
+              "NetworkConfig changed: update fields()");
+static_assert(sizeof(void*) != 8 || sizeof(SimConfig) == 5 * sizeof(std::string) + 504,
               "SimConfig changed: update fields()");
 
 const char* type_name(ValueType type) {
@@ -483,6 +486,49 @@ std::vector<Field> build_fields() {
   f.push_back(field("topology.switches.forward_ns", SPYRE_FIELD(topology.switches.forward_ns), duration_ns(), "ns",
                     "A TLP's latency through a switch, ingress to egress port (cut-through)."));
 
+  // --- network ---------------------------------------------------------------------------
+  f.push_back(field("network.nodes", SPYRE_FIELD(network.nodes), int_range(1, 64), "nodes",
+                    "Nodes of a simulated cluster (SimCluster), each a server of topology.* with one "
+                    "NIC (network.nic.*), in one simulation; 1: a single server, no network."));
+  f.push_back(field("network.protocol", SPYRE_FIELD(network.protocol), names({"infiniband", "roce_v2"}), "",
+                    "The headers each packet carries: \"infiniband\" (LRH 8, BTH 12, ICRC 4, VCRC 2 "
+                    "bytes; RETH 16 on a request's first packet); \"roce_v2\" (Ethernet 14, IPv4 20, "
+                    "UDP 8, BTH 12, ICRC 4, FCS 4, preamble and inter-frame gap 20; RETH the same)."));
+  f.push_back(field("network.gbps", SPYRE_FIELD(network.gbps), bandwidth_gbps(), "Gb/s",
+                    "Data rate of every network port, after line coding (NDR InfiniBand and 400GbE: "
+                    "400)."));
+  f.push_back(field("network.mtu", SPYRE_FIELD(network.mtu), pow2(256, 4096), "bytes",
+                    "Payload bytes per packet; a message is cut into packets of this size."));
+  f.push_back(field("network.latency_ns", SPYRE_FIELD(network.latency_ns), duration_ns(), "ns",
+                    "One-way latency of one cable, NIC port to switch port (or NIC to NIC): PHY, "
+                    "FEC and wire."));
+  f.push_back(field("network.fabric", SPYRE_FIELD(network.fabric), names({"switch", "back_to_back"}), "",
+                    "\"switch\": every NIC on a port of one network switch; \"back_to_back\": two "
+                    "nodes cabled NIC to NIC."));
+  f.push_back(field("network.switch_latency_ns", SPYRE_FIELD(network.switch_latency_ns), duration_ns(), "ns",
+                    "A packet's latency through the network switch, ingress to egress (cut-through)."));
+  f.push_back(field("network.switch_buffer_bytes", SPYRE_FIELD(network.switch_buffer_bytes),
+                    int_range(8192, 1u << 30), "bytes",
+                    "Buffer of each egress port of the network switch: the link-level credits "
+                    "(InfiniBand) or the PFC threshold (RoCE) that hold a sender back when the port "
+                    "is congested."));
+  f.push_back(field("network.nic.generation", SPYRE_FIELD(network.nic.generation), int_range(1, 5), "",
+                    "PCIe generation of each NIC's link."));
+  f.push_back(field("network.nic.lanes", SPYRE_FIELD(network.nic.lanes), one_of({1, 2, 4, 8, 16}), "lanes",
+                    "Width of each NIC's PCIe link."));
+  f.push_back(field("network.nic.tx_ns", SPYRE_FIELD(network.nic.tx_ns), duration_ns(), "ns",
+                    "The NIC's send pipeline: from the doorbell's arrival until its first packet is "
+                    "ready for the wire (work request decode, scheduling), data reads apart."));
+  f.push_back(field("network.nic.rx_ns", SPYRE_FIELD(network.nic.rx_ns), duration_ns(), "ns",
+                    "The NIC's receive pipeline: from a packet's last byte in until its PCIe write "
+                    "(or its reply) leaves."));
+  f.push_back(field("network.nic.max_inline_bytes", SPYRE_FIELD(network.nic.max_inline_bytes), int_range(0, 1024),
+                    "bytes",
+                    "Puts up to this size carry their data with the doorbell (inline): the NIC reads "
+                    "no host memory for them."));
+  f.push_back(field("network.nic.timeout_us", SPYRE_FIELD(network.nic.timeout_us), positive_duration_ns(), "us",
+                    "A transfer whose peer does not answer this long fails (peer unreachable)."));
+
   // --- faults ----------------------------------------------------------------------------
   f.push_back(field("faults.poisoned_rate", SPYRE_FIELD(faults.poisoned_rate), unit_interval(),
                     "per TLP",
@@ -603,6 +649,10 @@ std::optional<std::pair<std::string, std::string>> check_cross_fields(const SimC
     return std::make_pair(std::string("topology.switches_per_root_port"),
                           std::to_string(c.topology.switches_per_root_port) +
                               " with topology.devices_per_switch 0: there are no switches to put under a parent");
+  if (c.network.fabric == "back_to_back" && c.network.nodes != 2)
+    return std::make_pair(std::string("network.fabric"),
+                          "\"back_to_back\" with network.nodes " + std::to_string(c.network.nodes) +
+                              ": two NICs can be cabled back to back, more need the switch");
   if (c.device.usable_bytes > c.device.memory_bytes)
     return std::make_pair(std::string("device.usable_bytes"),
                           std::to_string(c.device.usable_bytes) + " exceeds device.memory_bytes (" +

@@ -117,6 +117,18 @@ const std::vector<PresetDef>& defs() {
          c.topology.switches.generation = 4;
          c.host.memory_gbps = 200.0;
        }},
+      // Two nodes for RDMA, cabled NIC to NIC as perftest's published runs are: each a Spyre
+      // server of one card with a ConnectX-7-class NIC (PCIe Gen5 x16) on NDR InfiniBand.
+      {"ndr400-pair",
+       "two nodes, NIC to NIC: NDR InfiniBand 400 Gb/s, MTU 4096, a Gen5 x16 NIC and one Spyre card each",
+       "NVIDIA ConnectX-7 (MCX75310AAS-NEA: NDR 400 Gb/s, PCIe 5.0 x16); IB headers from the "
+       "InfiniBand Architecture Specification Vol. 1; NIC pipeline times (network.nic.tx_ns, "
+       "rx_ns) fitted to a published ib_send_lat of 1.27 us at 2 B between two such cards back "
+       "to back (docs/rdma.md)",
+       [](SimConfig& c) {
+         c.network.nodes = 2;
+         c.network.fabric = "back_to_back";
+       }},
   };
   return table;
 }

@@ -39,6 +39,9 @@ class DeviceMemory : public sc_core::sc_module {
   std::uint64_t bytes_read() const noexcept { return bytes_read_; }
   std::uint64_t bytes_written() const noexcept { return bytes_written_; }
   void prune(pcie::Ps ps) { bus_.prune(ps); }
+  // An access that comes from outside the device (a peer's write or read through the device's
+  // BAR), as one through the socket.
+  void access(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) { b_transport(gp, delay); }
 
  private:
   void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);

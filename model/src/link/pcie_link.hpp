@@ -71,6 +71,12 @@ class PcieLink : public sc_core::sc_module {
   // One span per TLP on an "up" and a "down" track (large: every TLP of the run); `owner` names
   // the link's device or switch where a server has several ("": the one device).
   void trace_tlps(TraceWriter& trace, const std::string& owner = {});
+  // Peer-to-peer traffic that crosses this link on its way between two endpoints below the root
+  // complex (a NIC writing into a device's memory): the run of MWr TLPs (or of CplD answering a
+  // peer's read) carrying `len` bytes from `addr`, `down` towards the device or up, leaving from
+  // `earliest`. Returns when its last TLP has arrived at the far end. It takes the wire time from
+  // the device's own traffic; the receiving endpoint's credits are not modelled for it.
+  pcie::Ps carry(bool down, std::uint64_t addr, std::uint64_t len, pcie::Ps earliest);
   // The credits in use in the root complex's receive buffers (posted header and data, non-posted
   // header) as levels of `probe` in `scope`; in the trace as counters of `trace_pid` (0: none).
   void observe(StateProbe& probe, const std::string& scope, int trace_pid);

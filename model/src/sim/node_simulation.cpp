@@ -30,7 +30,10 @@ NodeSimulation::NodeSimulation(SimConfig config, std::string trace_path, std::st
         "several devices is one SimNode");
   }
   try {
-    for (std::uint32_t d = 0; d < config_.topology.devices; ++d) iommus_.push_back(std::make_unique<device_core::Iommu>());
+    static std::atomic<std::uint64_t> simulations{0};
+    generation_ = ++simulations;
+    const std::uint32_t devices = config_.topology.devices * config_.network.nodes;
+    for (std::uint32_t d = 0; d < devices; ++d) iommus_.push_back(std::make_unique<device_core::Iommu>());
     irq_mask_.assign(iommus_.size(), 0);
     thread_ = std::thread([this] { loop(); });
     call([this] {  // elaboration done, or its exception rethrown here
@@ -80,7 +83,7 @@ void NodeSimulation::take_writes() {
     w.swap(writes_);
   }
   for (const QueuedWrite& q : w) {
-    DeviceModel& device = top_->device(q.device);
+    DeviceModel& device = this->device(q.device);
     if (q.width == 0) device.host_copied(q.value);
     else device.post_write(q.offset, q.value, q.width);
   }
@@ -123,7 +126,7 @@ std::uint64_t NodeSimulation::read_register(unsigned d, std::uint64_t offset, un
   device_core::check_bar0_access(offset, width, false, "SimDevice");
   return call([&] {
     take_writes();
-    DeviceModel& device = top_->device(d);
+    DeviceModel& device = this->device(d);
     if (device.writes_pending()) {
       device.pause_when_written();
       run_until([&] { return !device.writes_pending(); });
@@ -142,8 +145,9 @@ std::uint64_t NodeSimulation::read_register(unsigned d, std::uint64_t offset, un
 std::uint32_t NodeSimulation::wait_for_interrupt(unsigned d, bool step) {
   return call([&] {
     take_writes();
-    const std::uint64_t before = interrupts_;
-    run_until([&] { return irq_mask_[d] != 0 || (step && interrupts_ != before); });
+    const std::uint64_t before = interrupts_, nic_before = nic_completions_;
+    // A NIC's completion ends the wait too: it may end a host task the caller waits for.
+    run_until([&] { return irq_mask_[d] != 0 || (step && interrupts_ != before) || nic_completions_ != nic_before; });
     const std::uint32_t m = irq_mask_[d];
     irq_mask_[d] = 0;
     return m;
@@ -153,15 +157,33 @@ std::uint32_t NodeSimulation::wait_for_interrupt(unsigned d, bool step) {
 void NodeSimulation::loop() {
   fresh_kernel();
   try {
-    std::vector<device_core::Iommu*> iommus;
-    for (auto& i : iommus_) iommus.push_back(i.get());
-    // An MSI-X message speaks for the pipelines its vector was given to (Device::wait_for_interrupt
-    // returns pipelines, not vectors).
-    top_ = std::make_unique<SimTop>("spyre", config_, iommus, [this](unsigned d, std::uint32_t vector) {
-      irq_mask_[d] |= top_->device(d).controller.pipelines_of_vector(vector);
-      ++interrupts_;
-      sc_pause();
-    }, trace_path_, wave_path_);
+    const unsigned per_node = config_.topology.devices;
+    const unsigned nodes = config_.network.nodes;
+    if (nodes > 1) network_ = std::make_unique<Network>(config_.network);
+    for (unsigned n = 0; n < nodes; ++n) {
+      std::vector<device_core::Iommu*> iommus;
+      for (unsigned i = 0; i < per_node; ++i) iommus.push_back(iommus_[n * per_node + i].get());
+      // An MSI-X message speaks for the pipelines its vector was given to (Device::wait_for_interrupt
+      // returns pipelines, not vectors).
+      auto on_interrupt = [this, base = n * per_node](unsigned i, std::uint32_t vector) {
+        irq_mask_[base + i] |= device(base + i).controller.pipelines_of_vector(vector);
+        ++interrupts_;
+        sc_pause();
+      };
+      auto on_nic = [this] {
+        ++nic_completions_;
+        sc_pause();
+      };
+      // One server keeps the name it always had; the trace and the waves are node 0's.
+      const std::string name = nodes == 1 ? "spyre" : "node" + std::to_string(n);
+      tops_.push_back(std::make_unique<SimTop>(name.c_str(), config_, iommus, on_interrupt, n == 0 ? trace_path_ : "",
+                                               n == 0 ? wave_path_ : "", network_.get(), n, on_nic));
+    }
+    if (network_) {
+      std::vector<Nic*> nics;
+      for (auto& t : tops_) nics.push_back(t->nic.get());
+      for (Nic* nic : nics) nic->connect(nics);
+    }
   } catch (...) {
     elaboration_error_ = std::current_exception();
   }
@@ -179,12 +201,23 @@ void NodeSimulation::loop() {
     cmd();  // a packaged task: its exceptions travel to the caller through the future
   }
   stop_threads();
-  top_.reset();
+  tops_.clear();
+  network_.reset();
   release_kernel();  // the simulation was the kernel's only user
 }
 
-nlohmann::json NodeSimulation::server_statistics() {
-  SimTop& t = *top_;
+DeviceModel& NodeSimulation::device(unsigned d) {
+  const unsigned per_node = config_.topology.devices;
+  return tops_.at(d / per_node)->device(d % per_node);
+}
+
+Nic& NodeSimulation::nic(unsigned node) {
+  if (!network_) throw std::logic_error("NodeSimulation: a single server has no NIC (network.nodes is 1)");
+  return *tops_.at(node)->nic;
+}
+
+nlohmann::json NodeSimulation::server_statistics(unsigned node) {
+  SimTop& t = *tops_.at(node);
   const TopologyConfig& topo = config_.topology;
   nlohmann::json uplinks = nlohmann::json::array();
   for (std::size_t k = 0; k < t.uplinks.size(); ++k) {
@@ -198,11 +231,26 @@ nlohmann::json NodeSimulation::server_statistics() {
                        {"ordering_holds", t.switches[k]->ordering_holds()},
                        {"protocol_violations", l.checker().violations()}});
   }
-  return {{"devices", topo.devices},
-          {"devices_per_switch", topo.devices_per_switch},
-          {"switches", t.switches.size()},
-          {"host_memory_busy_ns", t.root_complex.memory_busy_ps() / 1000.0},
-          {"uplinks", uplinks}};
+  nlohmann::json out = {{"devices", topo.devices},
+                        {"devices_per_switch", topo.devices_per_switch},
+                        {"switches", t.switches.size()},
+                        {"host_memory_busy_ns", t.root_complex.memory_busy_ps() / 1000.0},
+                        {"uplinks", uplinks}};
+  if (t.nic) {
+    const Network::PortCounters& p = network_->counters(node);
+    const LinkCounters& l = t.nic->link().counters();
+    out["nic"] = {{"completions", t.nic->completed()},
+                  {"regions", t.nic->regions()},
+                  {"pcie_payload_bytes", {{"up", l.payload_up}, {"down", l.payload_down}}},
+                  {"port",
+                   {{"packets", p.packets},
+                    {"payload_bytes", p.payload_bytes},
+                    {"wire_bytes", p.wire_bytes},
+                    {"busy_ns", network_->tx_busy_ps(node) / 1000.0},
+                    {"credit_stalls", p.credit_stalls},
+                    {"credit_stall_ns", p.credit_stall_ps / 1000.0}}}};
+  }
+  return out;
 }
 
 void NodeSimulation::shutdown() {

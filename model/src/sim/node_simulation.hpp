@@ -1,6 +1,9 @@
-// The simulation of one server (SimConfig::topology): one thread owns the SystemC kernel and the
-// elaborated model; every call that touches the model runs on it, in call order. The devices'
-// handles (SimDevice) share it; it ends when the last of them (and the SimNode) is gone.
+// The simulation of one server (SimConfig::topology), or of a cluster of network.nodes such
+// servers with a NIC each on one network: one thread owns the SystemC kernel and the elaborated
+// model; every call that touches the model runs on it, in call order. The devices' handles
+// (SimDevice) and the NICs' (SimNic) share it; it ends when the last of them (and the SimNode or
+// SimCluster) is gone. Devices are numbered across the cluster: node n's device i is
+// n x topology.devices + i.
 #pragma once
 
 #include <atomic>
@@ -51,13 +54,25 @@ class NodeSimulation {
   // thread that polls every device's engine in turn lets each take up its work as it comes.
   std::uint32_t wait_for_interrupt(unsigned d, bool step);
 
-  // What the devices share (SimNode::statistics); on the simulation thread.
-  nlohmann::json server_statistics();
+  // Runs the model until done() (checked after each step: an interrupt, a NIC's completion) or
+  // until nothing is left to simulate; on the simulation thread (inside call()).
+  void run(const std::function<bool()>& done) { run_until(done); }
+
+  // What the devices of node `node` share (SimNode::statistics), and the node's NIC and network
+  // port in a cluster; on the simulation thread.
+  nlohmann::json server_statistics(unsigned node = 0);
 
   const SimConfig& config() const noexcept { return config_; }
-  std::size_t size() const noexcept { return iommus_.size(); }
+  std::size_t size() const noexcept { return iommus_.size(); }  // devices, all nodes
+  std::size_t nodes() const noexcept { return tops_.size(); }
   device_core::Iommu& iommu(unsigned d) { return *iommus_.at(d); }
-  SimTop& top() noexcept { return *top_; }
+  SimTop& top(unsigned node = 0) { return *tops_.at(node); }
+  DeviceModel& device(unsigned d);
+  Nic& nic(unsigned node);
+  Network& network() { return *network_; }
+  // A number no other simulation in this process had: it tells a handle of this cluster from one
+  // of an earlier one.
+  std::uint64_t generation() const noexcept { return generation_; }
 
  private:
   struct QueuedWrite {
@@ -82,9 +97,12 @@ class NodeSimulation {
   std::string wave_path_;
   DebugHooks hooks_;
   std::vector<std::unique_ptr<device_core::Iommu>> iommus_;
-  std::unique_ptr<SimTop> top_;
+  std::unique_ptr<Network> network_;  // a cluster's (before the nodes that hold it)
+  std::vector<std::unique_ptr<SimTop>> tops_;  // one per node
   std::vector<std::uint32_t> irq_mask_;  // per device; simulation thread only
   std::uint64_t interrupts_ = 0;         // raised so far, any device; simulation thread only
+  std::uint64_t nic_completions_ = 0;    // any NIC; simulation thread only
+  std::uint64_t generation_ = 0;
   std::thread thread_;
   std::mutex mu_;
   std::condition_variable cv_;
@@ -111,6 +129,8 @@ void NodeSimulation::spin_until(Ready ready) {
 template <class F>
 auto NodeSimulation::call(F&& f) -> decltype(f()) {
   using R = decltype(f());
+  // From the simulation thread itself (a NIC's completion that posts the next transfer): at once.
+  if (std::this_thread::get_id() == thread_.get_id()) return f();
   std::packaged_task<R()> task([this, &f]() -> R {
     try {
       return f();

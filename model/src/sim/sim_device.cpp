@@ -48,9 +48,9 @@ double SimDevice::now_ns() {
   return sim_->call([] { return sc_time_stamp().to_seconds() * 1e9; });
 }
 
-device_core::SparseMemory& SimDevice::memory() { return sim_->top().device(index_).device_memory.storage(); }
+device_core::SparseMemory& SimDevice::memory() { return sim_->device(index_).device_memory.storage(); }
 void SimDevice::arm_misbehave(const device_core::Misbehave& m) {
-  sim_->call([&] { sim_->top().device(index_).controller.arm_misbehave(m); });
+  sim_->call([&] { sim_->device(index_).controller.arm_misbehave(m); });
 }
 void SimDevice::backdoor_read(std::uint64_t phys, void* dst, std::size_t bytes) { memory().read(phys, dst, bytes); }
 void SimDevice::backdoor_write(std::uint64_t phys, const void* src, std::size_t bytes) {
@@ -59,7 +59,7 @@ void SimDevice::backdoor_write(std::uint64_t phys, const void* src, std::size_t 
 
 nlohmann::json SimDevice::statistics() {
   return sim_->call([this] {
-    DeviceModel& t = sim_->top().device(index_);
+    DeviceModel& t = sim_->device(index_);
     const LinkCounters& l = t.link.counters();
     const ControllerCounters c = t.controller.counters();
     nlohmann::json j;

@@ -12,7 +12,8 @@ using namespace sc_core;
 
 SimTop::SimTop(sc_module_name name, const SimConfig& config, const std::vector<device_core::Iommu*>& iommus,
                std::function<void(unsigned, std::uint32_t)> on_interrupt, const std::string& trace_path,
-               const std::string& wave_path)
+               const std::string& wave_path, Network* network, unsigned node,
+               std::function<void()> on_nic_completion)
     : sc_module(name),
       trace(trace_path.empty() ? nullptr : std::make_unique<TraceWriter>(trace_path, to_json(config))),
       wave(wave_path.empty() ? nullptr : std::make_unique<WaveWriter>(wave_path)),
@@ -56,11 +57,52 @@ SimTop::SimTop(sc_module_name name, const SimConfig& config, const std::vector<d
     if (per_switch) devices.back()->link.host_side.bind(switches[i / per_switch]->downstream);
     else devices.back()->link.host_side.bind(root_complex.socket);
   }
+  if (network) add_nic(config, *network, node, std::move(on_nic_completion));
   if (probe) {
     for (unsigned k = 0; k < uplinks.size(); ++k) uplinks[k]->observe(*probe, uplinks[k]->basename(), 0);
   }
   if (trace && config.trace_tlps) {
     for (unsigned k = 0; k < uplinks.size(); ++k) uplinks[k]->trace_tlps(*trace, "switch " + std::to_string(k) + " uplink");
+  }
+}
+
+void SimTop::add_nic(const SimConfig& config, Network& network, unsigned node, std::function<void()> on_completion) {
+  const TopologyConfig& t = config.topology;
+  const unsigned per_switch = t.devices_per_switch;
+  const unsigned per_port = t.switches_per_root_port;
+  const unsigned leaves = per_switch ? (t.devices + per_switch - 1) / per_switch : 0;
+  const bool parents = per_switch && per_port > 1;
+  const pcie::Ps forward = pcie::ns_to_ps(t.switches.forward_ns);
+  const pcie::Ps hop = 2 * pcie::ns_to_ps(t.switches.forward_ns + t.switches.latency_ns);
+  const pcie::Ps beyond = per_switch ? hop + (parents ? hop : 0) : 0;
+  nic = std::make_unique<Nic>("nic", config, node, network, root_complex, beyond, std::move(on_completion));
+  if (per_switch) nic->link().host_side.bind(switches[0]->downstream);
+  else nic->link().host_side.bind(root_complex.socket);
+  // Peer-to-peer to each device: up from the NIC to the lowest point the two share (the same
+  // switch, a parent switch, or the root complex), then down to the device.
+  const PeerHop rc{nullptr, false, pcie::ns_to_ps(config.host.root_complex_ns)};
+  for (unsigned i = 0; i < t.devices; ++i) {
+    std::vector<PeerHop> path{{&nic->link(), false, 0}};
+    if (!per_switch) {
+      path.push_back(rc);
+    } else {
+      path.push_back({nullptr, false, forward});
+      const unsigned leaf = i / per_switch;
+      if (leaf != 0) {
+        path.push_back({uplinks[0].get(), false, 0});
+        if (parents && leaf / per_port == 0) {
+          path.push_back({nullptr, false, forward});  // the shared parent switch
+        } else {
+          if (parents) path.push_back({nullptr, false, forward}), path.push_back({uplinks[leaves].get(), false, 0});
+          path.push_back(rc);
+          if (parents) path.push_back({uplinks[leaves + leaf / per_port].get(), true, 0}), path.push_back({nullptr, false, forward});
+        }
+        path.push_back({uplinks[leaf].get(), true, 0});
+        path.push_back({nullptr, false, forward});
+      }
+    }
+    path.push_back({&devices[i]->link, true, 0});
+    nic->add_device(*devices[i], std::move(path));
   }
 }
 

@@ -14,6 +14,7 @@
 #include "host/root_complex.hpp"
 #include "link/pcie_link.hpp"
 #include "link/pcie_switch.hpp"
+#include "net/nic.hpp"
 #include "observe/state_probe.hpp"
 #include "observe/trace_writer.hpp"
 #include "sim/device_model.hpp"
@@ -26,9 +27,12 @@ class SimTop : public sc_core::sc_module {
   // `iommus`: one per device (topology.devices of them), each device's domain. on_interrupt(device,
   // vector) runs at the simulated instant one of a device's MSI-X messages takes effect.
   // `trace_path` empty: no Perfetto trace; `wave_path` empty: no waveform of the model's state.
+  // `network` (null: a single server): the cluster's network, on which this server is node
+  // `node` with a NIC (nic); on_nic_completion runs after each of the NIC's completions.
   SimTop(sc_core::sc_module_name name, const SimConfig& config, const std::vector<device_core::Iommu*>& iommus,
          std::function<void(unsigned, std::uint32_t)> on_interrupt, const std::string& trace_path,
-         const std::string& wave_path = {});
+         const std::string& wave_path = {}, Network* network = nullptr, unsigned node = 0,
+         std::function<void()> on_nic_completion = {});
   // Writes the rest of the model's state and closes the waveform (an error writing it is said on
   // stderr: nothing may throw here).
   ~SimTop() override;
@@ -46,6 +50,12 @@ class SimTop : public sc_core::sc_module {
   std::vector<std::unique_ptr<PcieSwitch>> switches;
   std::vector<std::unique_ptr<PcieLink>> uplinks;
   std::vector<std::unique_ptr<DeviceModel>> devices;
+  // The node's RDMA NIC in a cluster (null in a single server): on the first switch's downstream
+  // port where the server has switches, else on a root port of its own.
+  std::unique_ptr<Nic> nic;
+
+ private:
+  void add_nic(const SimConfig& config, Network& network, unsigned node, std::function<void()> on_completion);
 };
 
 }  // namespace spyre_dma::model

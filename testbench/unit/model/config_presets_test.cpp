@@ -22,7 +22,7 @@ constexpr LinkValues kPresets[] = {
     {"spyre-gen5x16", 5, 16, 512, 4096, 64}, {"gen4x16", 4, 16, 256, 512, 64},
     {"gen3x8", 3, 8, 256, 4096, 64},         {"gen3x16", 3, 16, 256, 512, 64},
     {"h200-gen5x16", 5, 16, 256, 512, 64},   {"v100-gen3x16", 3, 16, 256, 512, 64},
-    {"server-8x-gen5x16", 5, 16, 512, 4096, 64}, {"dgx-a100-gen4", 4, 16, 256, 512, 64},
+    {"server-8x-gen5x16", 5, 16, 512, 4096, 64}, {"dgx-a100-gen4", 4, 16, 256, 512, 64}, {"ndr400-pair", 5, 16, 512, 4096, 64},
 };
 
 TEST(ConfigPresets, NamesInCatalogOrderDefaultFirst) {

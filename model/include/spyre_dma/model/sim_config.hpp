@@ -100,6 +100,34 @@ struct TopologyConfig {
   SwitchConfig switches;
 };
 
+// The NIC of each node of a simulated cluster (network.nodes > 1): an RDMA NIC (ConnectX-7
+// class) on the node's PCIe fabric, with a link of its own (as LinkConfig, at this generation and
+// width), that reads and writes host memory through its own IOMMU domain and device memory
+// peer-to-peer. Its pipeline times are the fixed costs of a message; the rest follows from the
+// PCIe and network links it crosses.
+struct NicConfig {
+  std::uint32_t generation = 5;      // of the NIC's PCIe link
+  std::uint32_t lanes = 16;          // of the NIC's PCIe link
+  double tx_ns = 459.0;              // doorbell in until the first packet leaves (WQE decode, scheduling)
+  double rx_ns = 459.0;              // a packet in until its PCIe write (or reply) leaves
+  std::uint32_t max_inline_bytes = 220;  // data the host writes with the doorbell (no DMA read)
+  double timeout_us = 1000.0;        // no answer from the peer this long: the transfer fails
+};
+// The network between the nodes of a simulated cluster: each node is a server of `topology` with
+// one NIC; the NICs' ports meet at one network switch, or with two nodes, back to back. Every port
+// runs at gbps; each packet carries at most mtu bytes of payload plus the protocol's headers.
+struct NetworkConfig {
+  std::uint32_t nodes = 1;                  // 1: a single server, no network
+  std::string protocol = "infiniband";      // "infiniband" or "roce_v2": the headers per packet
+  double gbps = 400.0;                      // data rate of each port (after line coding)
+  std::uint32_t mtu = 4096;                 // payload bytes per packet
+  double latency_ns = 100.0;                // one way over one cable: PHY, FEC and wire
+  std::string fabric = "switch";            // "switch", or "back_to_back" (two nodes)
+  double switch_latency_ns = 130.0;         // a packet's latency through the switch (cut-through)
+  std::uint32_t switch_buffer_bytes = 262144;  // per egress port: credits a sender may spend ahead
+  NicConfig nic;
+};
+
 // A device that breaks the ring contract on purpose, once, at the at_cb-th CB the controller
 // starts (1-based, all pipelines in execution order; 0: never). The kinds and what each does are
 // those of spyre_dma/device_core/misbehave.hpp: "none", "unknown_tag", "duplicate_rb", "stale_tag",
@@ -155,6 +183,7 @@ struct SimConfig {
   DeviceConfig device;
   HostCostConfig host_cost;
   TopologyConfig topology;
+  NetworkConfig network;
   FaultConfig faults;
   Fidelity fidelity = Fidelity::kTlp;
   DataPathKind data_path = DataPathKind::kSystemC;

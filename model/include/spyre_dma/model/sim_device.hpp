@@ -67,11 +67,13 @@ class SimDevice final : public device_core::IommuDevice,
   // (backend::MisbehaveControl).
   void arm_misbehave(const device_core::Misbehave& misbehave) override;
 
-  // Which device of its server this is (0-based).
+  // Which device of its server this is (0-based; in a SimCluster, node n's device i is
+  // n x topology.devices + i).
   unsigned index() const noexcept { return index_; }
 
  private:
   friend class SimNode;
+  friend class SimCluster;
   SimDevice(std::shared_ptr<NodeSimulation> simulation, unsigned index);
 
   // A read first lets earlier writes land; a write is posted (it lands after the host's cost).

@@ -4,6 +4,9 @@
 // completed, later operations wait for it, and it completes once, with the engine's Status
 // (PeerUnreachable, RemoteAccess, WaitTimeout, or the error of its device copy).
 //
+// The transport is UCX (Endpoint(engine): real networks) or any other Transport, such as a
+// simulated cluster's NIC (SimCluster::nic): the calls and their rules are the same.
+//
 // Device memory on this side goes through the engine's own DMA path, staged in registered host
 // memory: a put from a DeviceBuffer is a D2H into a staging buffer, then the put; a get into a
 // DeviceBuffer is the get into staging, then an H2D. The device copy runs on a stream of the
@@ -22,16 +25,19 @@
 
 #include "spyre_dma/engine.hpp"
 #include "spyre_dma/rdma/remote_handle.hpp"
-#include "spyre_dma/rdma/ucx_node.hpp"
+#include "spyre_dma/rdma/transport.hpp"
 #include "spyre_dma/stream.hpp"
 
 namespace spyre_dma::rdma {
 
 class Endpoint {
  public:
-  // The engine must outlive the endpoint. The node progresses on a thread of its own; operations
-  // still queued hold it, so it lives on until they are done even if the endpoint goes first.
+  // Over UCX (a UcxNode that progresses on a thread of its own; built with UCX only). The engine
+  // must outlive the endpoint. Operations still queued hold the transport, so it lives on until
+  // they are done even if the endpoint goes first.
   explicit Endpoint(Engine& engine);
+  // Over `transport` (shared: queued operations hold it too).
+  Endpoint(Engine& engine, std::shared_ptr<Transport> transport);
   ~Endpoint();
   Endpoint(const Endpoint&) = delete;
   Endpoint& operator=(const Endpoint&) = delete;
@@ -52,13 +58,13 @@ class Endpoint {
   Op get(Stream& stream, const DeviceBuffer& dst, std::uint64_t dst_offset, const RemoteHandle& src,
          std::uint64_t src_offset, std::uint64_t bytes, Callback on_complete = {});
 
-  UcxNode& node() noexcept { return *node_; }
+  Transport& transport() noexcept { return *transport_; }
 
  private:
   Stream& shadow(const Stream& user);  // the endpoint's stream for `user`'s device copies
 
   Engine& engine_;
-  std::shared_ptr<UcxNode> node_;
+  std::shared_ptr<Transport> transport_;
   std::mutex mu_;
   std::map<std::uint64_t, Stream> shadows_;  // by user stream id
 };

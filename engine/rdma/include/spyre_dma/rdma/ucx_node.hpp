@@ -36,6 +36,7 @@
 #include <string>
 
 #include "spyre_dma/rdma/remote_handle.hpp"
+#include "spyre_dma/rdma/transport.hpp"
 #include "spyre_dma/status.hpp"
 
 namespace spyre_dma::rdma {
@@ -65,7 +66,7 @@ class Transfer {
   std::shared_ptr<State> state_;
 };
 
-class UcxNode {
+class UcxNode final : public Transport {
  public:
   enum class Progress : std::uint8_t {
     kCaller,  // the worker moves only inside this node's calls (waits, done(), progress())
@@ -73,14 +74,18 @@ class UcxNode {
   };
   // Throws spyre_dma::Error (kPeerUnreachable) if UCX cannot start (no transport it can use).
   explicit UcxNode(Progress progress = Progress::kThread);
-  ~UcxNode();
+  ~UcxNode() override;
   UcxNode(const UcxNode&) = delete;
   UcxNode& operator=(const UcxNode&) = delete;
 
   // Exposes [base, base + size) to peers: registers it and returns its handle. size > 0.
-  RemoteHandle expose(void* base, std::uint64_t size);
+  RemoteHandle expose(void* base, std::uint64_t size) override;
   // Unregisters a range this node exposed (InvalidArgument if it did not).
-  void revoke(const RemoteHandle& handle);
+  void revoke(const RemoteHandle& handle) override;
+  // Transport: put() / get() with Completion::kRemote, `done` through Transfer::then.
+  void start_put(const RemoteHandle& dst, std::uint64_t offset, const void* src, std::uint64_t bytes,
+                 Done done) override;
+  void start_get(void* dst, const RemoteHandle& src, std::uint64_t offset, std::uint64_t bytes, Done done) override;
 
   enum class Completion : std::uint8_t { kRemote, kLocal };
   // `bytes` from local `src` to the peer's range at `offset`.
