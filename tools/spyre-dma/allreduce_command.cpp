@@ -26,7 +26,7 @@ namespace spyre_dma_cli {
 CLI::App* add_allreduce_command(CLI::App& app, AllreduceOptions& o) {
   CLI::App* cmd = app.add_subcommand(
       "allreduce", "a ring all-reduce (float32 sum) over remote memory, one process per rank; reports as nccl-tests");
-  cmd->add_option("--exchange", o.exchange, "a folder every rank reads and writes (a new one per run)")->required();
+  cmd->add_option("--exchange", o.exchange, "ucx: a folder every rank reads and writes (a new one per run)");
   cmd->add_option("--ranks", o.ranks, "the number of ranks (default: SLURM_NTASKS)")->check(CLI::Range(2, 1024));
   cmd->add_option("--rank", o.rank, "this process's rank (default: SLURM_PROCID)")->check(CLI::Range(0, 1023));
   cmd->add_option("--sizes", o.sizes, "bytes per rank (default 64KiB..16MiB)");
@@ -34,16 +34,16 @@ CLI::App* add_allreduce_command(CLI::App& app, AllreduceOptions& o) {
       ->check(CLI::Range(1u, 100000u));
   cmd->add_option("--timeout", o.timeout_s, "seconds to wait for the other ranks at any step (default 120)")
       ->check(timeout_seconds());
+  cmd->add_option("--backend", o.backend,
+                  "ucx (default): one process per rank over UCX; sim: every rank a node of a simulated cluster in "
+                  "this process, times simulated")
+      ->check(CLI::IsMember({"ucx", "sim"}));
+  cmd->add_option("--preset", o.preset, "sim: model preset (default ndr400-pair)");
+  cmd->add_option("--config", o.config, "sim: JSON model configuration file");
   return cmd;
 }
 
-#if SPYRE_DMA_HAVE_RDMA
 namespace {
-
-using spyre_dma::Status;
-using spyre_dma::rdma::RemoteHandle;
-using spyre_dma::rdma::UcxNode;
-using Clock = std::chrono::steady_clock;
 
 int from_env(const char* name) {
   const char* v = std::getenv(name);
@@ -52,6 +52,21 @@ int from_env(const char* name) {
   const long n = std::strtol(v, &end, 10);
   return *end == '\0' && n >= 0 && n < 1 << 20 ? static_cast<int>(n) : -2;
 }
+
+int usage(const std::string& what) {
+  fmt::print(stderr, "spyre-dma: error: allreduce: {}\n", what);
+  return 2;
+}
+
+}  // namespace
+
+#if SPYRE_DMA_HAVE_RDMA
+namespace {
+
+using spyre_dma::Status;
+using spyre_dma::rdma::RemoteHandle;
+using spyre_dma::rdma::UcxNode;
+using Clock = std::chrono::steady_clock;
 
 struct Failure {
   std::string what;
@@ -150,21 +165,10 @@ class Ring {
   std::uint64_t flag_out_ = 0;
 };
 
-}  // namespace
-
-int run_allreduce(const AllreduceOptions& o) {
-  const int ranks = o.ranks >= 0 ? o.ranks : from_env("SLURM_NTASKS");
+int run_ucx(const AllreduceOptions& o, int ranks, const std::vector<std::uint64_t>& sizes) {
   const int rank = o.rank >= 0 ? o.rank : from_env("SLURM_PROCID");
-  auto usage = [](const std::string& what) {
-    fmt::print(stderr, "spyre-dma: error: allreduce: {}\n", what);
-    return 2;
-  };
-  if (ranks < 2) return usage("give --ranks N (2 or more), or run under Slurm (SLURM_NTASKS)");
   if (rank < 0 || rank >= ranks) return usage(fmt::format("--rank {}: expected 0..{} (or SLURM_PROCID)", rank, ranks - 1));
-  std::vector<std::uint64_t> sizes = parse_size_list(o.sizes);
-  for (std::uint64_t s : sizes) {
-    if (s % 4 != 0) return usage(fmt::format("--sizes: {} bytes is not a whole number of float32", s));
-  }
+  if (o.exchange.empty()) return usage("give --exchange FOLDER (every rank reads and writes it)");
   std::filesystem::create_directories(o.exchange);
   try {
     Ring ring(o, ranks, rank, *std::max_element(sizes.begin(), sizes.end()));
@@ -215,12 +219,29 @@ int run_allreduce(const AllreduceOptions& o) {
     return 1;
   }
 }
+}  // namespace
 #else
-int run_allreduce(const AllreduceOptions&) {
-  fmt::print(stderr, "spyre-dma: error: allreduce: this build has no remote memory (it needs UCX: libucx-dev, "
-                     "configured with -DSPYRE_DMA_RDMA=ON)\n");
+namespace {
+int run_ucx(const AllreduceOptions&, int, const std::vector<std::uint64_t>&) {
+  fmt::print(stderr, "spyre-dma: error: allreduce: this build has no UCX (libucx-dev, configured with "
+                     "-DSPYRE_DMA_RDMA=ON); --backend sim runs on the model\n");
   return 2;
 }
+}  // namespace
 #endif
+
+int run_allreduce(const AllreduceOptions& o) {
+  const int ranks = o.ranks >= 0 ? o.ranks : from_env("SLURM_NTASKS");
+  if (ranks < 2) return usage("give --ranks N (2 or more), or run under Slurm (SLURM_NTASKS)");
+  std::vector<std::uint64_t> sizes = parse_size_list(o.sizes);
+  for (std::uint64_t s : sizes) {
+    if (s % 4 != 0) return usage(fmt::format("--sizes: {} bytes is not a whole number of float32", s));
+  }
+  if (o.backend == "sim") {
+    if (ranks > 64) return usage(fmt::format("--ranks {}: a simulated cluster has at most 64 nodes", ranks));
+    return run_allreduce_sim(o, ranks, sizes);
+  }
+  return run_ucx(o, ranks, sizes);
+}
 
 }  // namespace spyre_dma_cli

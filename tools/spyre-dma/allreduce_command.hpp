@@ -6,6 +6,7 @@
 //
 //   srun -n 4 spyre-dma allreduce --exchange /shared/job-42 --sizes 1MiB..64MiB
 //   spyre-dma allreduce --ranks 3 --rank 0 --exchange /tmp/ar &   (and ranks 1, 2)
+//   spyre-dma allreduce --backend sim --ranks 4 --sizes 1MiB..64MiB   (every rank in this process)
 //
 // The algorithm: the buffer in N chunks; N-1 steps of reduce-scatter (each rank puts a chunk into
 // its successor's scratch, then a flag; the successor adds it to its own), then N-1 steps of
@@ -16,6 +17,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace CLI {
 class App;
@@ -24,6 +26,9 @@ class App;
 namespace spyre_dma_cli {
 
 struct AllreduceOptions {
+  std::string backend = "ucx";  // "ucx": one process per rank; "sim": every rank a node of a simulated cluster here
+  std::string preset = "ndr400-pair";  // sim: the model preset (network.nodes becomes --ranks)
+  std::string config;           // sim: a JSON model configuration instead
   std::string exchange;
   int ranks = -1;  // -1: SLURM_NTASKS
   int rank = -1;   // -1: SLURM_PROCID
@@ -35,5 +40,7 @@ struct AllreduceOptions {
 CLI::App* add_allreduce_command(CLI::App& app, AllreduceOptions& options);
 // 0 done and every check passed, 1 a transfer failed, timed out or summed wrong, 2 usage.
 int run_allreduce(const AllreduceOptions& options);
+// --backend sim (allreduce_sim.cpp), `ranks` nodes, the sizes parsed and checked.
+int run_allreduce_sim(const AllreduceOptions& options, int ranks, const std::vector<std::uint64_t>& sizes);
 
 }  // namespace spyre_dma_cli

@@ -44,8 +44,36 @@ CLI::App* add_rdma_bench_command(CLI::App& app, RdmaBenchOptions& o) {
   cmd->add_option("--json", o.json, "client: write the table as JSON to FILE");
   cmd->add_option("--timeout", o.timeout_s, "seconds to wait for the peer and for each transfer (default 120)")
       ->check(timeout_seconds());
+  cmd->add_option("--backend", o.backend,
+                  "ucx (default): two processes over UCX; sim: two nodes of a simulated cluster in this process, "
+                  "times simulated")
+      ->check(CLI::IsMember({"ucx", "sim"}));
+  cmd->add_option("--preset", o.preset, "sim: model preset (default ndr400-pair)");
+  cmd->add_option("--config", o.config, "sim: JSON model configuration file");
   return cmd;
 }
+
+namespace {
+
+int usage(const std::string& what) {
+  fmt::print(stderr, "spyre-dma: error: rdma-bench: {}\n", what);
+  return 2;
+}
+
+// --op: put, get or both; false on a word that is neither.
+bool parse_ops(const std::string& ops, bool do_op[2]) {
+  for (std::string_view rest = ops; !rest.empty();) {
+    const std::size_t comma = rest.find(',');
+    const std::string_view w = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    if (w == "put") do_op[0] = true;
+    else if (w == "get") do_op[1] = true;
+    else return false;
+  }
+  return do_op[0] || do_op[1];
+}
+
+}  // namespace
 
 #if SPYRE_DMA_HAVE_RDMA
 namespace {
@@ -116,11 +144,6 @@ int serve(const RdmaBenchOptions& o) {
   return status;
 }
 
-int usage(const std::string& what) {
-  fmt::print(stderr, "spyre-dma: error: rdma-bench: {}\n", what);
-  return 2;
-}
-
 struct Row {
   std::uint64_t bytes;
   unsigned iterations;
@@ -135,14 +158,7 @@ int client(const RdmaBenchOptions& o) {
   }
   const RemoteHandle remote = RemoteHandle::from_text(read_small_file(o.connect));
   bool do_op[2] = {false, false};
-  for (std::string_view rest = o.ops; !rest.empty();) {
-    const std::size_t comma = rest.find(',');
-    const std::string_view w = rest.substr(0, comma);
-    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
-    if (w == "put") do_op[0] = true;
-    else if (w == "get") do_op[1] = true;
-    else return usage(fmt::format("--op '{}': expected put, get or put,get", w));
-  }
+  if (!parse_ops(o.ops, do_op)) return usage(fmt::format("--op '{}': expected put, get or put,get", o.ops));
   std::vector<std::uint64_t> sizes = parse_size_list(o.sizes);
   for (std::uint64_t s : sizes) {
     if (s > remote.size) {
@@ -248,9 +264,7 @@ int client(const RdmaBenchOptions& o) {
   return 0;
 }
 
-}  // namespace
-
-int run_rdma_bench(const RdmaBenchOptions& o) {
+int run_ucx(const RdmaBenchOptions& o) {
   if (o.serve.empty() == o.connect.empty()) {
     fmt::print(stderr, "spyre-dma: error: rdma-bench: give --serve FILE (one side) or --connect FILE (the other)\n");
     return 2;
@@ -261,12 +275,25 @@ int run_rdma_bench(const RdmaBenchOptions& o) {
   }
   return o.serve.empty() ? client(o) : serve(o);
 }
+
+}  // namespace
 #else
-int run_rdma_bench(const RdmaBenchOptions&) {
-  fmt::print(stderr, "spyre-dma: error: rdma-bench: this build has no remote memory (it needs UCX: libucx-dev, "
-                     "configured with -DSPYRE_DMA_RDMA=ON)\n");
+namespace {
+int run_ucx(const RdmaBenchOptions&) {
+  fmt::print(stderr, "spyre-dma: error: rdma-bench: this build has no UCX (libucx-dev, configured with "
+                     "-DSPYRE_DMA_RDMA=ON); --backend sim runs on the model\n");
   return 2;
 }
+}  // namespace
 #endif
+
+int run_rdma_bench(const RdmaBenchOptions& o) {
+  if (o.backend != "sim") return run_ucx(o);
+  bool do_op[2] = {false, false};
+  if (!parse_ops(o.ops, do_op)) return usage(fmt::format("--op '{}': expected put, get or put,get", o.ops));
+  if (!o.serve.empty() || !o.connect.empty()) return usage("--backend sim runs both nodes here: no --serve or --connect");
+  if (o.bytes == 0) return usage("--bytes must be above 0");
+  return run_rdma_bench_sim(o, do_op[0], do_op[1]);
+}
 
 }  // namespace spyre_dma_cli

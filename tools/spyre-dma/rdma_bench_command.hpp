@@ -1,10 +1,12 @@
 // spyre-dma rdma-bench: remote memory between two processes (or nodes) over UCX, in the style of
-// perftest's ib_write_bw / ib_read_lat. One side serves a range, the other puts into it and gets
-// from it:
+// perftest's ib_write_bw / ib_read_lat, or between two nodes of a simulated cluster (--backend sim,
+// one process: the same table in simulated time). Over UCX one side serves a range, the other puts
+// into it and gets from it:
 //
 //   spyre-dma rdma-bench --serve handle.txt [--bytes 64MiB] [--timeout 120s]
 //   spyre-dma rdma-bench --connect handle.txt [--sizes 4KiB..4MiB] [--iterations N] [--op put,get]
 //                        [--verify] [--json FILE]
+//   spyre-dma rdma-bench --backend sim [--preset ndr400-pair | --config FILE] [--sizes ...]
 //
 // The server exposes a range with guard bytes on each side, writes its handle (one line of text,
 // spyre_dma/rdma/remote_handle.hpp) to the file atomically, and serves until the client writes
@@ -24,6 +26,9 @@ class App;
 namespace spyre_dma_cli {
 
 struct RdmaBenchOptions {
+  std::string backend = "ucx";  // "ucx": two processes; "sim": two nodes of a simulated cluster here
+  std::string preset = "ndr400-pair";  // sim: the model preset (network.nodes becomes 2)
+  std::string config;           // sim: a JSON model configuration instead
   std::string serve;            // the handle file to write (server)
   std::string connect;          // the handle file to read (client)
   std::uint64_t bytes = 64ull << 20;
@@ -39,5 +44,7 @@ struct RdmaBenchOptions {
 CLI::App* add_rdma_bench_command(CLI::App& app, RdmaBenchOptions& options);
 // The exit status: 0 done (and verified), 1 a transfer failed or the memory was wrong, 2 usage.
 int run_rdma_bench(const RdmaBenchOptions& options);
+// --backend sim (rdma_bench_sim.cpp): the table for the operations asked for, in simulated time.
+int run_rdma_bench_sim(const RdmaBenchOptions& options, bool put, bool get);
 
 }  // namespace spyre_dma_cli
