@@ -30,6 +30,10 @@ DeviceBuffer Engine::allocate(std::uint64_t bytes, AllocOptions options) {
   return DeviceBuffer(core_->allocate(bytes, options));
 }
 
+bool Engine::owns(const DeviceBuffer& buffer) const noexcept {
+  return buffer.valid() && core_->owns(*buffer.state());
+}
+
 HostBuffer Engine::register_host(void* ptr, std::size_t bytes) {
   return HostBuffer(core_->register_host(ptr, bytes, false));
 }

@@ -74,6 +74,8 @@ class Engine {
   // Device memory. Throws OutOfMemory (naming the size) when it cannot be satisfied,
   // InvalidArgument for a zero size or a max_chunk_bytes that is not a multiple of 128.
   DeviceBuffer allocate(std::uint64_t bytes, AllocOptions options = {});
+  // Whether `buffer` is this engine's memory (a valid buffer this engine allocated).
+  bool owns(const DeviceBuffer& buffer) const noexcept;
 
   // Pins (maps for DMA) [ptr, ptr + bytes) of the caller's memory. A device in another process
   // (vfio-user) can map only shareable memory (spyre_dma/shareable_memory.hpp); other memory is

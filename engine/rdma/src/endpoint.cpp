@@ -43,6 +43,27 @@ RemoteHandle Endpoint::expose(const HostBuffer& buffer, std::uint64_t offset, st
   return transport_->expose(static_cast<std::uint8_t*>(buffer.data()) + offset, bytes);
 }
 
+RemoteHandle Endpoint::expose(const DeviceBuffer& buffer) {
+  if (!buffer.valid()) throw InvalidArgument("expose: the DeviceBuffer is empty");
+  return expose(buffer, 0, buffer.size());
+}
+
+RemoteHandle Endpoint::expose(const DeviceBuffer& buffer, std::uint64_t offset, std::uint64_t bytes) {
+  check_device_range("expose", "range", buffer, offset, bytes);
+  if (!engine_.owns(buffer)) {
+    throw InvalidArgument("expose: DeviceBuffer " + std::to_string(buffer.id()) + " belongs to another engine");
+  }
+  const CompositeAddress::Position p = buffer.address().locate(offset);
+  const DeviceChunk& chunk = buffer.address().chunks()[p.chunk];
+  if (bytes > chunk.size - p.offset_in_chunk) {
+    throw InvalidArgument("expose: [" + std::to_string(offset) + ", +" + std::to_string(bytes) +
+                          ") spans more than one of the DeviceBuffer's " +
+                          std::to_string(buffer.address().chunks().size()) +
+                          " chunks; a handle is one contiguous range: expose each chunk's part");
+  }
+  return transport_->expose_device(engine_.device(), chunk.physical() + p.offset_in_chunk, bytes);
+}
+
 void Endpoint::revoke(const RemoteHandle& handle) { transport_->revoke(handle); }
 
 Stream& Endpoint::shadow(const Stream& user) {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "net/nic.hpp"
+#include "spyre_dma/model/sim_device.hpp"
 #include "sim/node_simulation.hpp"
 
 namespace spyre_dma::model {
@@ -47,6 +48,16 @@ rdma::RemoteHandle SimNic::expose_device(unsigned device, std::uint64_t base, st
     throw InvalidArgument(std::string("expose_device: ") + e.what());
   }
   return handle(base, size, key);
+}
+
+rdma::RemoteHandle SimNic::expose_device(Device& device, std::uint64_t address, std::uint64_t size) {
+  const auto* sim = dynamic_cast<const SimDevice*>(&device);
+  const unsigned per_node = sim_->config().topology.devices;
+  if (!sim || sim->index() / per_node != node_) {
+    throw InvalidArgument("expose: the device is not one of node " + std::to_string(node_) +
+                          "'s devices in this simulated cluster");
+  }
+  return expose_device(sim->index() % per_node, address, size);
 }
 
 void SimNic::revoke(const rdma::RemoteHandle& h) {

@@ -265,6 +265,36 @@ TEST(SimCluster, EndpointsOverTheSimulatedNetwork) {
   EXPECT_TRUE(s.synchronize(std::chrono::seconds(60)).ok());
 }
 
+// An engine exposes device memory: the peer's puts cross this node's NIC, PCIe switch and the
+// device's link into device memory, never host memory, and a get reads it back the same way.
+TEST(SimCluster, EndpointExposesDeviceMemoryPeerToPeer) {
+  SimConfig config = cluster_config(2);
+  config.topology.devices_per_switch = 1;
+  SimCluster c(config);
+  auto e0 = Engine::open(c.device(0, 0));
+  auto e1 = Engine::open(c.device(1, 0));
+  rdma::Endpoint ep0(*e0, c.nic(0)), ep1(*e1, c.nic(1));
+  const std::size_t n = 200000;
+  DeviceBuffer target = e1->allocate(n);
+  const RemoteHandle h = ep1.expose(target, 128, n - 256);
+  EXPECT_THROW(ep0.expose(target), InvalidArgument);  // not node 0's device
+  const std::vector<std::uint8_t> src = pattern(n - 256, 8);
+  HostBuffer host = e0->allocate_host(n);
+  std::memcpy(host.data(), src.data(), src.size());
+  Stream s = e0->create_stream();
+  (void)ep0.put(s, h, 0, host.data(), src.size());
+  std::vector<std::uint8_t> back(src.size());
+  (void)ep0.get(s, back.data(), h, 0, back.size());
+  ASSERT_TRUE(s.synchronize(std::chrono::seconds(60)).ok());
+  EXPECT_EQ(back, src);
+  EXPECT_EQ(c.statistics()[1]["host_memory_busy_ns"].get<double>(), 0.0);  // node 1's host memory untouched
+  std::vector<std::uint8_t> in_device(src.size());
+  Stream s1 = e1->create_stream();
+  (void)s1.copy_d2h(in_device.data(), target, 128, in_device.size());
+  ASSERT_TRUE(s1.synchronize(std::chrono::seconds(60)).ok());
+  EXPECT_EQ(in_device, src);
+}
+
 // perftest's figures between two ConnectX-7 cards cabled back to back on NDR InfiniBand (MTU
 // 4096), from a public setup guide ("How to connect two GPU servers using Infiniband DAC
 // cables": MCX75310AAS-NEA, perftest output): ib_write_bw 64 KiB, 5000 iterations, 392.34 Gb/s

@@ -92,6 +92,8 @@ TEST(Endpoint, ARequestOutsideTheRangeIsRefusedBeforeAnythingIsSubmitted) {
   EXPECT_THROW(t.ea.put(s, t.b_range, 0, dev, 64, 128), InvalidArgument);   // device offset not a multiple of 128
   EXPECT_THROW(t.ea.get(s, dev, 4096, t.b_range, 0, 8192), InvalidArgument);  // past the device buffer
   EXPECT_THROW(t.ea.put(s, RemoteHandle{}, 0, data.data(), 64), InvalidArgument);
+  // Device memory is exposed only where the NIC reaches it peer-to-peer: not over UCX.
+  EXPECT_THROW(t.ea.expose(dev), InvalidArgument);
   EXPECT_TRUE(s.query()) << "nothing was submitted";
   EXPECT_TRUE(std::all_of(static_cast<std::uint8_t*>(t.b_memory.data()),
                           static_cast<std::uint8_t*>(t.b_memory.data()) + TwoEngines::kRange,

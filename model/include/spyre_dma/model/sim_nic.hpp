@@ -31,6 +31,9 @@ class SimNic final : public rdma::Transport {
   // Device `device` of this node (0-based within the node): [base, base + size) of its memory,
   // which peers reach peer-to-peer through the PCIe fabric (no host memory, no staging).
   rdma::RemoteHandle expose_device(unsigned device, std::uint64_t base, std::uint64_t size);
+  // The same for a device of the cluster given as the engine holds it (a SimDevice of this node;
+  // InvalidArgument for any other).
+  rdma::RemoteHandle expose_device(Device& device, std::uint64_t address, std::uint64_t size) override;
   void revoke(const rdma::RemoteHandle& handle) override;
   void start_put(const rdma::RemoteHandle& dst, std::uint64_t offset, const void* src, std::uint64_t bytes,
                  Done done) override;

@@ -12,8 +12,9 @@
 // DeviceBuffer is the get into staging, then an H2D. The device copy runs on a stream of the
 // endpoint's own (one per user stream), chained to the user's stream by events, so it is checked
 // when it is submitted (InvalidArgument, nothing submitted) and the user's Op covers both steps.
-// A peer reaches this engine's registered host memory (expose); exposing device memory to peers
-// needs a NIC with peer-to-peer access to the card's BAR, the path docs/rdma.md describes.
+// A peer reaches this engine's registered host memory (expose), and its device memory where the
+// transport's NIC has peer-to-peer access to the card's BAR (expose(DeviceBuffer): the simulated
+// NIC has; docs/rdma.md describes the path on real hardware).
 //
 // Requests outside a handle's range throw InvalidArgument at submission, like local copies.
 #pragma once
@@ -45,6 +46,11 @@ class Endpoint {
   // Exposes registered host memory (or part of it) to peers.
   RemoteHandle expose(const HostBuffer& buffer);
   RemoteHandle expose(const HostBuffer& buffer, std::uint64_t offset, std::uint64_t bytes);
+  // Exposes device memory, which peers reach peer-to-peer through the transport's NIC (the
+  // simulated one can; UCX cannot: InvalidArgument). The range must lie in one of the buffer's
+  // chunks (a handle is one contiguous range).
+  RemoteHandle expose(const DeviceBuffer& buffer);
+  RemoteHandle expose(const DeviceBuffer& buffer, std::uint64_t offset, std::uint64_t bytes);
   void revoke(const RemoteHandle& handle);
 
   // Host memory here <-> the peer's range.

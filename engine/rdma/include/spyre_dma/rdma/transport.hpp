@@ -5,6 +5,9 @@
 // The contract every transport keeps:
 // - expose() makes a range of this node's host memory reachable by peers and returns its handle;
 //   revoke() ends that (InvalidArgument for a handle this node did not issue).
+// - expose_device() does the same for device memory, which peers then reach peer-to-peer through
+//   the NIC (no host memory, no staging) where the transport can: the simulated NIC can; UCX would
+//   need a NIC with peer-to-peer access to the card's BAR (docs/rdma.md), so it refuses.
 // - start_put() and start_get() begin one transfer and return at once; `done` runs exactly once
 //   with its final status, on a thread of the transport's (never inside the start call for a
 //   transfer that began), and may start more transfers. A put is done when its data is in the
@@ -16,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 
+#include "spyre_dma/device.hpp"
 #include "spyre_dma/rdma/remote_handle.hpp"
 #include "spyre_dma/status.hpp"
 
@@ -27,6 +31,9 @@ class Transport {
   virtual ~Transport() = default;
 
   virtual RemoteHandle expose(void* base, std::uint64_t size) = 0;
+  // [address, address + size) of `device`'s memory (physical device addresses); InvalidArgument
+  // where the transport cannot reach it or the device is not one of this node's.
+  virtual RemoteHandle expose_device(Device& device, std::uint64_t address, std::uint64_t size);
   virtual void revoke(const RemoteHandle& handle) = 0;
   virtual void start_put(const RemoteHandle& dst, std::uint64_t offset, const void* src, std::uint64_t bytes,
                          Done done) = 0;
