@@ -115,7 +115,9 @@ int run_allreduce_sim(const AllreduceOptions& o, int ranks, const std::vector<st
       return 2;
     }
   }
-  SimCluster cluster(sim_cluster_config(o.preset, o.config, static_cast<unsigned>(ranks)));
+  const auto config = sim_cluster_config("allreduce", o.preset, o.config, static_cast<unsigned>(ranks));
+  if (!config) return 2;
+  SimCluster cluster(*config);
   const spyre_dma::model::SimConfig& cfg = cluster.config();
   SimRing ring(cluster, *std::max_element(sizes.begin(), sizes.end()));
   fmt::print("# ring all-reduce, float32 sum, {} ranks on a simulated cluster ({} {} Gb/s, {}), {} iterations per "

@@ -53,7 +53,8 @@ double seconds(std::uint64_t ps) { return static_cast<double>(ps) * 1e-12; }
 }  // namespace
 
 int run_rdma_bench_sim(const RdmaBenchOptions& o, bool do_put, bool do_get) {
-  SimCluster c(sim_cluster_config(o.preset, o.config, 2));
+  const auto config = sim_cluster_config("rdma-bench", o.preset, o.config, 2);
+  if (!config) return 2;
   const std::vector<std::uint64_t> sizes = parse_size_list(o.sizes);
   for (std::uint64_t s : sizes) {
     if (s > o.bytes) {
@@ -62,6 +63,7 @@ int run_rdma_bench_sim(const RdmaBenchOptions& o, bool do_put, bool do_get) {
       return 2;
     }
   }
+  SimCluster c(*config);
   // Node 1 serves the range (with guard bytes); node 0 puts and gets; both have a small range for
   // the ping-pong of the latency column.
   std::vector<std::uint8_t> served(o.bytes + 2 * kGuard, kGuardByte);
