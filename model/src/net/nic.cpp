@@ -186,13 +186,13 @@ void Nic::execute(WorkRequest& wr, std::uint64_t local_iova, Ps start) {
     return finish(start, wr,
                   Status(ErrorCode::kPeerUnreachable, what + ": the cluster has no such node (it has " +
                                                           std::to_string(nics_.size()) + ")"),
-                  local_iova);
+                  local_iova, start);
   }
   // A request or answer lost on a port that is down: the transport retries until it gives up.
   if (network_.port_down(node_) || network_.port_down(wr.peer)) {
     return finish(start + timeout_ps_, wr,
                   Status(ErrorCode::kPeerUnreachable, what + ": no answer within the transport's timeout (port down)"),
-                  local_iova);
+                  local_iova, start);
   }
   Nic& peer = *nics_[wr.peer];
   const Region* region = peer.region_for(wr.key, wr.remote, wr.bytes);
@@ -200,7 +200,7 @@ void Nic::execute(WorkRequest& wr, std::uint64_t local_iova, Ps start) {
     const Network::Delivery nak = network_.send(wr.peer, node_, 0, f.ack_bytes - f.header_bytes, request_in + peer.rx_ps_);
     finish(completion_entry(nak.arrived_ps + rx_ps_), wr,
            Status(ErrorCode::kRemoteAccess, what + ": the peer refused the key or the range (remote access error)"),
-           local_iova);
+           local_iova, start);
   };
   const std::uint64_t mtu = network_.mtu();
   const Ps t = start + tx_ps_;
@@ -224,11 +224,11 @@ void Nic::execute(WorkRequest& wr, std::uint64_t local_iova, Ps start) {
       off += n;
     }
     if (wr.landed) {
-      pending_.emplace(std::max(landed, to_ps(sc_time_stamp())), Done{{}, Status{}, 0, std::move(wr.landed)});
+      pending_.emplace(std::max(landed, to_ps(sc_time_stamp())), Done{{}, Status{}, 0, std::move(wr.landed), wr.peer, start});
     }
     // The peer acknowledges the message once its last packet is in; the completion follows the ack.
     const Network::Delivery ack = network_.send(wr.peer, node_, 0, f.ack_bytes - f.header_bytes, last_in + peer.rx_ps_);
-    return finish(completion_entry(ack.arrived_ps + rx_ps_), wr, Status{}, local_iova);
+    return finish(completion_entry(ack.arrived_ps + rx_ps_), wr, Status{}, local_iova, start);
   }
   const Network::Delivery request = network_.send(node_, wr.peer, 0, f.request_bytes, t);
   if (!region) return refused(request.arrived_ps);
@@ -244,13 +244,13 @@ void Nic::execute(WorkRequest& wr, std::uint64_t local_iova, Ps start) {
     off += n;
   }
   // Posted writes keep their order: the completion entry lands after the data.
-  finish(completion_entry(last), wr, Status{}, local_iova);
+  finish(completion_entry(last), wr, Status{}, local_iova, start);
 }
 
-void Nic::finish(Ps at, WorkRequest& wr, Status status, std::uint64_t local_iova) {
+void Nic::finish(Ps at, WorkRequest& wr, Status status, std::uint64_t local_iova, Ps started) {
   const Ps now = to_ps(sc_time_stamp());
   at = std::max(at, now);
-  pending_.emplace(at, Done{std::move(wr.done), std::move(status), local_iova, {}});
+  pending_.emplace(at, Done{std::move(wr.done), std::move(status), local_iova, {}, wr.peer, started});
   due_.notify(from_ps(pending_.begin()->first - now));
 }
 
@@ -259,8 +259,19 @@ void Nic::deliver() {
   while (!pending_.empty() && pending_.begin()->first <= now) {
     Done d = std::move(pending_.begin()->second);
     pending_.erase(pending_.begin());
+    const bool cut = network_.port_down(node_) || (d.peer < nics_.size() && network_.port_down(d.peer));
     if (d.landed) {
-      d.landed();
+      if (!cut) d.landed();
+      continue;
+    }
+    if (cut && d.status.ok()) {
+      // A port went down while the request was under way: its acknowledgement never comes back,
+      // and the transport gives up a timeout after the request began.
+      d.status = Status(ErrorCode::kPeerUnreachable, "node " + std::to_string(node_) + " to node " +
+                                                         std::to_string(d.peer) +
+                                                         ": no acknowledgement within the transport's timeout (a port "
+                                                         "went down mid-transfer)");
+      pending_.emplace(std::max(now, d.started + timeout_ps_), std::move(d));
       continue;
     }
     if (d.unmap_iova) iommu_.unmap(d.unmap_iova);

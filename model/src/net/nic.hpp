@@ -14,7 +14,9 @@
 //
 // A peer checks the key and the range of every access against its regions: a key it did not
 // issue (or revoked), or a range outside the region, is refused (a NAK) and nothing is written.
-// A request to or from a port that is down gets no answer and fails after timeout_us.
+// A request to or from a port that is down gets no answer and fails after timeout_us; so does one
+// whose port (or its peer's) goes down before its acknowledgement is back (its data may have
+// landed in part, as when a cable is pulled mid-transfer).
 #pragma once
 
 #include <cstdint>
@@ -107,11 +109,13 @@ class Nic : public sc_core::sc_module {
     Status status;
     std::uint64_t unmap_iova = 0;  // the request's local buffer, mapped for it (0: none)
     std::function<void()> landed;  // instead: a write's data in the peer's memory (WorkRequest::landed)
+    unsigned peer = 0;
+    pcie::Ps started = 0;          // when the request entered the send pipeline
   };
   void run();      // SC_THREAD: takes the send queue's requests in order
   void deliver();  // SC_METHOD: runs the completions that are due
   void execute(WorkRequest& wr, std::uint64_t local_iova, pcie::Ps start);
-  void finish(pcie::Ps at, WorkRequest& wr, Status status, std::uint64_t local_iova);
+  void finish(pcie::Ps at, WorkRequest& wr, Status status, std::uint64_t local_iova, pcie::Ps started);
   // The region `key` opens, if [addr, addr + bytes) lies inside it.
   const Region* region_for(std::uint32_t key, std::uint64_t addr, std::uint64_t bytes) const;
   // This NIC's access to one of its regions, as a responder: returns when the data is there

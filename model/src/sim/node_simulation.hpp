@@ -57,6 +57,8 @@ class NodeSimulation {
   // Runs the model until done() (checked after each step: an interrupt, a NIC's completion) or
   // until nothing is left to simulate; on the simulation thread (inside call()).
   void run(const std::function<bool()>& done) { run_until(done); }
+  // Runs the model until simulated time `at`; on the simulation thread.
+  void run_to_time(pcie::Ps at) { run_to(at); }
 
   // What the devices of node `node` share (SimNode::statistics), and the node's NIC and network
   // port in a cluster; on the simulation thread.

@@ -154,6 +154,36 @@ TEST(SimCluster, APortThatIsDownFailsItsTransfersOnlyAfterTheTimeout) {
   EXPECT_EQ(m1, src);
 }
 
+// A port that goes down mid-transfer fails the transfers under way to that node once each, after
+// the timeout; transfers to another node go on.
+TEST(SimCluster, APortThatGoesDownMidTransferFailsOnlyWhatWasUnderWay) {
+  SimConfig config = cluster_config(3);
+  config.network.nic.timeout_us = 200;
+  SimCluster c(config);
+  const std::size_t big = 64u << 20, small = 1u << 20;
+  std::vector<std::uint8_t> m1(big), m2(small);
+  const RemoteHandle h1 = c.nic(1)->expose(m1.data(), m1.size());
+  const RemoteHandle h2 = c.nic(2)->expose(m2.data(), m2.size());
+  const std::vector<std::uint8_t> src = pattern(big, 2);
+  auto to1 = std::make_shared<Outcome>(), to2 = std::make_shared<Outcome>();
+  auto calls = std::make_shared<std::atomic<int>>(0);
+  c.nic(0)->start_put(h1, 0, src.data(), big, [to1, calls](Status s) {
+    ++*calls;
+    to1->status = std::move(s);
+    to1->done = true;
+  });
+  c.run_for(100'000'000);  // 100 us into the 1.3 ms put
+  ASSERT_FALSE(to1->done.load());
+  c.set_port_down(1, true);
+  c.nic(0)->start_put(h2, 0, src.data(), small, record(c, to2));
+  ASSERT_TRUE(c.run_until([&] { return to1->done && to2->done; }));
+  EXPECT_EQ(to1->status.code(), ErrorCode::kPeerUnreachable) << to1->status.message();
+  EXPECT_TRUE(to2->status.ok());
+  EXPECT_EQ(0, std::memcmp(m2.data(), src.data(), small));
+  c.run_for(10'000'000'000);
+  EXPECT_EQ(calls->load(), 1);
+}
+
 // Two nodes write into a third at once: its switch port is the bottleneck, each gets about half,
 // and the credits of the port's buffer hold the senders back.
 TEST(SimCluster, IncastSharesTheEgressPortThroughCredits) {

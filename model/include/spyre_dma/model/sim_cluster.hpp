@@ -43,6 +43,8 @@ class SimCluster {
   // completion) or nothing is left to simulate; returns done(). done() runs on the simulation's
   // thread.
   bool run_until(const std::function<bool()>& done);
+  // Runs the simulation for `ps` picoseconds of simulated time (what falls due on the way happens).
+  void run_for(std::uint64_t ps);
   // Simulated time now, in picoseconds.
   std::uint64_t now_ps();
   // A fault: node `node`'s network port goes down (or up again). Transfers to or from it get no
