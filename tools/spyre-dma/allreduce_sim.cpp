@@ -12,12 +12,14 @@
 #include "allreduce_command.hpp"
 #include "sim_cluster_config.hpp"
 #include "size_spec.hpp"
+#include "spyre_dma/model/page_buffer.hpp"
 #include "spyre_dma/model/sim_cluster.hpp"
 
 namespace spyre_dma_cli {
 namespace {
 
 using spyre_dma::Status;
+using spyre_dma::model::PageBuffer;
 using spyre_dma::model::SimCluster;
 using spyre_dma::rdma::RemoteHandle;
 
@@ -31,14 +33,15 @@ class SimRing {
  public:
   SimRing(SimCluster& cluster, std::uint64_t largest) : c_(cluster), n_(static_cast<int>(cluster.nodes())) {
     for (int r = 0; r < n_; ++r) {
-      ranks_.push_back({std::vector<float>(largest / 4), std::vector<float>(largest / 4), {}, {}, 0});
-      Rank& k = ranks_.back();
+      ranks_.push_back(std::make_unique<Rank>(largest));
+      Rank& k = *ranks_.back();
       k.data_handle = c_.nic(r)->expose(k.data.data(), largest);
       k.scratch_handle = c_.nic(r)->expose(k.scratch.data(), largest);
     }
   }
 
-  float* data(int r) { return ranks_[r].data.data(); }
+  float* data(int r) { return reinterpret_cast<float*>(ranks_[r]->data.data()); }
+  float* scratch(int r) { return reinterpret_cast<float*>(ranks_[r]->scratch.data()); }
 
   // One all-reduce of `count` floats (count >= ranks); returns its simulated time in ps.
   std::uint64_t run(std::uint64_t count) {
@@ -56,9 +59,9 @@ class SimRing {
 
  private:
   struct Rank {
-    std::vector<float> data, scratch;
+    explicit Rank(std::uint64_t bytes) : data(bytes), scratch(bytes) {}
+    PageBuffer data, scratch;  // float32
     RemoteHandle data_handle, scratch_handle;
-    int unused;
   };
   std::uint64_t begin(int chunk) const {
     return count_ * static_cast<std::uint64_t>(chunk) / static_cast<std::uint64_t>(n_);
@@ -69,7 +72,7 @@ class SimRing {
     const bool scatter = s < n_ - 1;
     const int send = scatter ? mod(r - s) : mod(r + 1 - (s - (n_ - 1)));
     const int next = mod(r + 1);
-    const Rank& to = ranks_[next];
+    const Rank& to = *ranks_[next];
     const std::uint64_t first = begin(send), bytes = (begin(send + 1) - first) * 4;
     ++pending_;
     c_.nic(r)->start_put(scatter ? to.scratch_handle : to.data_handle, first * 4, data(r) + first, bytes,
@@ -85,7 +88,7 @@ class SimRing {
     if (s < n_ - 1) {
       const int recv = mod(q - s - 1);
       float* d = data(q);
-      const float* add = ranks_[q].scratch.data();
+      const float* add = scratch(q);
       for (std::uint64_t i = begin(recv); i < begin(recv + 1); ++i) d[i] += add[i];
     }
     if (s + 1 < 2 * (n_ - 1)) post(q, s + 1);
@@ -94,7 +97,7 @@ class SimRing {
 
   SimCluster& c_;
   int n_;
-  std::vector<Rank> ranks_;
+  std::vector<std::unique_ptr<Rank>> ranks_;
   std::uint64_t count_ = 0;
   int finished_ = 0;
   int pending_ = 0;

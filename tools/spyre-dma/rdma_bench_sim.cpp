@@ -12,6 +12,7 @@
 #include "rdma_bench_command.hpp"
 #include "sim_cluster_config.hpp"
 #include "size_spec.hpp"
+#include "spyre_dma/model/page_buffer.hpp"
 #include "spyre_dma/model/sim_cluster.hpp"
 #include "spyre_dma/traces/output_file.hpp"
 
@@ -19,6 +20,7 @@ namespace spyre_dma_cli {
 namespace {
 
 using spyre_dma::Status;
+using spyre_dma::model::PageBuffer;
 using spyre_dma::model::SimCluster;
 using spyre_dma::model::SimNic;
 using spyre_dma::rdma::RemoteHandle;
@@ -66,13 +68,13 @@ int run_rdma_bench_sim(const RdmaBenchOptions& o, bool do_put, bool do_get) {
   SimCluster c(*config);
   // Node 1 serves the range (with guard bytes); node 0 puts and gets; both have a small range for
   // the ping-pong of the latency column.
-  std::vector<std::uint8_t> served(o.bytes + 2 * kGuard, kGuardByte);
+  PageBuffer served(o.bytes + 2 * kGuard, kGuardByte);
   std::uint8_t* range = served.data() + kGuard;
   const RemoteHandle remote = c.nic(1)->expose(range, o.bytes);
   const std::uint64_t largest = *std::max_element(sizes.begin(), sizes.end());
-  std::vector<std::uint8_t> pong(largest);
+  PageBuffer pong(largest);
   const RemoteHandle back = c.nic(0)->expose(pong.data(), pong.size());
-  std::vector<std::uint8_t> local(largest * o.window);
+  PageBuffer local(largest * o.window);
   for (std::size_t i = 0; i < local.size(); ++i) local[i] = static_cast<std::uint8_t>(i * 131 + (i >> 12));
   SimNic& n0 = *c.nic(0);
   SimNic& n1 = *c.nic(1);
@@ -152,7 +154,7 @@ int run_rdma_bench_sim(const RdmaBenchOptions& o, bool do_put, bool do_get) {
     if (o.verify) {
       // The whole range out by puts and back by gets, compared; then the served side's memory
       // and guard bytes, checked directly.
-      std::vector<std::uint8_t> pattern(o.bytes), readback(o.bytes);
+      PageBuffer pattern(o.bytes), readback(o.bytes);
       for (std::uint64_t i = 0; i < o.bytes; ++i) pattern[i] = static_cast<std::uint8_t>((i * 2654435761u) >> 13);
       Batch b;
       b.left = 1;
@@ -163,7 +165,8 @@ int run_rdma_bench_sim(const RdmaBenchOptions& o, bool do_put, bool do_get) {
       b.run(c);
       const bool guards = std::all_of(served.begin(), served.begin() + kGuard, [](auto v) { return v == kGuardByte; }) &&
                           std::all_of(served.end() - kGuard, served.end(), [](auto v) { return v == kGuardByte; });
-      if (readback != pattern || !std::equal(pattern.begin(), pattern.end(), range) || !guards) {
+      if (!std::equal(pattern.begin(), pattern.end(), readback.begin()) ||
+          !std::equal(pattern.begin(), pattern.end(), range) || !guards) {
         fmt::print(stderr, "spyre-dma: error: rdma-bench: verify: {}\n",
                    guards ? "the range does not hold what was put" : "a guard byte changed");
         return 1;
