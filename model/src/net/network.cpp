@@ -3,6 +3,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "observe/trace_writer.hpp"
 #include "sim/sim_time.hpp"
 
 namespace spyre_dma::model {
@@ -35,6 +36,20 @@ Network::Network(const NetworkConfig& config)
   }
 }
 
+void Network::trace_packets(TraceWriter& trace) {
+  trace_ = &trace;
+  trace_pid_ = trace.process("network");
+  for (unsigned n = 0; n < nodes_; ++n) {
+    tx_tracks_.push_back(trace.thread(trace_pid_, "node " + std::to_string(n) + " port out").tid);
+    if (switched_) egress_tracks_.push_back(trace.thread(trace_pid_, "switch to node " + std::to_string(n)).tid);
+  }
+}
+
+void Network::span(int track, unsigned from, unsigned to, std::uint64_t payload, pcie::Ps start, pcie::Ps length) {
+  trace_->complete(payload ? "packet" : "request/ack", "net", double(start) / 1000.0, double(length) / 1000.0,
+                   TraceTrack{trace_pid_, track}, {{"from", from}, {"to", to}, {"payload", payload}});
+}
+
 Network::Delivery Network::send(unsigned from, unsigned to, std::uint64_t payload, std::uint32_t extra,
                                 pcie::Ps ready) {
   Port& src = *ports_.at(from);
@@ -48,6 +63,7 @@ Network::Delivery Network::send(unsigned from, unsigned to, std::uint64_t payloa
   if (!switched_) {
     d.sent_ps = src.tx.reserve(ready, length);
     d.arrived_ps = d.sent_ps + length + latency_ps_;
+    if (trace_) span(tx_tracks_[from], from, to, payload, d.sent_ps, length);
     return d;
   }
   // The packet may leave once the egress buffer has room for it (credits come back as the
@@ -67,6 +83,10 @@ Network::Delivery Network::send(unsigned from, unsigned to, std::uint64_t payloa
   const pcie::Ps out_end = std::max(out + egress_length, head_in + length);
   dst.buffer.release(grant, out_end);
   d.arrived_ps = out_end + latency_ps_;
+  if (trace_) {
+    span(tx_tracks_[from], from, to, payload, d.sent_ps, length);
+    span(egress_tracks_[to], from, to, payload, out, egress_length);
+  }
   return d;
 }
 

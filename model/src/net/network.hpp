@@ -22,6 +22,8 @@
 
 namespace spyre_dma::model {
 
+class TraceWriter;
+
 // The bytes a packet occupies on the wire beyond its payload.
 struct PacketFormat {
   std::uint32_t header_bytes = 0;   // every packet: transport and link headers, CRCs, framing
@@ -58,6 +60,8 @@ class Network {
     pcie::Ps credit_stall_ps = 0;
   };
   const PortCounters& counters(unsigned node) const { return ports_.at(node)->counters; }
+  // Every packet as a span on its wires: a track per NIC's transmit wire and per switch egress port.
+  void trace_packets(TraceWriter& trace);
   pcie::Ps tx_busy_ps(unsigned node) const { return ports_.at(node)->tx.busy_ps(); }
 
  private:
@@ -71,7 +75,12 @@ class Network {
     bool down = false;
   };
 
+  void span(int track, unsigned from, unsigned to, std::uint64_t payload, pcie::Ps start, pcie::Ps length);
+
   PacketFormat format_;
+  TraceWriter* trace_ = nullptr;
+  int trace_pid_ = 0;
+  std::vector<int> tx_tracks_, egress_tracks_;
   std::uint32_t mtu_;
   unsigned nodes_;
   bool switched_;

@@ -118,6 +118,12 @@ void Nic::post(WorkRequest wr) {
   posted_.notify(SC_ZERO_TIME);
 }
 
+void Nic::trace(TraceWriter& trace) {
+  trace_ = &trace;
+  const int pid = trace.process("node " + std::to_string(node_) + " NIC");
+  track_ = trace.thread(pid, "completions");
+}
+
 void Nic::run() {
   for (;;) {
     while (queue_.empty()) wait(posted_);
@@ -224,7 +230,7 @@ void Nic::execute(WorkRequest& wr, std::uint64_t local_iova, Ps start) {
       off += n;
     }
     if (wr.landed) {
-      pending_.emplace(std::max(landed, to_ps(sc_time_stamp())), Done{{}, Status{}, 0, std::move(wr.landed), wr.peer, start});
+      pending_.emplace(std::max(landed, to_ps(sc_time_stamp())), Done{{}, Status{}, 0, std::move(wr.landed), wr.peer, start, true, wr.bytes});
     }
     // The peer acknowledges the message once its last packet is in; the completion follows the ack.
     const Network::Delivery ack = network_.send(wr.peer, node_, 0, f.ack_bytes - f.header_bytes, last_in + peer.rx_ps_);
@@ -250,7 +256,8 @@ void Nic::execute(WorkRequest& wr, std::uint64_t local_iova, Ps start) {
 void Nic::finish(Ps at, WorkRequest& wr, Status status, std::uint64_t local_iova, Ps started) {
   const Ps now = to_ps(sc_time_stamp());
   at = std::max(at, now);
-  pending_.emplace(at, Done{std::move(wr.done), std::move(status), local_iova, {}, wr.peer, started});
+  pending_.emplace(at, Done{std::move(wr.done), std::move(status), local_iova, {}, wr.peer, started,
+                            wr.op == WorkRequest::Op::kWrite, wr.bytes});
   due_.notify(from_ps(pending_.begin()->first - now));
 }
 
@@ -276,6 +283,13 @@ void Nic::deliver() {
     }
     if (d.unmap_iova) iommu_.unmap(d.unmap_iova);
     ++completed_;
+    if (trace_) {
+      trace_->instant(d.put ? "put" : "get", "nic", double(now) / 1000.0, track_,
+                      {{"bytes", d.bytes},
+                       {"peer", d.peer},
+                       {"status", std::string(to_string(d.status.code()))},
+                       {"latency_ns", double(now - d.started) / 1000.0}});
+    }
     if (d.done) d.done(std::move(d.status));
     if (on_completion_) on_completion_();
   }

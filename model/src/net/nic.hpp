@@ -34,6 +34,7 @@
 #include "host/root_complex.hpp"
 #include "link/pcie_link.hpp"
 #include "net/network.hpp"
+#include "observe/trace_writer.hpp"
 #include "spyre_dma/device_core/iommu.hpp"
 #include "spyre_dma/model/sim_config.hpp"
 #include "spyre_dma/status.hpp"
@@ -90,6 +91,9 @@ class Nic : public sc_core::sc_module {
 
   // Queues a work request at the current simulated instant (the host's doorbell).
   void post(WorkRequest wr);
+  // Each completion as an instant on a track of this NIC in `trace` (op, bytes, peer, status, and
+  // the time since the request entered the send pipeline).
+  void trace(TraceWriter& trace);
 
   unsigned node() const noexcept { return node_; }
   PcieLink& link() noexcept { return link_; }
@@ -111,6 +115,8 @@ class Nic : public sc_core::sc_module {
     std::function<void()> landed;  // instead: a write's data in the peer's memory (WorkRequest::landed)
     unsigned peer = 0;
     pcie::Ps started = 0;          // when the request entered the send pipeline
+    bool put = true;
+    std::uint64_t bytes = 0;
   };
   void run();      // SC_THREAD: takes the send queue's requests in order
   void deliver();  // SC_METHOD: runs the completions that are due
@@ -154,6 +160,8 @@ class Nic : public sc_core::sc_module {
   std::vector<std::uint8_t> cq_;         // the completion queue in host memory (its aligned page)
   std::uint64_t cq_iova_ = 0;
   std::uint64_t completed_ = 0;
+  TraceWriter* trace_ = nullptr;
+  TraceTrack track_;
 };
 
 }  // namespace spyre_dma::model

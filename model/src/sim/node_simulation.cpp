@@ -183,6 +183,11 @@ void NodeSimulation::loop() {
       std::vector<Nic*> nics;
       for (auto& t : tops_) nics.push_back(t->nic.get());
       for (Nic* nic : nics) nic->connect(nics);
+      // One trace for the cluster (node 0's): every NIC's completions, with trace_tlps every packet.
+      if (TraceWriter* trace = tops_.front()->trace.get()) {
+        for (Nic* nic : nics) nic->trace(*trace);
+        if (config_.trace_tlps) network_->trace_packets(*trace);
+      }
     }
   } catch (...) {
     elaboration_error_ = std::current_exception();

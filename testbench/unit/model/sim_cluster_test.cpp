@@ -3,10 +3,12 @@
 // regions) and a port that is down, the engine's Endpoint over a node's NIC, the switch's credits
 // under incast, determinism, and the 400 Gb/s pair against published perftest figures.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <vector>
 
@@ -395,6 +397,43 @@ TEST(SimCluster, Roce400ThroughASwitchAgainstPublishedPerftest) {
   const double gbps = double(n) * iterations * 8 / (double(c.now_ps() - t0) * 1e-12) / 1e9;
   std::printf("roce_v2 through a switch: 64 KiB %.2f Gb/s (published 381.41, ratio %.3f)\n", gbps, gbps / 381.41);
   EXPECT_NEAR(gbps / 381.41, 1.0, 0.05);
+}
+
+// The cluster's trace: every NIC's completions, and with trace_tlps every packet on its wires.
+TEST(SimCluster, TraceHoldsEveryCompletionAndPacket) {
+  const std::string path = testing::TempDir() + "/cluster_trace.json";
+  {
+    SimConfig config = cluster_config(3);
+    config.trace_tlps = true;
+    SimCluster c(config, path);
+    PageBuffer m1(1u << 20), src(1u << 20);
+    const RemoteHandle h = c.nic(1)->expose(m1.data(), m1.size());
+    auto a = std::make_shared<Outcome>(), b = std::make_shared<Outcome>(), g = std::make_shared<Outcome>();
+    c.nic(0)->start_put(h, 0, src.data(), 40000, record(c, a));
+    c.nic(2)->start_put(h, 65536, src.data(), 100, record(c, b));
+    c.nic(2)->start_get(src.data(), h, 0, 10000, record(c, g));
+    ASSERT_TRUE(c.run_until([&] { return a->done && b->done && g->done; }));
+  }
+  std::ifstream in(path);
+  const nlohmann::json trace = nlohmann::json::parse(in);
+  std::size_t completions = 0, payload = 0, packets = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    const auto cat = e.find("cat");
+    if (cat == e.end()) continue;
+    if (*cat == "nic") {
+      ++completions;
+      EXPECT_EQ(e["args"]["status"], "ok");
+    }
+    if (*cat == "net" && e["name"] == "packet") {
+      ++packets;
+      EXPECT_LE(e["args"]["payload"].get<std::uint64_t>(), 4096u);
+      payload += e["args"]["payload"].get<std::uint64_t>();
+    }
+  }
+  EXPECT_EQ(completions, 3u);
+  // Through the switch every packet is on two wires: its sender's and the egress port's.
+  EXPECT_EQ(payload, 2u * (40000 + 100 + 10000));
+  EXPECT_EQ(packets, 2u * (10 + 1 + 3));
 }
 
 TEST(SimCluster, OneNodeIsNotACluster) {
