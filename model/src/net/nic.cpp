@@ -31,7 +31,7 @@ SimConfig nic_view(const SimConfig& node) {
 }  // namespace
 
 Nic::Nic(sc_module_name name, const SimConfig& config, unsigned node, Network& network, RootComplex& root_complex,
-         Ps beyond_ps, std::function<void()> on_completion)
+         Ps beyond_ps, std::function<void(std::function<void()>)> notify)
     : sc_module(name),
       pcie("pcie"),
       config_(nic_view(config)),
@@ -41,7 +41,7 @@ Nic::Nic(sc_module_name name, const SimConfig& config, unsigned node, Network& n
       link_("link", config_, config_.link, beyond_ps, 0x4e1c0000u + node),
       host_(config_, requester_, link_.checker(),
             [this](tlm::tlm_generic_payload& gp, sc_time& d) { pcie->b_transport(gp, d); }),
-      on_completion_(std::move(on_completion)),
+      notify_(std::move(notify)),
       doorbell_ps_(pcie::ns_to_ps(config.host_cost.register_write_ns)),
       tx_ps_(pcie::ns_to_ps(config.network.nic.tx_ns)),
       rx_ps_(pcie::ns_to_ps(config.network.nic.rx_ns)),
@@ -268,7 +268,7 @@ void Nic::deliver() {
     pending_.erase(pending_.begin());
     const bool cut = network_.port_down(node_) || (d.peer < nics_.size() && network_.port_down(d.peer));
     if (d.landed) {
-      if (!cut) d.landed();
+      if (!cut) notify_(std::move(d.landed));
       continue;
     }
     if (cut && d.status.ok()) {
@@ -290,8 +290,9 @@ void Nic::deliver() {
                        {"status", std::string(to_string(d.status.code()))},
                        {"latency_ns", double(now - d.started) / 1000.0}});
     }
-    if (d.done) d.done(std::move(d.status));
-    if (on_completion_) on_completion_();
+    if (d.done) {
+      notify_([done = std::move(d.done), status = std::move(d.status)]() mutable { done(std::move(status)); });
+    }
   }
   if (!pending_.empty()) due_.notify(from_ps(pending_.begin()->first - now));
 }

@@ -64,17 +64,18 @@ class Nic : public sc_core::sc_module {
     unsigned peer = 0;              // node
     std::uint64_t remote = 0;       // address in the peer's region
     std::uint32_t key = 0;
-    std::function<void(Status)> done;  // at the completion's simulated instant, on the simulation thread
+    std::function<void(Status)> done;  // at the completion's simulated instant (see notify)
     // A write's last byte is in the peer's memory (what a peer polling that memory sees first);
     // runs at that instant, before `done`. Not for a write the peer refused.
     std::function<void()> landed;
   };
 
-  // `on_completion` runs (on the simulation thread) after each completion, for the host side's
-  // waits. `beyond_ps`: the unloaded round trip of the switches between the NIC's link and the
+  // `notify` takes each event's callback (a request's `done`, or `landed`) at the event's simulated
+  // instant, on the simulation thread, to be run by the host side off that thread; the owner then
+  // pauses the simulation so that the callback runs at that instant. `beyond_ps`: the unloaded round trip of the switches between the NIC's link and the
   // root complex (as DeviceModel).
   Nic(sc_core::sc_module_name name, const SimConfig& config, unsigned node, Network& network,
-      RootComplex& root_complex, pcie::Ps beyond_ps, std::function<void()> on_completion);
+      RootComplex& root_complex, pcie::Ps beyond_ps, std::function<void(std::function<void()>)> notify);
   ~Nic() override;
 
   // The other NICs of the cluster, by node (this one included), once all are built.
@@ -140,7 +141,7 @@ class Nic : public sc_core::sc_module {
   RootComplex::Requester& requester_;
   PcieLink link_;
   HostLink host_;
-  std::function<void()> on_completion_;
+  std::function<void(std::function<void()>)> notify_;
   std::vector<Nic*> nics_;
   struct PeerDevice {
     DeviceModel* device;

@@ -142,8 +142,27 @@ std::uint64_t NodeSimulation::read_register(unsigned d, std::uint64_t offset, un
   });
 }
 
-std::uint32_t NodeSimulation::wait_for_interrupt(unsigned d, bool step) {
+bool NodeSimulation::run_nic_callbacks() {
+  std::deque<std::function<void()>> now;
+  {
+    std::lock_guard lock(deferred_mu_);
+    now.swap(deferred_);
+  }
+  for (auto& f : now) f();
+  return !now.empty();
+}
+
+bool NodeSimulation::run_to_nic_event() {
   return call([&] {
+    take_writes();
+    const std::uint64_t before = nic_completions_;
+    run_until([&] { return nic_completions_ != before; });
+    return nic_completions_ != before || sc_pending_activity();
+  });
+}
+
+std::uint32_t NodeSimulation::wait_for_interrupt(unsigned d, bool step) {
+  const std::uint32_t mask = call([&] {
     take_writes();
     const std::uint64_t before = interrupts_, nic_before = nic_completions_;
     // A NIC's completion ends the wait too: it may end a host task the caller waits for.
@@ -152,6 +171,8 @@ std::uint32_t NodeSimulation::wait_for_interrupt(unsigned d, bool step) {
     irq_mask_[d] = 0;
     return m;
   });
+  run_nic_callbacks();  // on this thread, which holds no engine lock while it waits
+  return mask;
 }
 
 void NodeSimulation::loop() {
@@ -170,7 +191,13 @@ void NodeSimulation::loop() {
         ++interrupts_;
         sc_pause();
       };
-      auto on_nic = [this] {
+      // A NIC's event: its callback waits for the thread that drives the simulation, which stops
+      // at this instant to run it.
+      auto on_nic = [this](std::function<void()> callback) {
+        {
+          std::lock_guard lock(deferred_mu_);
+          deferred_.push_back(std::move(callback));
+        }
         ++nic_completions_;
         sc_pause();
       };

@@ -54,9 +54,14 @@ class NodeSimulation {
   // thread that polls every device's engine in turn lets each take up its work as it comes.
   std::uint32_t wait_for_interrupt(unsigned d, bool step);
 
-  // Runs the model until done() (checked after each step: an interrupt, a NIC's completion) or
-  // until nothing is left to simulate; on the simulation thread (inside call()).
-  void run(const std::function<bool()>& done) { run_until(done); }
+  // Runs the model until its next NIC event (a completion, a put's data landed) or until nothing
+  // is left; false when nothing is left to simulate. Then run_nic_callbacks().
+  bool run_to_nic_event();
+  // Runs, on the calling thread, the callbacks of the NIC events so far (a transfer's `done`,
+  // `landed`) in their order; true if there were any. wait_for_interrupt() runs them too: the
+  // engine's waits make a cluster's transfers complete. They never run on the simulation thread,
+  // so they may start transfers, wait and take locks as any host code does.
+  bool run_nic_callbacks();
   // Runs the model until simulated time `at`; on the simulation thread.
   void run_to_time(pcie::Ps at) { run_to(at); }
 
@@ -103,7 +108,9 @@ class NodeSimulation {
   std::vector<std::unique_ptr<SimTop>> tops_;  // one per node
   std::vector<std::uint32_t> irq_mask_;  // per device; simulation thread only
   std::uint64_t interrupts_ = 0;         // raised so far, any device; simulation thread only
-  std::uint64_t nic_completions_ = 0;    // any NIC; simulation thread only
+  std::uint64_t nic_completions_ = 0;    // NIC events, any NIC; simulation thread only
+  std::mutex deferred_mu_;
+  std::deque<std::function<void()>> deferred_;  // NIC events' callbacks, in order
   std::uint64_t generation_ = 0;
   std::thread thread_;
   std::mutex mu_;

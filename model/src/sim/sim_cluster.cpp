@@ -40,10 +40,12 @@ const std::shared_ptr<SimDevice>& SimCluster::device(std::size_t node, std::size
 const SimConfig& SimCluster::config() const noexcept { return sim_->config(); }
 
 bool SimCluster::run_until(const std::function<bool()>& done) {
-  return sim_->call([&] {
-    sim_->run(done);
-    return done();
-  });
+  for (;;) {
+    sim_->run_nic_callbacks();
+    if (done()) return true;
+    const bool more = sim_->run_to_nic_event();
+    if (!more && !sim_->run_nic_callbacks()) return done();
+  }
 }
 
 void SimCluster::run_for(std::uint64_t ps) {

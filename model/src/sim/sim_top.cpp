@@ -13,7 +13,7 @@ using namespace sc_core;
 SimTop::SimTop(sc_module_name name, const SimConfig& config, const std::vector<device_core::Iommu*>& iommus,
                std::function<void(unsigned, std::uint32_t)> on_interrupt, const std::string& trace_path,
                const std::string& wave_path, Network* network, unsigned node,
-               std::function<void()> on_nic_completion)
+               std::function<void(std::function<void()>)> nic_notify)
     : sc_module(name),
       trace(trace_path.empty() ? nullptr : std::make_unique<TraceWriter>(trace_path, to_json(config))),
       wave(wave_path.empty() ? nullptr : std::make_unique<WaveWriter>(wave_path)),
@@ -57,7 +57,7 @@ SimTop::SimTop(sc_module_name name, const SimConfig& config, const std::vector<d
     if (per_switch) devices.back()->link.host_side.bind(switches[i / per_switch]->downstream);
     else devices.back()->link.host_side.bind(root_complex.socket);
   }
-  if (network) add_nic(config, *network, node, std::move(on_nic_completion));
+  if (network) add_nic(config, *network, node, std::move(nic_notify));
   if (probe) {
     for (unsigned k = 0; k < uplinks.size(); ++k) uplinks[k]->observe(*probe, uplinks[k]->basename(), 0);
   }
@@ -66,7 +66,8 @@ SimTop::SimTop(sc_module_name name, const SimConfig& config, const std::vector<d
   }
 }
 
-void SimTop::add_nic(const SimConfig& config, Network& network, unsigned node, std::function<void()> on_completion) {
+void SimTop::add_nic(const SimConfig& config, Network& network, unsigned node,
+                     std::function<void(std::function<void()>)> notify) {
   const TopologyConfig& t = config.topology;
   const unsigned per_switch = t.devices_per_switch;
   const unsigned per_port = t.switches_per_root_port;
@@ -75,7 +76,7 @@ void SimTop::add_nic(const SimConfig& config, Network& network, unsigned node, s
   const pcie::Ps forward = pcie::ns_to_ps(t.switches.forward_ns);
   const pcie::Ps hop = 2 * pcie::ns_to_ps(t.switches.forward_ns + t.switches.latency_ns);
   const pcie::Ps beyond = per_switch ? hop + (parents ? hop : 0) : 0;
-  nic = std::make_unique<Nic>("nic", config, node, network, root_complex, beyond, std::move(on_completion));
+  nic = std::make_unique<Nic>("nic", config, node, network, root_complex, beyond, std::move(notify));
   if (per_switch) nic->link().host_side.bind(switches[0]->downstream);
   else nic->link().host_side.bind(root_complex.socket);
   // Peer-to-peer to each device: up from the NIC to the lowest point the two share (the same

@@ -28,11 +28,11 @@ class SimTop : public sc_core::sc_module {
   // vector) runs at the simulated instant one of a device's MSI-X messages takes effect.
   // `trace_path` empty: no Perfetto trace; `wave_path` empty: no waveform of the model's state.
   // `network` (null: a single server): the cluster's network, on which this server is node
-  // `node` with a NIC (nic); on_nic_completion runs after each of the NIC's completions.
+  // `node` with a NIC (nic), whose events go to nic_notify (Nic's `notify`).
   SimTop(sc_core::sc_module_name name, const SimConfig& config, const std::vector<device_core::Iommu*>& iommus,
          std::function<void(unsigned, std::uint32_t)> on_interrupt, const std::string& trace_path,
          const std::string& wave_path = {}, Network* network = nullptr, unsigned node = 0,
-         std::function<void()> on_nic_completion = {});
+         std::function<void(std::function<void()>)> nic_notify = {});
   // Writes the rest of the model's state and closes the waveform (an error writing it is said on
   // stderr: nothing may throw here).
   ~SimTop() override;
@@ -55,7 +55,8 @@ class SimTop : public sc_core::sc_module {
   std::unique_ptr<Nic> nic;
 
  private:
-  void add_nic(const SimConfig& config, Network& network, unsigned node, std::function<void()> on_completion);
+  void add_nic(const SimConfig& config, Network& network, unsigned node,
+               std::function<void(std::function<void()>)> notify);
 };
 
 }  // namespace spyre_dma::model

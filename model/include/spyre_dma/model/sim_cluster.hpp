@@ -39,9 +39,9 @@ class SimCluster {
   const std::shared_ptr<SimNic>& nic(std::size_t node) const { return nics_.at(node); }
   const SimConfig& config() const noexcept;
 
-  // Runs the simulation until done() is true (checked after each interrupt and each NIC
-  // completion) or nothing is left to simulate; returns done(). done() runs on the simulation's
-  // thread.
+  // Runs the simulation until done() is true (checked after each NIC event, once its callbacks
+  // have run) or nothing is left to simulate; returns done(). done() and the callbacks run on the
+  // calling thread.
   bool run_until(const std::function<bool()>& done);
   // Runs the simulation for `ps` picoseconds of simulated time (what falls due on the way happens).
   void run_for(std::uint64_t ps);

@@ -6,8 +6,10 @@
 // PeerUnreachable here) and carry the key the owner's NIC checks on every access.
 //
 // Transfers move only while the simulation runs: an engine's wait on a device of the cluster runs
-// it (and returns at each NIC completion), and so does SimCluster::run_until. `done` runs on the
-// simulation's thread at the completion's simulated instant.
+// it, and so does SimCluster::run_until. The simulation stops at each completion's simulated
+// instant, and `done` then runs on the thread that drove it (the engine's waiting thread, or
+// run_until's caller), never on the simulation's own: it may start more transfers, take locks and
+// wait as any host code may, and a transfer it starts leaves at that instant.
 #pragma once
 
 #include <cstdint>
@@ -41,7 +43,7 @@ class SimNic final : public rdma::Transport {
                  Done done) override;
   // A put that also runs `landed` at the simulated instant its last byte is in the peer's memory
   // (what a peer polling that memory sees; perftest's latency tests measure that way), before
-  // `done` (the acknowledgement's return). Both on the simulation's thread.
+  // `done` (the acknowledgement's return). Both as `done` above.
   void start_put(const rdma::RemoteHandle& dst, std::uint64_t offset, const void* src, std::uint64_t bytes,
                  Done done, std::function<void()> landed);
 
