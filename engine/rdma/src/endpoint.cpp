@@ -79,7 +79,9 @@ Op Endpoint::put(Stream& stream, const RemoteHandle& dst, std::uint64_t dst_offs
   check_local("put", src);
   const std::shared_ptr<Transport> node = transport_;
   return stream.host_task(
-      [node, dst, dst_offset, src, bytes](TaskCompletion done) { node->start_put(dst, dst_offset, src, bytes, end_with(done)); },
+      [node, dst, dst_offset, src, bytes](TaskCompletion done) {
+        node->start_put(dst, dst_offset, src, bytes, end_with(done));
+      },
       std::move(on_complete));
 }
 
@@ -89,7 +91,9 @@ Op Endpoint::get(Stream& stream, void* dst, const RemoteHandle& src, std::uint64
   check_local("get", dst);
   const std::shared_ptr<Transport> node = transport_;
   return stream.host_task(
-      [node, dst, src, src_offset, bytes](TaskCompletion done) { node->start_get(dst, src, src_offset, bytes, end_with(done)); },
+      [node, dst, src, src_offset, bytes](TaskCompletion done) {
+        node->start_get(dst, src, src_offset, bytes, end_with(done));
+      },
       std::move(on_complete));
 }
 

@@ -114,7 +114,8 @@ Ps PcieLink::send_down(Ps earliest, std::uint64_t wire_bytes, const char* what) 
 
 Ps PcieLink::carry(bool down, std::uint64_t addr, std::uint64_t len, Ps earliest) {
   const pcie::WireBytes w = pcie::write_wire(params_, addr, len);
-  const Ps sent = down ? send_down(earliest, w.upstream, "peer MWr burst") : send_up(earliest, w.upstream, "peer MWr burst");
+  const Ps sent =
+      down ? send_down(earliest, w.upstream, "peer MWr burst") : send_up(earliest, w.upstream, "peer MWr burst");
   (down ? counters_.payload_down : counters_.payload_up) += len;
   return sent + latency_ps_;
 }

@@ -203,7 +203,8 @@ void Nic::execute(WorkRequest& wr, std::uint64_t local_iova, Ps start) {
   Nic& peer = *nics_[wr.peer];
   const Region* region = peer.region_for(wr.key, wr.remote, wr.bytes);
   const auto refused = [&](Ps request_in) {
-    const Network::Delivery nak = network_.send(wr.peer, node_, 0, f.ack_bytes - f.header_bytes, request_in + peer.rx_ps_);
+    const Network::Delivery nak =
+        network_.send(wr.peer, node_, 0, f.ack_bytes - f.header_bytes, request_in + peer.rx_ps_);
     finish(completion_entry(nak.arrived_ps + rx_ps_), wr,
            Status(ErrorCode::kRemoteAccess, what + ": the peer refused the key or the range (remote access error)"),
            local_iova, start);
@@ -230,7 +231,8 @@ void Nic::execute(WorkRequest& wr, std::uint64_t local_iova, Ps start) {
       off += n;
     }
     if (wr.landed) {
-      pending_.emplace(std::max(landed, to_ps(sc_time_stamp())), Done{{}, Status{}, 0, std::move(wr.landed), wr.peer, start, true, wr.bytes});
+      pending_.emplace(std::max(landed, to_ps(sc_time_stamp())),
+                       Done{{}, Status{}, 0, std::move(wr.landed), wr.peer, start, true, wr.bytes});
     }
     // The peer acknowledges the message once its last packet is in; the completion follows the ack.
     const Network::Delivery ack = network_.send(wr.peer, node_, 0, f.ack_bytes - f.header_bytes, last_in + peer.rx_ps_);

@@ -72,8 +72,8 @@ class Nic : public sc_core::sc_module {
 
   // `notify` takes each event's callback (a request's `done`, or `landed`) at the event's simulated
   // instant, on the simulation thread, to be run by the host side off that thread; the owner then
-  // pauses the simulation so that the callback runs at that instant. `beyond_ps`: the unloaded round trip of the switches between the NIC's link and the
-  // root complex (as DeviceModel).
+  // pauses the simulation so that the callback runs at that instant. `beyond_ps`: the unloaded
+  // round trip of the switches between the NIC's link and the root complex (as DeviceModel).
   Nic(sc_core::sc_module_name name, const SimConfig& config, unsigned node, Network& network,
       RootComplex& root_complex, pcie::Ps beyond_ps, std::function<void(std::function<void()>)> notify);
   ~Nic() override;

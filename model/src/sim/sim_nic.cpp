@@ -109,7 +109,8 @@ void SimNic::start(bool put, std::uint8_t* local, const rdma::RemoteHandle& remo
   }
   std::uint32_t key = 0;
   if (remote.key.size() != sizeof key) {
-    return done(Status(ErrorCode::kRemoteAccess, std::string(what) + ": the handle's key is not a key of this network"));
+    return done(
+        Status(ErrorCode::kRemoteAccess, std::string(what) + ": the handle's key is not a key of this network"));
   }
   std::memcpy(&key, remote.key.data(), sizeof key);
   Nic::WorkRequest wr;

@@ -5,6 +5,7 @@
 // page aligned already.)
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -17,7 +18,7 @@ class PageBuffer {
  public:
   static constexpr std::size_t kPage = 4096;
   explicit PageBuffer(std::size_t bytes, std::uint8_t fill = 0)
-      : size_(bytes), bytes_(static_cast<std::uint8_t*>(std::aligned_alloc(kPage, (bytes + kPage - 1) / kPage * kPage))) {
+      : size_(bytes), bytes_(static_cast<std::uint8_t*>(std::aligned_alloc(kPage, whole_pages(bytes)))) {
     if (!bytes_) throw std::bad_alloc();
     for (std::size_t i = 0; i < bytes; ++i) bytes_.get()[i] = fill;
   }
@@ -27,6 +28,9 @@ class PageBuffer {
   std::uint8_t* begin() noexcept { return data(); }
   std::uint8_t* end() noexcept { return data() + size_; }
   std::uint8_t& operator[](std::size_t i) noexcept { return bytes_.get()[i]; }
+
+  // aligned_alloc wants a multiple of the alignment, and at least one page (0 bytes too).
+  static std::size_t whole_pages(std::size_t bytes) { return (std::max<std::size_t>(bytes, 1) + kPage - 1) / kPage * kPage; }
 
  private:
   struct Free {
