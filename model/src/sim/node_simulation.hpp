@@ -55,7 +55,7 @@ class NodeSimulation {
   std::uint32_t wait_for_interrupt(unsigned d, bool step);
 
   // Runs the model until its next NIC event (a completion, a put's data landed) or until nothing
-  // is left; false when nothing is left to simulate. Then run_nic_callbacks().
+  // is left; false when nothing is left to simulate. The caller then runs run_nic_callbacks().
   bool run_to_nic_event();
   // Runs, on the calling thread, the callbacks of the NIC events so far (a transfer's `done`,
   // `landed`) in their order; true if there were any. wait_for_interrupt() runs them too: the
