@@ -7,9 +7,12 @@ and report a put bandwidth for every size.
 Usage: simulated_cluster.py --tool path/to/spyre-dma [--ranks N] [--sizes LIST]
 """
 import argparse
+import json
+import os
 import re
 import subprocess
 import sys
+import tempfile
 
 
 def run(cmd):
@@ -54,6 +57,21 @@ def main():
     rows = re.findall(r"^\s+(\d+)\s+50\s+([0-9.]+)\s", out, re.M)
     if rc != 0 or "verified:" not in out or len(rows) != 3 or any(float(bw) <= 0 for _, bw in rows):
         failures.append(f"rdma-bench --backend sim exited {rc} or its table is incomplete")
+    # The cluster's Perfetto trace: whole JSON, a completion per put of the ring (2 x (N-1) per
+    # rank per all-reduce, two all-reduces: the checked one and one timed).
+    with tempfile.TemporaryDirectory(prefix="spyre-dma-cluster-") as tmp:
+        path = os.path.join(tmp, "cluster.json")
+        rc, out = run([a.tool, "allreduce", "--backend", "sim", "--ranks", "3", "--sizes", "64KiB",
+                       "--iterations", "1", "--trace", path])
+        try:
+            with open(path) as f:
+                events = json.load(f)["traceEvents"]
+            puts = sum(1 for e in events if e.get("cat") == "nic" and e.get("name") == "put")
+        except (OSError, ValueError, KeyError) as e:
+            puts = -1
+            failures.append(f"allreduce --trace: no readable trace at {path}: {e}")
+        if rc != 0 or puts != 2 * 3 * 2 * 2:
+            failures.append(f"allreduce --trace exited {rc} with {puts} put completions in its trace (expected 24)")
     for f in failures:
         print("FAILED:", f)
     if failures:

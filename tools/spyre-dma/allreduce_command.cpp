@@ -40,6 +40,8 @@ CLI::App* add_allreduce_command(CLI::App& app, AllreduceOptions& o) {
       ->check(CLI::IsMember({"ucx", "sim"}));
   cmd->add_option("--preset", o.preset, "sim: model preset (default ndr400-pair)");
   cmd->add_option("--config", o.config, "sim: JSON model configuration file");
+  cmd->add_option("--trace", o.trace,
+                  "sim: write the cluster's Perfetto trace (NIC completions; every packet with trace_tlps) to FILE");
   return cmd;
 }
 
@@ -236,6 +238,9 @@ int run_allreduce(const AllreduceOptions& o) {
   std::vector<std::uint64_t> sizes = parse_size_list(o.sizes);
   for (std::uint64_t s : sizes) {
     if (s % 4 != 0) return usage(fmt::format("--sizes: {} bytes is not a whole number of float32", s));
+  }
+  if (o.backend != "sim" && !o.trace.empty()) {
+    return usage("--trace: only --backend sim has a trace (of the simulated cluster)");
   }
   if (o.backend == "sim") {
     if (ranks > 64) return usage(fmt::format("--ranks {}: a simulated cluster has at most 64 nodes", ranks));

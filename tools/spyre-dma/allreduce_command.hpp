@@ -29,6 +29,7 @@ struct AllreduceOptions {
   std::string backend = "ucx";  // "ucx": one process per rank; "sim": every rank a node of a simulated cluster here
   std::string preset = "ndr400-pair";  // sim: the model preset (network.nodes becomes --ranks)
   std::string config;           // sim: a JSON model configuration instead
+  std::string trace;            // sim: the cluster's Perfetto trace
   std::string exchange;
   int ranks = -1;  // -1: SLURM_NTASKS
   int rank = -1;   // -1: SLURM_PROCID

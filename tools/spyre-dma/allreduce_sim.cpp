@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "allreduce_command.hpp"
+#include "outputs.hpp"
 #include "sim_cluster_config.hpp"
 #include "size_spec.hpp"
 #include "spyre_dma/model/page_buffer.hpp"
@@ -118,9 +119,10 @@ int run_allreduce_sim(const AllreduceOptions& o, int ranks, const std::vector<st
       return 2;
     }
   }
+  if (!check_outputs("allreduce", {{"--trace", o.trace}}, {o.config})) return 2;
   const auto config = sim_cluster_config("allreduce", o.preset, o.config, static_cast<unsigned>(ranks));
   if (!config) return 2;
-  SimCluster cluster(*config);
+  SimCluster cluster(*config, o.trace);
   const spyre_dma::model::SimConfig& cfg = cluster.config();
   SimRing ring(cluster, *std::max_element(sizes.begin(), sizes.end()));
   fmt::print("# ring all-reduce, float32 sum, {} ranks on a simulated cluster ({} {} Gb/s, {}), {} iterations per "

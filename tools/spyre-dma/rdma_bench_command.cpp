@@ -50,6 +50,8 @@ CLI::App* add_rdma_bench_command(CLI::App& app, RdmaBenchOptions& o) {
       ->check(CLI::IsMember({"ucx", "sim"}));
   cmd->add_option("--preset", o.preset, "sim: model preset (default ndr400-pair)");
   cmd->add_option("--config", o.config, "sim: JSON model configuration file");
+  cmd->add_option("--trace", o.trace,
+                  "sim: write the cluster's Perfetto trace (NIC completions; every packet with trace_tlps) to FILE");
   return cmd;
 }
 
@@ -288,7 +290,10 @@ int run_ucx(const RdmaBenchOptions&) {
 #endif
 
 int run_rdma_bench(const RdmaBenchOptions& o) {
-  if (o.backend != "sim") return run_ucx(o);
+  if (o.backend != "sim") {
+    if (!o.trace.empty()) return usage("--trace: only --backend sim has a trace (of the simulated cluster)");
+    return run_ucx(o);
+  }
   bool do_op[2] = {false, false};
   if (!parse_ops(o.ops, do_op)) return usage(fmt::format("--op '{}': expected put, get or put,get", o.ops));
   if (!o.serve.empty() || !o.connect.empty()) return usage("--backend sim runs both nodes here: no --serve or --connect");

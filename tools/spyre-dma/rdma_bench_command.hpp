@@ -29,6 +29,7 @@ struct RdmaBenchOptions {
   std::string backend = "ucx";  // "ucx": two processes; "sim": two nodes of a simulated cluster here
   std::string preset = "ndr400-pair";  // sim: the model preset (network.nodes becomes 2)
   std::string config;           // sim: a JSON model configuration instead
+  std::string trace;            // sim: the cluster's Perfetto trace
   std::string serve;            // the handle file to write (server)
   std::string connect;          // the handle file to read (client)
   std::uint64_t bytes = 64ull << 20;

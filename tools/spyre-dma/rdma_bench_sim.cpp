@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "outputs.hpp"
 #include "rdma_bench_command.hpp"
 #include "sim_cluster_config.hpp"
 #include "size_spec.hpp"
@@ -55,6 +56,7 @@ double seconds(std::uint64_t ps) { return static_cast<double>(ps) * 1e-12; }
 }  // namespace
 
 int run_rdma_bench_sim(const RdmaBenchOptions& o, bool do_put, bool do_get) {
+  if (!check_outputs("rdma-bench", {{"--trace", o.trace}, {"--json", o.json}}, {o.config})) return 2;
   const auto config = sim_cluster_config("rdma-bench", o.preset, o.config, 2);
   if (!config) return 2;
   const std::vector<std::uint64_t> sizes = parse_size_list(o.sizes);
@@ -65,7 +67,7 @@ int run_rdma_bench_sim(const RdmaBenchOptions& o, bool do_put, bool do_get) {
       return 2;
     }
   }
-  SimCluster c(*config);
+  SimCluster c(*config, o.trace);
   // Node 1 serves the range (with guard bytes); node 0 puts and gets; both have a small range for
   // the ping-pong of the latency column.
   PageBuffer served(o.bytes + 2 * kGuard, kGuardByte);

@@ -118,7 +118,7 @@ void Nic::post(WorkRequest wr) {
   posted_.notify(SC_ZERO_TIME);
 }
 
-void Nic::trace(TraceWriter& trace) {
+void Nic::trace_completions(TraceWriter& trace) {
   trace_ = &trace;
   const int pid = trace.process("node " + std::to_string(node_) + " NIC");
   track_ = trace.thread(pid, "completions");

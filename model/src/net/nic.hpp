@@ -94,7 +94,7 @@ class Nic : public sc_core::sc_module {
   void post(WorkRequest wr);
   // Each completion as an instant on a track of this NIC in `trace` (op, bytes, peer, status, and
   // the time since the request entered the send pipeline).
-  void trace(TraceWriter& trace);
+  void trace_completions(TraceWriter& trace);
 
   unsigned node() const noexcept { return node_; }
   PcieLink& link() noexcept { return link_; }

@@ -3,6 +3,8 @@
 
 #include <charconv>
 #include <cmath>
+#include <filesystem>
+#include <system_error>
 
 namespace spyre_dma::model {
 
@@ -34,9 +36,9 @@ std::string micros(double ns) {
 }  // namespace
 
 TraceWriter::TraceWriter(const std::string& path, json other_data)
-    : path_(path), other_data_(std::move(other_data)) {
-  out_.open(path, std::ios::binary | std::ios::trunc);
-  if (!out_) throw TraceError("trace: cannot open " + path + " for writing");
+    : path_(path), partial_(path + ".partial"), other_data_(std::move(other_data)) {
+  out_.open(partial_, std::ios::binary | std::ios::trunc);
+  if (!out_) throw TraceError("trace: cannot open " + partial_ + " for writing");
   out_ << "{\"traceEvents\":[";
   open_ = true;
 }
@@ -57,7 +59,14 @@ void TraceWriter::close() {
   out_.flush();
   const bool ok = static_cast<bool>(out_);
   out_.close();
-  if (!ok || !out_) throw TraceError("trace: writing " + path_ + " failed");
+  std::error_code ec;
+  if (!ok || !out_) {
+    std::filesystem::remove(partial_, ec);
+    throw TraceError("trace: writing " + path_ + " failed");
+  }
+  // Only a whole trace takes the name: a run that stops early leaves no half-written file there.
+  std::filesystem::rename(partial_, path_, ec);
+  if (ec) throw TraceError("trace: cannot put " + path_ + " in place: " + ec.message());
 }
 
 void TraceWriter::begin_event() {

@@ -1,7 +1,7 @@
 // A Chrome trace-event JSON writer (viewable in Perfetto and chrome://tracing).
 //
-// Events are written to the file as they arrive; nothing but the current event is held in
-// memory. The file is {"traceEvents":[...],"displayTimeUnit":"ns"[,"otherData":{...}]} and is
+// Events are written to PATH.partial as they arrive; nothing but the current event is held in
+// memory. close() renames the whole file to PATH, so PATH is never a half-written trace. The file is {"traceEvents":[...],"displayTimeUnit":"ns"[,"otherData":{...}]} and is
 // valid JSON once close() has run (the destructor closes), even with no events. Output is a pure
 // function of the calls made: times are printed with a fixed, locale-independent format (ps
 // resolution) and args through nlohmann::json (sorted keys), so the same events give the same
@@ -34,7 +34,7 @@ struct TraceTrack {
 
 class TraceWriter {
  public:
-  // Creates (truncates) `path`. Throws TraceError if it cannot be opened. `other_data` (an
+  // Creates (truncates) `path`.partial. Throws TraceError if it cannot be opened. `other_data` (an
   // object, or null for none) is written as the file's "otherData", e.g. the configuration.
   explicit TraceWriter(const std::string& path, nlohmann::json other_data = nullptr);
   ~TraceWriter();  // closes; never throws
@@ -64,8 +64,9 @@ class TraceWriter {
   void flow(std::string_view name, std::string_view category, double ts_ns, TraceTrack from, double to_ns,
             TraceTrack to);
 
-  // Ends the array and the object and closes the file; later events are ignored. Throws
-  // TraceError if anything failed to write. Idempotent.
+  // Ends the array and the object, closes the file and puts it in place (PATH.partial renamed to
+  // PATH); later events are ignored. Throws TraceError if anything failed to write (the partial
+  // file is then removed). Idempotent.
   void close();
 
   bool is_open() const noexcept { return open_; }
@@ -79,6 +80,7 @@ class TraceWriter {
                     int pid, const int* tid);
 
   std::string path_;
+  std::string partial_;  // written here, renamed to path_ by close()
   std::ofstream out_;
   nlohmann::json other_data_;
   bool open_ = false;

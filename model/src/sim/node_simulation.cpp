@@ -212,7 +212,7 @@ void NodeSimulation::loop() {
       for (Nic* nic : nics) nic->connect(nics);
       // One trace for the cluster (node 0's): every NIC's completions, with trace_tlps every packet.
       if (TraceWriter* trace = tops_.front()->trace.get()) {
-        for (Nic* nic : nics) nic->trace(*trace);
+        for (Nic* nic : nics) nic->trace_completions(*trace);
         if (config_.trace_tlps) network_->trace_packets(*trace);
       }
     }

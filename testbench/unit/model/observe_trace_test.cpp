@@ -129,6 +129,25 @@ TEST(ObserveTrace, EscapesNames) {
   EXPECT_EQ(j["traceEvents"][0]["name"], "quote\" back\\slash\nnewline");
 }
 
+// The trace takes its name only when it is whole: until close() it is PATH.partial.
+TEST(ObserveTrace, TheFileTakesItsNameWhenClosed) {
+  const std::string path = temp("whole.json");
+  std::filesystem::remove(path);
+  {
+    TraceWriter w(path);
+    w.instant("x", "test", 1.0, w.thread(w.process("p"), "t"));
+    EXPECT_FALSE(std::filesystem::exists(path));
+    EXPECT_TRUE(std::filesystem::exists(path + ".partial"));
+    w.close();
+    EXPECT_TRUE(std::filesystem::exists(path));
+    EXPECT_FALSE(std::filesystem::exists(path + ".partial"));
+  }
+  std::ifstream in(path);
+  const nlohmann::json events = nlohmann::json::parse(in)["traceEvents"];
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back()["name"], "x");  // after the track's names: the instant
+}
+
 TEST(ObserveTrace, UnwritablePathThrows) {
   EXPECT_THROW(TraceWriter(temp("no-such-dir/trace.json")), TraceError);
 }
