@@ -94,9 +94,15 @@ void SimTop::add_nic(const SimConfig& config, Network& network, unsigned node,
         if (parents && leaf / per_port == 0) {
           path.push_back({nullptr, false, forward});  // the shared parent switch
         } else {
-          if (parents) path.push_back({nullptr, false, forward}), path.push_back({uplinks[leaves].get(), false, 0});
+          if (parents) {  // up through the NIC's parent switch
+            path.push_back({nullptr, false, forward});
+            path.push_back({uplinks[leaves].get(), false, 0});
+          }
           path.push_back(rc);
-          if (parents) path.push_back({uplinks[leaves + leaf / per_port].get(), true, 0}), path.push_back({nullptr, false, forward});
+          if (parents) {  // down through the device's parent switch
+            path.push_back({uplinks[leaves + leaf / per_port].get(), true, 0});
+            path.push_back({nullptr, false, forward});
+          }
         }
         path.push_back({uplinks[leaf].get(), true, 0});
         path.push_back({nullptr, false, forward});

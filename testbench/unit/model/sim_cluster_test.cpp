@@ -109,6 +109,33 @@ TEST(SimCluster, PeersReachDeviceMemoryPeerToPeer) {
   EXPECT_THROW(c.nic(1)->expose_device(0, config.device.memory_bytes - 4, 8), InvalidArgument);
 }
 
+// Under parent switches: a device under the NIC's parent switch, and one that is reached over the
+// root complex (another parent), both byte for byte, and neither through host memory.
+TEST(SimCluster, PeerToPeerAcrossParentSwitches) {
+  SimConfig config = cluster_config(2);
+  config.topology.devices = 4;
+  config.topology.devices_per_switch = 1;
+  config.topology.switches_per_root_port = 2;
+  SimCluster c(config);
+  const std::uint64_t base = 1ull << 28, n = 100000;
+  const std::vector<std::uint8_t> src = pattern(n, 6);
+  std::vector<std::uint64_t> ps;
+  for (unsigned device : {1u, 3u}) {
+    const RemoteHandle h = c.nic(1)->expose_device(device, base, n);
+    ASSERT_TRUE(put(c, *c.nic(0), h, 0, src.data(), n).ok()) << device;
+    std::vector<std::uint8_t> back(n);
+    const std::uint64_t t0 = c.now_ps();  // a get's responder reads over the whole path
+    ASSERT_TRUE(get(c, *c.nic(0), back.data(), h, 0, n).ok()) << device;
+    ps.push_back(c.now_ps() - t0);
+    EXPECT_EQ(back, src) << device;
+    std::vector<std::uint8_t> in_device(n);
+    c.device(1, device)->backdoor_read(base, in_device.data(), n);
+    EXPECT_EQ(in_device, src) << device;
+  }
+  EXPECT_LT(ps[0], ps[1]);  // the shared parent switch is nearer than the root complex
+  EXPECT_EQ(c.statistics()[1]["host_memory_busy_ns"].get<double>(), 0.0);
+}
+
 TEST(SimCluster, RefusedKeysRangesAndRevokedRegionsWriteNothing) {
   SimCluster c(cluster_config(2));
   std::vector<std::uint8_t> remote(8192, 0x11);
