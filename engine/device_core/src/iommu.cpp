@@ -24,16 +24,16 @@ Iommu::Window& Iommu::Window::operator=(Window&& o) noexcept {
   if (this != &o) {
     release();
     host_ = o.host_;
-    pins_ = o.pins_;
+    mapping_ = o.mapping_;
     o.host_ = nullptr;
-    o.pins_ = nullptr;
+    o.mapping_ = nullptr;
   }
   return *this;
 }
 
 void Iommu::Window::release() noexcept {
-  if (pins_ != nullptr) pins_->fetch_sub(1, std::memory_order_release);
-  pins_ = nullptr;
+  if (mapping_ != nullptr) mapping_->pins.fetch_sub(1, std::memory_order_release);
+  mapping_ = nullptr;
   host_ = nullptr;
 }
 
@@ -146,6 +146,7 @@ void Iommu::unmap(std::uint64_t iova) {
     }
     gone = std::move(it->second);
     by_page_.erase(it);
+    gone->live.store(false, std::memory_order_relaxed);  // a window kept open (retarget) stops here
   }
   // No new window can open on `gone` now; wait for the device's accesses in progress (a memcpy
   // each) to finish before the caller may free the memory.
@@ -154,21 +155,37 @@ void Iommu::unmap(std::uint64_t iova) {
   }
 }
 
+bool Iommu::covers(const Mapping& m, std::uint64_t iova, std::size_t bytes, bool device_writes) noexcept {
+  return iova >= m.iova && bytes <= m.bytes && iova - m.iova <= m.bytes - bytes && allows(m.access, device_writes);
+}
+
 Iommu::Window Iommu::translate(std::uint64_t iova, std::size_t bytes, bool device_writes) noexcept {
   {
     std::shared_lock<std::shared_mutex> lock(mutex_);
     auto it = by_page_.upper_bound(iova);
     if (bytes != 0 && it != by_page_.begin()) {
       Mapping& m = *std::prev(it)->second;
-      if (iova >= m.iova && bytes <= m.bytes && iova - m.iova <= m.bytes - bytes &&
-          allows(m.access, device_writes)) {
+      if (covers(m, iova, bytes, device_writes)) {
         m.pins.fetch_add(1, std::memory_order_acquire);
-        return Window(m.host + (iova - m.iova), &m.pins);
+        return Window(m.host + (iova - m.iova), &m);
       }
     }
   }
   faults_.fetch_add(1, std::memory_order_relaxed);
   return Window();
+}
+
+bool Iommu::retarget(Window& w, std::uint64_t iova, std::size_t bytes, bool device_writes) noexcept {
+  // The pin w holds keeps the mapping's record alive and unchanged; unmap() marks it dead before
+  // it waits for the pins, so an access after that faults as it would through translate().
+  if (Mapping* m = w.mapping_) {
+    if (m->live.load(std::memory_order_relaxed) && bytes != 0 && covers(*m, iova, bytes, device_writes)) {
+      w.host_ = m->host + (iova - m->iova);
+      return true;
+    }
+  }
+  w = translate(iova, bytes, device_writes);
+  return static_cast<bool>(w);
 }
 
 std::size_t Iommu::mappings_live() const {

@@ -35,7 +35,8 @@ HostLink::HostLink(const SimConfig& config, RootComplex::Requester& requester, P
 
 HostPort::Read HostLink::read(std::uint64_t iova, std::uint8_t* dst, std::uint64_t len, Ps at, bool burst,
                               const TlpFaults* faults) {
-  tlm::tlm_generic_payload gp;
+  const PayloadPool::Lease lease(payloads_);
+  tlm::tlm_generic_payload& gp = *lease;
   TlpExtension ext;
   ext.type = pcie::TlpType::kMRd;
   ext.requester = requester_.id();
@@ -65,7 +66,8 @@ HostPort::Write HostLink::write(std::uint64_t iova, const std::uint8_t* src, std
 
 HostPort::Write HostLink::post(std::uint64_t iova, const std::uint8_t* src, std::uint64_t len, Ps at, bool burst,
                                bool ordered, const TlpFaults* faults, std::optional<std::uint32_t> msi_vector) {
-  tlm::tlm_generic_payload gp;
+  const PayloadPool::Lease lease(payloads_);
+  tlm::tlm_generic_payload& gp = *lease;
   TlpExtension ext;
   ext.type = pcie::TlpType::kMWr;
   ext.requester = requester_.id();
@@ -112,11 +114,10 @@ void HostLink::rb_after_data(const char* pipeline, std::uint32_t tag, Ps data_ps
   checker_.rb_after_data(pipeline, tag, data_ps, rb_ps);
 }
 
-namespace {
-
-Ps access(const Transport& memory, tlm::tlm_command command, std::uint64_t phys, std::uint8_t* data,
-          std::uint64_t len, Ps at, const DeviceMemoryCommand* cmd = nullptr) {
-  tlm::tlm_generic_payload gp;
+Ps MemoryLink::access(tlm::tlm_command command, std::uint64_t phys, std::uint8_t* data, std::uint64_t len, Ps at,
+                      const DeviceMemoryCommand* cmd) {
+  const PayloadPool::Lease lease(payloads_);
+  tlm::tlm_generic_payload& gp = *lease;
   describe(gp, command, phys, data, len);
   DeviceMemoryCommand copy;
   std::optional<ScopedExtension<DeviceMemoryCommand>> attach;
@@ -125,29 +126,27 @@ Ps access(const Transport& memory, tlm::tlm_command command, std::uint64_t phys,
     attach.emplace(gp, copy);
   }
   sc_core::sc_time delay = delay_until(at);
-  memory(gp, delay);
+  memory_(gp, delay);
   return to_ps(sc_core::sc_time_stamp() + delay);
 }
 
-}  // namespace
-
 Ps MemoryLink::read(std::uint64_t phys, std::uint8_t* dst, std::uint64_t len, Ps at) {
-  return access(memory_, tlm::TLM_READ_COMMAND, phys, dst, len, at);
+  return access(tlm::TLM_READ_COMMAND, phys, dst, len, at);
 }
 Ps MemoryLink::write(std::uint64_t phys, const std::uint8_t* src, std::uint64_t len, Ps at) {
-  return access(memory_, tlm::TLM_WRITE_COMMAND, phys, const_cast<std::uint8_t*>(src), len, at);
+  return access(tlm::TLM_WRITE_COMMAND, phys, const_cast<std::uint8_t*>(src), len, at);
 }
 Ps MemoryLink::fill(std::uint64_t phys, std::uint32_t pattern, std::uint64_t len, Ps at) {
   DeviceMemoryCommand cmd;
   cmd.kind = DeviceMemoryCommand::Kind::kFill32;
   cmd.pattern = pattern;
-  return access(memory_, tlm::TLM_WRITE_COMMAND, phys, nullptr, len, at, &cmd);
+  return access(tlm::TLM_WRITE_COMMAND, phys, nullptr, len, at, &cmd);
 }
 Ps MemoryLink::copy(std::uint64_t dst, std::uint64_t src, std::uint64_t len, Ps at) {
   DeviceMemoryCommand cmd;
   cmd.kind = DeviceMemoryCommand::Kind::kCopy;
   cmd.source = src;
-  return access(memory_, tlm::TLM_WRITE_COMMAND, dst, nullptr, len, at, &cmd);
+  return access(tlm::TLM_WRITE_COMMAND, dst, nullptr, len, at, &cmd);
 }
 
 }  // namespace spyre_dma::model

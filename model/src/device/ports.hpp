@@ -11,12 +11,14 @@
 #include <tlm>
 
 #include "host/root_complex.hpp"
+#include "sim/payload_pool.hpp"
 #include "spyre_dma/model/host_port.hpp"
 #include "spyre_dma/model/sim_config.hpp"
 
 namespace spyre_dma::model {
 
 class ProtocolChecker;
+struct DeviceMemoryCommand;
 class StateProbe;
 using Transport = std::function<void(tlm::tlm_generic_payload&, sc_core::sc_time&)>;
 
@@ -52,6 +54,7 @@ class HostLink final : public HostPort {
   std::uint32_t completion_limit_;
   StateProbe* probe_ = nullptr;
   int tag_level_ = -1;
+  PayloadPool payloads_;
 };
 
 class MemoryLink final : public DeviceMemoryPort {
@@ -63,7 +66,11 @@ class MemoryLink final : public DeviceMemoryPort {
   Ps copy(std::uint64_t dst, std::uint64_t src, std::uint64_t len, Ps at) override;
 
  private:
+  Ps access(tlm::tlm_command command, std::uint64_t phys, std::uint8_t* data, std::uint64_t len, Ps at,
+           const DeviceMemoryCommand* cmd = nullptr);
+
   Transport memory_;
+  PayloadPool payloads_;
 };
 
 }  // namespace spyre_dma::model

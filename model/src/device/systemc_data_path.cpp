@@ -101,9 +101,11 @@ std::optional<SystemcDataPath::HostCopy> SystemcDataPath::check_host_copy(const 
 // as the link's and the switches' arbiters interleave them; booked a whole CB ahead, one device's
 // CB would hold a shared uplink until it was over.
 void SystemcDataPath::keep_pace(Ps at) {
-  if (sc_core::sc_get_current_process_handle().proc_kind() != sc_core::SC_THREAD_PROC_) return;
+  // Called per TLP: the time first, the process kind (a handle built and dropped) only on a wait.
   const Ps now = to_ps(sc_core::sc_time_stamp());
-  if (at > now + kRunAheadPs) sc_core::wait(from_ps(at - now - kRunAheadPs / 2));
+  if (at <= now + kRunAheadPs) return;
+  if (sc_core::sc_get_current_process_handle().proc_kind() != sc_core::SC_THREAD_PROC_) return;
+  sc_core::wait(from_ps(at - now - kRunAheadPs / 2));
 }
 
 Ps SystemcDataPath::through_dma_engine(Ps t, std::uint64_t bytes, Ps done) {

@@ -24,6 +24,24 @@ RootComplex::RootComplex(sc_module_name name, const SimConfig& config)
   SC_METHOD(deliver);
   sensitive << due_;
   dont_initialize();
+  SC_METHOD(release_windows);
+  sensitive << windows_due_;
+  dont_initialize();
+}
+
+void RootComplex::release_windows() {
+  if (!windows_open_) return;
+  for (Requester& r : requesters_) r.held_.release();
+  windows_open_ = false;
+}
+
+std::uint8_t* RootComplex::reach(Requester& r, std::uint64_t iova, std::size_t len, bool device_writes) {
+  if (!r.iommu_.retarget(r.held_, iova, len, device_writes)) return nullptr;
+  if (!windows_open_) {
+    windows_open_ = true;
+    windows_due_.notify(SC_ZERO_TIME);
+  }
+  return r.held_.host();
 }
 
 RootComplex::Requester& RootComplex::attach(device_core::Iommu& iommu, std::function<void(std::uint32_t)> on_interrupt) {
@@ -61,9 +79,9 @@ pcie::Ps RootComplex::translated(Requester& r, std::uint64_t iova, std::uint64_t
 }
 
 bool RootComplex::write_host(Requester& r, std::uint64_t iova, const std::uint8_t* data, std::size_t len) {
-  device_core::Iommu::Window w = r.iommu_.translate(iova, len, true);
-  if (!w) return false;
-  std::memcpy(w.host(), data, len);
+  std::uint8_t* host = reach(r, iova, len, true);
+  if (!host) return false;
+  std::memcpy(host, data, len);
   return true;
 }
 
@@ -93,13 +111,13 @@ void RootComplex::b_transport(int /*port*/, tlm::tlm_generic_payload& gp, sc_tim
   if (gp.is_read()) {
     ++r.read_requests_;
     if ((++read_requests_ & 63) == 0) memory_.prune(to_ps(sc_time_stamp()));
-    device_core::Iommu::Window w = r.iommu_.translate(iova, len, false);
+    const std::uint8_t* host = reach(r, iova, len, false);
     // Memory serves requests interleaved, a cache line at a time: a read takes whatever memory
     // time is free from its arrival on, and is served once the last of it is done.
     const pcie::Ps d = memory_rate_.ceil_ps(len);
     const pcie::Ps served = memory_.reserve_spread(translated(r, iova, len, arrival, ext && ext->burst), d) - d;
     ext->ready_ps = served + service_ps_;
-    if (!w) {
+    if (!host) {
       ++r.iommu_faults_;
       ext->status = CompletionStatus::kUnsupportedRequest;
       gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
@@ -110,7 +128,7 @@ void RootComplex::b_transport(int /*port*/, tlm::tlm_generic_payload& gp, sc_tim
       gp.set_response_status(tlm::TLM_GENERIC_ERROR_RESPONSE);
       return;
     }
-    std::memcpy(gp.get_data_ptr(), w.host(), len);
+    std::memcpy(gp.get_data_ptr(), host, len);
     ext->status = CompletionStatus::kSuccess;
     return;
   }

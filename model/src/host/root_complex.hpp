@@ -56,6 +56,7 @@ class RootComplex : public sc_core::sc_module {
     Iotlb iotlb_;
     std::uint64_t epoch_ = 0;
     std::uint64_t read_requests_ = 0, write_requests_ = 0, iommu_faults_ = 0;
+    device_core::Iommu::Window held_;  // the mapping its data TLPs went through, until release_windows()
   };
 
   RootComplex(sc_core::sc_module_name name, const SimConfig& config);
@@ -68,6 +69,12 @@ class RootComplex : public sc_core::sc_module {
   // HostCostConfig::staging_gbps: the copy reads and writes host memory, in step with its progress,
   // so it takes host memory time from the devices' reads. Returns when the copy is done.
   pcie::Ps staging_copy(pcie::Ps start, std::uint64_t bytes);
+
+  // Closes the IOMMU window each device's data TLPs kept open (see reach()). It runs by itself in
+  // the delta cycle after the TLP that opened one, so a window never outlives the instant of
+  // simulated time it was used at; whoever stops the simulation calls it as well, since a pause
+  // can fall in between, and the host may unmap while the simulation waits.
+  void release_windows();
 
   // Host memory time booked so far (DMA reads and staging copies), in ps.
   pcie::Ps memory_busy_ps() const noexcept { return memory_.busy_ps(); }
@@ -83,6 +90,10 @@ class RootComplex : public sc_core::sc_module {
   };
   void b_transport(int port, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
   void deliver();  // SC_METHOD: applies the ordered writes that are due
+  // The host address of a data TLP's [iova, iova + len) through r's IOMMU, or nullptr on a fault.
+  // The mapping stays pinned in r's window until release_windows(), so a run of TLPs through one
+  // mapping pins it once.
+  std::uint8_t* reach(Requester& r, std::uint64_t iova, std::size_t len, bool device_writes);
   bool write_host(Requester& r, std::uint64_t iova, const std::uint8_t* data, std::size_t len);
   bool write_ordered(Requester& r, std::uint64_t iova, const std::uint8_t* data, std::size_t len);
   // When a transaction of [iova, iova + len) arriving at `at` is translated, through r's IOTLB.
@@ -103,6 +114,8 @@ class RootComplex : public sc_core::sc_module {
   pcie::Ps iotlb_miss_ps_;
   std::multimap<pcie::Ps, Pending> pending_;  // equal times keep arrival order
   sc_core::sc_event due_;
+  sc_core::sc_event windows_due_;  // release_windows() in the next delta cycle
+  bool windows_open_ = false;
   std::uint64_t read_requests_ = 0;
 };
 

@@ -129,6 +129,10 @@ std::uint32_t lookup(std::uint32_t generation, std::uint32_t lanes, std::uint32_
 }  // namespace
 
 std::uint64_t PsPerByte::ceil_ps(std::uint64_t bytes) const {
+  // Once per TLP and more: the 64-bit division where the product fits (every TLP's does), the
+  // 128-bit one (a call into the runtime library) only for long runs.
+  std::uint64_t small;
+  if (!__builtin_mul_overflow(bytes, num, &small)) return small / den + (small % den != 0 ? 1 : 0);
   const U128 product = static_cast<U128>(bytes) * num;
   const U128 t = product / den + (product % den != 0 ? 1 : 0);
   if (t > kU64Max) throw std::overflow_error("pcie: wire time overflows 64 bits of ps");

@@ -48,7 +48,9 @@ class UsageTimeline {
   std::size_t size() const { return size_; }
 
  private:
-  static constexpr std::size_t kBlock = 32;
+  // A D2H run keeps about 400 changes here, and each grant lands before the releases still
+  // pending, re-summing its block: 16 measured faster than 32.
+  static constexpr std::size_t kBlock = 16;
   struct Change {
     Ps time;
     Usage change;

@@ -95,6 +95,7 @@ void NodeSimulation::run_until(const std::function<bool()>& done) {
     if (!sc_pending_activity()) return;
     const pcie::Ps now = to_ps(sc_time_stamp());
     if (to_ps(sc_time_to_pending_activity()) >= kHorizonPs - now) horizon_reached();
+    const WindowsClosedAfter closed{*this};
     sc_start(from_ps(kHorizonPs - now), SC_EXIT_ON_STARVATION);
   }
 }
@@ -103,8 +104,17 @@ void NodeSimulation::run_until(const std::function<bool()>& done) {
 // wait_for_interrupt()).
 void NodeSimulation::run_to(pcie::Ps at) {
   at = std::min(at, kHorizonPs);
-  for (pcie::Ps now = to_ps(sc_time_stamp()); now < at; now = to_ps(sc_time_stamp())) sc_start(from_ps(at - now));
+  for (pcie::Ps now = to_ps(sc_time_stamp()); now < at; now = to_ps(sc_time_stamp())) {
+    const WindowsClosedAfter closed{*this};
+    sc_start(from_ps(at - now));
+  }
   if (to_ps(sc_time_stamp()) >= kHorizonPs) horizon_reached();
+}
+
+// An sc_start() that pauses, or ends in an error, can leave a TLP's IOMMU window open; host threads
+// may unmap while the simulation waits.
+void NodeSimulation::release_windows() noexcept {
+  for (const auto& top : tops_) top->root_complex.release_windows();
 }
 
 void NodeSimulation::horizon_reached() {

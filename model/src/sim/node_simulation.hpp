@@ -92,6 +92,11 @@ class NodeSimulation {
   void take_writes();
   void run_until(const std::function<bool()>& done);
   void run_to(pcie::Ps at);
+  void release_windows() noexcept;
+  struct WindowsClosedAfter {  // release_windows() on every way out of an sc_start()
+    NodeSimulation& sim;
+    ~WindowsClosedAfter() { sim.release_windows(); }
+  };
   [[noreturn]] void horizon_reached();
   [[noreturn]] void fail(const std::string& why);
   void shutdown();

@@ -114,6 +114,7 @@ void SimTop::add_nic(const SimConfig& config, Network& network, unsigned node,
 }
 
 SimTop::~SimTop() {
+  root_complex.release_windows();  // before the NIC, whose IOMMU a window may pin, goes
   try {
     if (probe) probe->finish(to_ps(sc_time_stamp()));
     if (wave) wave->close();

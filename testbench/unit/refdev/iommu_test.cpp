@@ -122,6 +122,42 @@ TEST(Iommu, UnmapWaitsForOpenWindows) {
   EXPECT_TRUE(done.load());
 }
 
+// A window kept open across accesses (the model's root complex): it follows accesses within its
+// mapping on the one pin, moves to another mapping when an access lands there, and once unmap()
+// has begun it faults the next access, which closes it and lets unmap() return.
+TEST(Iommu, RetargetKeepsOnePinWithinAMappingAndLetsUnmapThrough) {
+  Iommu mmu;
+  const std::uint64_t a = mmu.map(g_host, 8192, DmaAccess::kBoth);
+  const std::uint64_t b = mmu.map(g_host + 4 * 4096, 4096, DmaAccess::kDeviceReads);
+  Iommu::Window w;
+  ASSERT_TRUE(mmu.retarget(w, a, 512, true));
+  EXPECT_EQ(w.host(), g_host);
+  ASSERT_TRUE(mmu.retarget(w, a + 4096, 512, true));
+  EXPECT_EQ(w.host(), g_host + 4096);
+  EXPECT_FALSE(mmu.retarget(w, a + 8000, 512, true));  // past the mapping's end: a fault closes it
+  EXPECT_FALSE(w);
+  EXPECT_EQ(mmu.faults(), 1u);
+  ASSERT_TRUE(mmu.retarget(w, a + 64, 64, false));
+  ASSERT_TRUE(mmu.retarget(w, b + 8, 8, false));  // another mapping: a's pin goes, b's comes
+  EXPECT_EQ(w.host(), g_host + 4 * 4096 + 8);
+  mmu.unmap(a);  // a is no longer pinned: returns at once
+  EXPECT_FALSE(mmu.retarget(w, b, 8, true));  // b does not let the device write
+  ASSERT_TRUE(mmu.retarget(w, b, 8, false));
+
+  std::atomic<bool> done{false};
+  std::thread t([&] {
+    mmu.unmap(b);
+    done = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_FALSE(done.load());  // the open window holds b
+  EXPECT_FALSE(mmu.retarget(w, b + 8, 8, false));  // but no access passes once unmap() has begun
+  EXPECT_FALSE(w);
+  t.join();
+  EXPECT_TRUE(done.load());
+  EXPECT_EQ(mmu.mappings_live(), 0u);
+}
+
 TEST(Iommu, ManyReadersWhileMappingAndUnmapping) {
   Iommu mmu;
   const std::uint64_t stable = mmu.map(g_host, 4096, DmaAccess::kBoth);

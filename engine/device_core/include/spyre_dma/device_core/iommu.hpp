@@ -32,6 +32,8 @@
 namespace spyre_dma::device_core {
 
 class Iommu {
+  struct Mapping;
+
  public:
   static constexpr std::uint64_t kPageBytes = 4096;
   static constexpr std::uint64_t kDefaultIovaBase = 0x10'0000'0000ull;
@@ -42,9 +44,9 @@ class Iommu {
    public:
     Window() = default;
     ~Window() { release(); }
-    Window(Window&& o) noexcept : host_(o.host_), pins_(o.pins_) {
+    Window(Window&& o) noexcept : host_(o.host_), mapping_(o.mapping_) {
       o.host_ = nullptr;
-      o.pins_ = nullptr;
+      o.mapping_ = nullptr;
     }
     Window& operator=(Window&& o) noexcept;
     Window(const Window&) = delete;
@@ -56,9 +58,9 @@ class Iommu {
 
    private:
     friend class Iommu;
-    Window(std::uint8_t* host, std::atomic<std::uint32_t>* pins) noexcept : host_(host), pins_(pins) {}
+    Window(std::uint8_t* host, Mapping* mapping) noexcept : host_(host), mapping_(mapping) {}
     std::uint8_t* host_ = nullptr;
-    std::atomic<std::uint32_t>* pins_ = nullptr;
+    Mapping* mapping_ = nullptr;  // pinned while set
   };
 
   // Throws std::invalid_argument unless iova_base is page aligned and below iova_limit.
@@ -81,6 +83,13 @@ class Iommu {
   // The device's access: `device_writes` true for a write into host memory (needs kDeviceWrites),
   // false for a read (needs kDeviceReads). A fault returns an empty window and counts in faults().
   Window translate(std::uint64_t iova, std::size_t bytes, bool device_writes) noexcept;
+  // translate() into a window the caller keeps open across accesses: when `w` still pins a live
+  // mapping that covers the access, it is pointed at it without a new pin; else it is closed and
+  // translated afresh. Returns whether `w` is open. For a device model that streams TLP after TLP
+  // through one mapping: a pin per access is an atomic read-modify-write right after the access's
+  // memcpy, which waits for the copy's stores. unmap() of that mapping waits until `w` closes, so
+  // the caller must close it before anything it waits for can wait for unmap().
+  bool retarget(Window& w, std::uint64_t iova, std::size_t bytes, bool device_writes) noexcept;
 
   std::size_t mappings_live() const;
   std::uint64_t faults() const noexcept { return faults_.load(std::memory_order_relaxed); }
@@ -95,8 +104,11 @@ class Iommu {
     std::uint8_t* host = nullptr;
     DmaAccess access = DmaAccess::kBoth;
     std::atomic<std::uint32_t> pins{0};
+    std::atomic<bool> live{true};  // false once unmap() has begun
   };
 
+  // The access [iova, iova + bytes) lies within m and m allows its direction.
+  static bool covers(const Mapping& m, std::uint64_t iova, std::size_t bytes, bool device_writes) noexcept;
   // Records a mapping whose pages start at `page` and reserve `need` bytes; under the lock.
   std::uint64_t insert(std::uint64_t page, std::uint64_t need, void* host, std::size_t bytes, DmaAccess access);
 
