@@ -176,17 +176,26 @@ std::optional<Ps> UsageTimeline::earliest_within(Ps from, Usage before,
   // The answer is the end of the last step of use over a limit, if that is after `from`. Blocks
   // are searched from the last one back, each whose peak stays under the limit skipped, and the
   // search stops at the first block that ends at or before `from`: every step before it ends by
-  // then. `answer` is the latest step end found so far.
+  // then. Both parts are searched in the same walk (each block is read once), each part until
+  // its own answer. `answer` is the latest step end found so far.
+  struct Part {
+    std::int64_t Usage::*field;
+    std::optional<std::int64_t> limit;
+    std::int64_t after;  // the use after the block being looked at
+  };
+  Part parts[2] = {{&Usage::header, header_limit, before.header + total_.header},
+                   {&Usage::data, data_limit, before.data + total_.data}};
   Ps answer = from;
   bool forever = false;
-  auto consider = [&](std::optional<std::int64_t> limit, std::int64_t Usage::*part) {
-    if (!limit) return;
-    std::int64_t after = before.*part + total_.*part;
-    for (std::size_t i = blocks_.size(); i-- > 0;) {
-      const Block& b = *blocks_[i];
-      const std::int64_t use_before = after - b.sum.*part;
-      if (use_before + b.peak.*part > *limit) {
-        const auto k = static_cast<std::size_t>(last_over_in(b, use_before, *limit, part));
+  bool searching[2] = {header_limit.has_value(), data_limit.has_value()};
+  for (std::size_t i = blocks_.size(); i-- > 0 && (searching[0] || searching[1]);) {
+    const Block& b = *blocks_[i];
+    for (int p = 0; p < 2; ++p) {
+      if (!searching[p]) continue;
+      Part& part = parts[p];
+      const std::int64_t use_before = part.after - b.sum.*part.field;
+      if (use_before + b.peak.*part.field > *part.limit) {
+        const auto k = static_cast<std::size_t>(last_over_in(b, use_before, *part.limit, part.field));
         if (k + 1 < b.count) {
           answer = std::max(answer, b.changes[k + 1].time);
         } else if (i + 1 < blocks_.size()) {
@@ -194,19 +203,19 @@ std::optional<Ps> UsageTimeline::earliest_within(Ps from, Usage before,
         } else {
           forever = true;  // over after the last change
         }
-        return;
+        searching[p] = false;
+        continue;
       }
-      if (b.changes[b.count - 1].time <= from) return;
-      after = use_before;
+      part.after = use_before;
     }
-    // Only the step before the first change can still be over; it ends at the first change.
-    if (before.*part > *limit) {
-      if (blocks_.empty()) forever = true;
-      else answer = std::max(answer, blocks_.front()->changes[0].time);
-    }
-  };
-  consider(header_limit, &Usage::header);
-  consider(data_limit, &Usage::data);
+    if (b.changes[b.count - 1].time <= from) return forever ? std::nullopt : std::optional<Ps>(answer);
+  }
+  // Only the step before the first change can still be over; it ends at the first change.
+  for (int p = 0; p < 2; ++p) {
+    if (!searching[p] || before.*parts[p].field <= *parts[p].limit) continue;
+    if (blocks_.empty()) forever = true;
+    else answer = std::max(answer, blocks_.front()->changes[0].time);
+  }
   if (forever) return std::nullopt;
   return answer;
 }
