@@ -156,14 +156,15 @@ void Iommu::unmap(std::uint64_t iova) {
 }
 
 bool Iommu::covers(const Mapping& m, std::uint64_t iova, std::size_t bytes, bool device_writes) noexcept {
-  return iova >= m.iova && bytes <= m.bytes && iova - m.iova <= m.bytes - bytes && allows(m.access, device_writes);
+  return bytes != 0 && iova >= m.iova && bytes <= m.bytes && iova - m.iova <= m.bytes - bytes &&
+         allows(m.access, device_writes);
 }
 
 Iommu::Window Iommu::translate(std::uint64_t iova, std::size_t bytes, bool device_writes) noexcept {
   {
     std::shared_lock<std::shared_mutex> lock(mutex_);
     auto it = by_page_.upper_bound(iova);
-    if (bytes != 0 && it != by_page_.begin()) {
+    if (it != by_page_.begin()) {
       Mapping& m = *std::prev(it)->second;
       if (covers(m, iova, bytes, device_writes)) {
         m.pins.fetch_add(1, std::memory_order_acquire);
@@ -179,7 +180,7 @@ bool Iommu::retarget(Window& w, std::uint64_t iova, std::size_t bytes, bool devi
   // The pin w holds keeps the mapping's record alive and unchanged; unmap() marks it dead before
   // it waits for the pins, so an access after that faults as it would through translate().
   if (Mapping* m = w.mapping_) {
-    if (m->live.load(std::memory_order_relaxed) && bytes != 0 && covers(*m, iova, bytes, device_writes)) {
+    if (m->live.load(std::memory_order_relaxed) && covers(*m, iova, bytes, device_writes)) {
       w.host_ = m->host + (iova - m->iova);
       return true;
     }

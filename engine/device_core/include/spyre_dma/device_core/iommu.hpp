@@ -107,7 +107,7 @@ class Iommu {
     std::atomic<bool> live{true};  // false once unmap() has begun
   };
 
-  // The access [iova, iova + bytes) lies within m and m allows its direction.
+  // The access [iova, iova + bytes) is nonempty, lies within m, and m allows its direction.
   static bool covers(const Mapping& m, std::uint64_t iova, std::size_t bytes, bool device_writes) noexcept;
   // Records a mapping whose pages start at `page` and reserve `need` bytes; under the lock.
   std::uint64_t insert(std::uint64_t page, std::uint64_t need, void* host, std::size_t bytes, DmaAccess access);
