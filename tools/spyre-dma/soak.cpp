@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "buffer_pool.hpp"
+#include "spyre_dma/device_core/sparse_memory.hpp"
 
 namespace spyre_dma_cli {
 
@@ -29,10 +30,11 @@ void prepare_soak_worker() {
 
 void add_heap_in_use(nlohmann::json& result) {
   // The parent samples this process's RSS between tests: hand freed heap (and the regression
-  // bench's buffer pool) back to the system first, so that what it sees is what the process still
-  // holds, not the allocators' caches; and tell it the bytes still allocated, which tell a leak
-  // from fragmentation.
+  // bench's buffer pool, and the pages device memories keep) back to the system first, so that
+  // what it sees is what the process still holds, not the allocators' caches; and tell it the
+  // bytes still allocated, which tell a leak from fragmentation.
   spyre_dma::regress::PooledBuffer::release_pooled();
+  spyre_dma::device_core::SparseMemory::release_pooled_pages();
   ::malloc_trim(0);
   const struct mallinfo2 mi = ::mallinfo2();
   result[kHeapInUseKey] = mi.uordblks + mi.hblkhd;

@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <mutex>
 #include <new>
 #include <sstream>
 #include <stdexcept>
+#include <vector>
 
 namespace spyre_dma::device_core {
 namespace {
@@ -28,6 +30,53 @@ std::uint8_t* map_page() {
   (void)::madvise(page, kPage, MADV_HUGEPAGE);  // a hint: without it (or THP) the page still works
   return page;
 }
+
+// Pages of memories already destroyed, kept for the next memory of the process: a test bench that
+// builds a device per test would otherwise have the kernel fault in and clear every page of every
+// test afresh. A kept page holds old bytes; page_for_write() clears what its first write leaves.
+class PagePool {
+ public:
+  static PagePool& instance() {
+    static PagePool* const pool = new PagePool;  // never destroyed: memories may die during exit
+    return *pool;
+  }
+  std::uint8_t* take() {
+    std::lock_guard<std::mutex> g(mu_);
+    if (pages_.empty()) return nullptr;
+    std::uint8_t* p = pages_.back();
+    pages_.pop_back();
+    return p;
+  }
+  void give(std::uint8_t* p) noexcept {
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      if (pages_.size() < SparseMemory::kPooledPages) {
+        try {
+          pages_.push_back(p);
+          return;
+        } catch (const std::bad_alloc&) {  // no room to remember it: give it back to the kernel
+        }
+      }
+    }
+    ::munmap(p, kPage);
+  }
+  void release() noexcept {
+    std::vector<std::uint8_t*> all;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      all.swap(pages_);
+    }
+    for (std::uint8_t* p : all) ::munmap(p, kPage);
+  }
+  std::uint64_t size() {
+    std::lock_guard<std::mutex> g(mu_);
+    return pages_.size();
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::uint8_t*> pages_;
+};
 
 bool is_little_endian() noexcept {
   const std::uint16_t probe = 1;
@@ -50,9 +99,13 @@ SparseMemory::SparseMemory(std::uint64_t size_bytes)
 
 SparseMemory::~SparseMemory() {
   for (std::uint64_t i = 0; i < num_pages_; ++i) {
-    if (std::uint8_t* p = pages_[i].load(std::memory_order_relaxed)) ::munmap(p, kPage);
+    if (std::uint8_t* p = pages_[i].load(std::memory_order_relaxed)) PagePool::instance().give(p);
   }
 }
+
+void SparseMemory::release_pooled_pages() noexcept { PagePool::instance().release(); }
+
+std::uint64_t SparseMemory::pooled_pages() { return PagePool::instance().size(); }
 
 void SparseMemory::check(std::uint64_t addr, std::uint64_t n, const char* what) const {
   if (contains(addr, n)) return;
@@ -62,16 +115,24 @@ void SparseMemory::check(std::uint64_t addr, std::uint64_t n, const char* what) 
   throw std::out_of_range(msg.str());
 }
 
-std::uint8_t* SparseMemory::page_for_write(std::uint64_t index) {
+std::uint8_t* SparseMemory::page_for_write(std::uint64_t index, std::uint64_t lo, std::uint64_t hi) {
   std::uint8_t* p = pages_[index].load(std::memory_order_acquire);
   if (p != nullptr) return p;
-  std::uint8_t* fresh = map_page();
+  std::uint8_t* fresh = PagePool::instance().take();
+  if (fresh != nullptr) {
+    // A kept page: what the caller is about to write needs no clearing, the rest reads as zeros
+    // before the page is published, so a concurrent writer elsewhere in it finds zeros around it.
+    std::memset(fresh, 0, lo);
+    std::memset(fresh + hi, 0, kPage - hi);
+  } else {
+    fresh = map_page();
+  }
   if (pages_[index].compare_exchange_strong(p, fresh, std::memory_order_acq_rel,
                                             std::memory_order_acquire)) {
     pages_resident_.fetch_add(1, std::memory_order_relaxed);
     return fresh;
   }
-  ::munmap(fresh, kPage);  // another thread allocated it first; `p` now holds its page
+  PagePool::instance().give(fresh);  // another thread allocated it first; `p` now holds its page
   return p;
 }
 
@@ -96,7 +157,7 @@ void SparseMemory::write(std::uint64_t addr, const void* src, std::size_t n) {
   const auto* in = static_cast<const std::uint8_t*>(src);
   while (n > 0) {
     const std::size_t chunk = static_cast<std::size_t>(std::min<std::uint64_t>(n, to_page_end(addr)));
-    std::memcpy(page_for_write(addr / kPage) + addr % kPage, in, chunk);
+    std::memcpy(page_for_write(addr / kPage, addr % kPage, addr % kPage + chunk) + addr % kPage, in, chunk);
     addr += chunk;
     in += chunk;
     n -= chunk;
@@ -127,7 +188,7 @@ void SparseMemory::fill32(std::uint64_t addr, std::uint32_t pattern, std::size_t
       offset += chunk;
       continue;
     }
-    if (p == nullptr) p = page_for_write(at / kPage);
+    if (p == nullptr) p = page_for_write(at / kPage, at % kPage, at % kPage + chunk);
     std::uint8_t* d = p + at % kPage;
     if (uniform) {
       std::memset(d, b0, chunk);
@@ -150,7 +211,7 @@ void SparseMemory::copy(std::uint64_t dst, std::uint64_t src, std::size_t n) {
   // Copies one run that lies within one source page and one destination page.
   auto run = [this](std::uint64_t d, std::uint64_t s, std::size_t len) {
     if (const std::uint8_t* sp = page(s / kPage)) {
-      std::memmove(page_for_write(d / kPage) + d % kPage, sp + s % kPage, len);
+      std::memmove(page_for_write(d / kPage, d % kPage, d % kPage + len) + d % kPage, sp + s % kPage, len);
     } else if (std::uint8_t* dp = page(d / kPage)) {
       std::memset(dp + d % kPage, 0, len);  // the source reads as zeros
     }

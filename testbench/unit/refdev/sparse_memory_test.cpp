@@ -175,4 +175,44 @@ TEST(SparseMemory, ConcurrentDisjointWritesRacingForPages) {
   }
 }
 
+// A destroyed memory's pages are kept for the next: they must read as zeros wherever the new
+// memory has not written, whichever write (write, fill32, copy) first touches them, also when
+// writers race for a kept page.
+TEST(SparseMemory, KeptPagesReadAsZerosWhereNotWritten) {
+  constexpr std::uint64_t kPages = 8;
+  {
+    SparseMemory dirty(kPages * kPage);
+    dirty.fill32(0, 0xA5A5A5A5u, kPages * kPage);
+  }
+  EXPECT_GE(SparseMemory::pooled_pages(), kPages);
+  SparseMemory m(kPages * kPage);
+  const auto data = bytes(4096, 3);
+  m.write(kPage / 2, data.data(), data.size());                 // page 0: a write in its middle
+  m.fill32(kPage + 100, 0x01020304u, 1000);                     // page 1: a fill
+  m.copy(2 * kPage + 64, kPage / 2, data.size());               // page 2: a copy
+  constexpr int kThreads = 4;                                   // pages 3..7: racing writers
+  constexpr std::size_t kSlice = kPage / kThreads;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&m, &data, t] {
+      for (std::uint64_t page = 3; page < kPages; ++page) m.write(page * kPage + t * kSlice, data.data(), data.size());
+    });
+  }
+  for (auto& th : threads) th.join();
+
+  std::vector<std::uint8_t> expected(kPages * kPage, 0);
+  std::memcpy(expected.data() + kPage / 2, data.data(), data.size());
+  for (std::size_t i = 0; i < 1000; ++i) expected[kPage + 100 + i] = static_cast<std::uint8_t>(0x01020304u >> (8 * (i % 4)));
+  std::memcpy(expected.data() + 2 * kPage + 64, data.data(), data.size());
+  for (std::uint64_t page = 3; page < kPages; ++page) {
+    for (int t = 0; t < kThreads; ++t) std::memcpy(expected.data() + page * kPage + t * kSlice, data.data(), data.size());
+  }
+  std::vector<std::uint8_t> out(kPages * kPage, 0xEE);
+  m.read(0, out.data(), out.size());
+  for (std::size_t i = 0; i < out.size(); ++i) ASSERT_EQ(out[i], expected[i]) << "byte " << i;
+
+  SparseMemory::release_pooled_pages();
+  EXPECT_EQ(SparseMemory::pooled_pages(), 0u);
+}
+
 }  // namespace

@@ -16,6 +16,10 @@
 //     as a memset of zeros; writing zeros with fill32 to an untouched page allocates nothing.
 //   * Pages come from anonymous mmap (zero-filled lazily by the kernel). A failure to map a page
 //     throws std::bad_alloc.
+//   * A destroyed memory's pages are kept for the process's next memories (up to kPooledPages),
+//     so that a bench building a device per test does not fault in and clear every page anew;
+//     a kept page is cleared where its first write does not cover it, so it reads as zeros as a
+//     new one does.
 #pragma once
 
 #include <atomic>
@@ -31,6 +35,8 @@ class SparseMemory {
   // transparent huge pages, so first touching one costs one fault where 4 KiB pages cost 512.
   static constexpr std::uint64_t kPageBytes = 2ull << 20;
   static constexpr std::uint64_t kDefaultBytes = 128ull << 30;    // 128 GiB installed
+  // Pages kept across memories, process-wide: 512 MiB.
+  static constexpr std::uint64_t kPooledPages = 256;
 
   // Throws std::invalid_argument for a size of zero.
   explicit SparseMemory(std::uint64_t size_bytes = kDefaultBytes);
@@ -62,12 +68,19 @@ class SparseMemory {
     return pages_resident_.load(std::memory_order_relaxed);
   }
 
+  // Pages kept from destroyed memories, process-wide, and a way to give them all back to the
+  // system (a caller measuring what the process holds).
+  static std::uint64_t pooled_pages();
+  static void release_pooled_pages() noexcept;
+
  private:
   void check(std::uint64_t addr, std::uint64_t n, const char* what) const;
   std::uint8_t* page(std::uint64_t index) const noexcept {
     return pages_[index].load(std::memory_order_acquire);
   }
-  std::uint8_t* page_for_write(std::uint64_t index);
+  // The page at `index`, allocated if it has none; [lo, hi) within it is what the caller is about
+  // to write (and so needs no clearing).
+  std::uint8_t* page_for_write(std::uint64_t index, std::uint64_t lo, std::uint64_t hi);
 
   std::uint64_t size_;
   std::uint64_t num_pages_;
