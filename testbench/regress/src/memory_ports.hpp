@@ -31,6 +31,7 @@ class HostPort final : public MemoryPort {
   explicit HostPort(std::uint8_t* base) : base_(base) {}
   void read(std::uint64_t off, std::uint8_t* dst, std::size_t n) const override;
   void write(std::uint64_t off, const std::uint8_t* src, std::size_t n) override;
+  const std::uint8_t* view(std::uint64_t off, std::size_t /*n*/) const override { return base_ + off; }
 
  private:
   std::uint8_t* base_;

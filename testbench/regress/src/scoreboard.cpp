@@ -11,6 +11,18 @@ namespace spyre_dma::regress {
 namespace {
 
 constexpr std::size_t kBlock = 1u << 20;  // real memory is read in blocks of this size
+// Set-up writes a region in pieces of this size, each generated and written while it is still in
+// the core's cache.
+constexpr std::size_t kFillPiece = 256u << 10;
+
+// The n real bytes at `at`: in place where the port offers them, else read into `scratch`.
+const std::uint8_t* real_bytes(const MemoryPort& port, std::uint64_t at, std::size_t n,
+                               std::vector<std::uint8_t>& scratch) {
+  if (const std::uint8_t* p = port.view(at, n)) return p;
+  scratch.resize(n);
+  port.read(at, scratch.data(), n);
+  return scratch.data();
+}
 
 void fill_pattern(std::uint8_t* dst, std::uint64_t offset, std::size_t n, std::uint32_t pattern) {
   // A 32-bit little-endian pattern repeated from the fill's start (`offset` bytes into it).
@@ -27,19 +39,21 @@ int Scoreboard::add_region(std::string name, std::unique_ptr<MemoryPort> port, s
   // Each 8-byte word names its region and offset: no two places hold the same bytes, so a byte
   // that lands in the wrong place cannot match by accident.
   const std::uint64_t salt = mix64(seed ^ (0xA5A5ull << 32) ^ regions_.size());
-  // Whole words in a loop the compiler can vectorise, then the tail.
+  // Whole words in a loop the compiler can vectorise, then the tail; each piece goes to the real
+  // memory straight after it is made.
   std::uint8_t* shadow = r.shadow.data();
-  const std::uint64_t whole = bytes / 8 * 8;
-  for (std::uint64_t w = 0; w < whole; w += 8) {
-    const std::uint64_t v = mix64(salt + w);
-    std::memcpy(shadow + w, &v, 8);
-  }
-  if (whole < bytes) {
-    const std::uint64_t v = mix64(salt + whole);
-    std::memcpy(shadow + whole, &v, bytes - whole);
-  }
-  for (std::uint64_t at = 0; at < bytes; at += kBlock) {
-    r.port->write(at, r.shadow.data() + at, std::min<std::uint64_t>(kBlock, bytes - at));
+  for (std::uint64_t at = 0; at < bytes; at += kFillPiece) {
+    const std::uint64_t end = std::min<std::uint64_t>(bytes, at + kFillPiece);  // kFillPiece % 8 == 0
+    const std::uint64_t whole = end / 8 * 8;
+    for (std::uint64_t w = at; w < whole; w += 8) {
+      const std::uint64_t v = mix64(salt + w);
+      std::memcpy(shadow + w, &v, 8);
+    }
+    if (whole < end) {
+      const std::uint64_t v = mix64(salt + whole);
+      std::memcpy(shadow + whole, &v, end - whole);
+    }
+    r.port->write(at, shadow + at, static_cast<std::size_t>(end - at));
   }
   std::lock_guard<std::mutex> g(mu_);
   regions_.push_back(std::move(r));
@@ -94,13 +108,12 @@ std::uint64_t Scoreboard::compare(const Region& r, std::uint64_t lo, std::uint64
 
 void Scoreboard::compare_range(const Region& r, std::uint64_t lo, std::uint64_t hi, std::uint64_t& bad,
                                std::uint64_t& first, Digest* digest) const {
-  thread_local std::vector<std::uint8_t> real;
+  thread_local std::vector<std::uint8_t> scratch;
   for (std::uint64_t at = lo; at < hi; at += kBlock) {
     const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(kBlock, hi - at));
-    real.resize(n);
-    r.port->read(at, real.data(), n);
-    if (digest) digest->add(real.data(), n);
-    if (std::memcmp(real.data(), r.shadow.data() + at, n) == 0) continue;
+    const std::uint8_t* real = real_bytes(*r.port, at, n, scratch);
+    if (digest) digest->add(real, n);
+    if (std::memcmp(real, r.shadow.data() + at, n) == 0) continue;
     for (std::size_t i = 0; i < n; ++i) {
       if (real[i] == r.shadow[at + i] || unknown_at(r, at + i)) continue;
       if (bad++ == 0) first = at + i;
@@ -156,15 +169,14 @@ void Scoreboard::completed(std::int64_t op, const Access& a, bool ok) {
     d.unknown.push_back(Range{lo, hi});
   } else {
     // Destination against the expected bytes, block by block; the shadow takes them after.
-    thread_local std::vector<std::uint8_t> real, want;
+    thread_local std::vector<std::uint8_t> scratch, want;
     std::uint64_t not_copied = 0, wrong = 0, first = 0;
     for (std::uint64_t at = lo; at < hi; at += kBlock) {
       const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(kBlock, hi - at));
-      real.resize(n);
       want.resize(n);
-      d.port->read(at, real.data(), n);
+      const std::uint8_t* real = real_bytes(*d.port, at, n, scratch);
       expected_bytes(a, at - lo, n, want.data());
-      if (std::memcmp(real.data(), want.data(), n) != 0) {
+      if (std::memcmp(real, want.data(), n) != 0) {
         for (std::size_t i = 0; i < n; ++i) {
           if (real[i] == want[i]) continue;
           if (not_copied + wrong == 0) first = at + i;

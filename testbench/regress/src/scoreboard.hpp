@@ -35,6 +35,9 @@ class MemoryPort {
   virtual ~MemoryPort() = default;
   virtual void read(std::uint64_t offset, std::uint8_t* dst, std::size_t n) const = 0;
   virtual void write(std::uint64_t offset, const std::uint8_t* src, std::size_t n) = 0;
+  // The n bytes at `offset` in place, where the memory is plainly addressable here (a host
+  // buffer), so a check reads them without a copy first; null where only read() reaches them.
+  virtual const std::uint8_t* view(std::uint64_t /*offset*/, std::size_t /*n*/) const { return nullptr; }
 };
 
 // What one op reads and writes. src_region < 0: a fill of `pattern`.
