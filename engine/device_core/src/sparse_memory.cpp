@@ -152,6 +152,15 @@ void SparseMemory::read(std::uint64_t addr, void* dst, std::size_t n) const {
   }
 }
 
+const std::uint8_t* SparseMemory::view(std::uint64_t addr, std::size_t n, std::size_t& got) const noexcept {
+  got = 0;
+  if (n == 0 || !contains(addr, n)) return nullptr;
+  const std::uint8_t* p = page(addr / kPage);
+  if (p == nullptr) return nullptr;
+  got = static_cast<std::size_t>(std::min<std::uint64_t>(n, to_page_end(addr)));
+  return p + addr % kPage;
+}
+
 void SparseMemory::write(std::uint64_t addr, const void* src, std::size_t n) {
   check(addr, n, "write");
   const auto* in = static_cast<const std::uint8_t*>(src);

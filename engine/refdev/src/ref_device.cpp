@@ -67,6 +67,9 @@ device_core::Iommu& RefDevice::iommu() noexcept { return core_->iommu(); }
 void RefDevice::backdoor_read(std::uint64_t phys, void* dst, std::size_t bytes) {
   core_->memory().read(phys, dst, bytes);
 }
+const void* RefDevice::backdoor_view(std::uint64_t phys, std::size_t bytes, std::size_t& got) {
+  return core_->memory().view(phys, bytes, got);
+}
 void RefDevice::backdoor_write(std::uint64_t phys, const void* src, std::size_t bytes) {
   core_->memory().write(phys, src, bytes);
 }

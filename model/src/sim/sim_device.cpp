@@ -53,6 +53,9 @@ void SimDevice::arm_misbehave(const device_core::Misbehave& m) {
   sim_->call([&] { sim_->device(index_).controller.arm_misbehave(m); });
 }
 void SimDevice::backdoor_read(std::uint64_t phys, void* dst, std::size_t bytes) { memory().read(phys, dst, bytes); }
+const void* SimDevice::backdoor_view(std::uint64_t phys, std::size_t bytes, std::size_t& got) {
+  return memory().view(phys, bytes, got);
+}
 void SimDevice::backdoor_write(std::uint64_t phys, const void* src, std::size_t bytes) {
   memory().write(phys, src, bytes);
 }

@@ -26,6 +26,15 @@ void DevicePort::walk(std::uint64_t off, std::size_t n, F&& f) const {
   }
 }
 
+const std::uint8_t* DevicePort::view(std::uint64_t off, std::size_t n, std::size_t& got) const {
+  got = 0;
+  if (n == 0) return nullptr;
+  const CompositeAddress::Position p = address_.locate(off);
+  const DeviceChunk& c = address_.chunks()[p.chunk];
+  const std::size_t len = static_cast<std::size_t>(std::min<std::uint64_t>(n, c.size - p.offset_in_chunk));
+  return static_cast<const std::uint8_t*>(mem_.backdoor_view(c.physical() + p.offset_in_chunk, len, got));
+}
+
 void DevicePort::read(std::uint64_t off, std::uint8_t* dst, std::size_t n) const {
   walk(off, n, [&](std::uint64_t phys, std::size_t at, std::size_t len) { mem_.backdoor_read(phys, dst + at, len); });
 }

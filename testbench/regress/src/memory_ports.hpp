@@ -31,7 +31,10 @@ class HostPort final : public MemoryPort {
   explicit HostPort(std::uint8_t* base) : base_(base) {}
   void read(std::uint64_t off, std::uint8_t* dst, std::size_t n) const override;
   void write(std::uint64_t off, const std::uint8_t* src, std::size_t n) override;
-  const std::uint8_t* view(std::uint64_t off, std::size_t /*n*/) const override { return base_ + off; }
+  const std::uint8_t* view(std::uint64_t off, std::size_t n, std::size_t& got) const override {
+    got = n;
+    return base_ + off;
+  }
 
  private:
   std::uint8_t* base_;
@@ -43,6 +46,8 @@ class DevicePort final : public MemoryPort {
   DevicePort(backend::MemoryBackdoor& mem, CompositeAddress address);
   void read(std::uint64_t off, std::uint8_t* dst, std::size_t n) const override;
   void write(std::uint64_t off, const std::uint8_t* src, std::size_t n) override;
+  // Within the chunk that holds `off`, as far as the backend's memory lies together.
+  const std::uint8_t* view(std::uint64_t off, std::size_t n, std::size_t& got) const override;
 
  private:
   template <typename F>

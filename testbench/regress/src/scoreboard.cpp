@@ -15,12 +15,15 @@ constexpr std::size_t kBlock = 1u << 20;  // real memory is read in blocks of th
 // the core's cache.
 constexpr std::size_t kFillPiece = 256u << 10;
 
-// The n real bytes at `at`: in place where the port offers them, else read into `scratch`.
-const std::uint8_t* real_bytes(const MemoryPort& port, std::uint64_t at, std::size_t n,
-                               std::vector<std::uint8_t>& scratch) {
-  if (const std::uint8_t* p = port.view(at, n)) return p;
+// The real bytes at `at`, up to n of them (`got` says how many): in place where the port offers
+// them, as many as lie together there; else all n, read into `scratch`. With `whole`, all n or a
+// copy: a digest hashes fixed blocks, whatever the memory's layout.
+const std::uint8_t* real_bytes(const MemoryPort& port, std::uint64_t at, std::size_t n, bool whole,
+                               std::vector<std::uint8_t>& scratch, std::size_t& got) {
+  if (const std::uint8_t* p = port.view(at, n, got); p != nullptr && (got == n || (!whole && got > 0))) return p;
   scratch.resize(n);
   port.read(at, scratch.data(), n);
+  got = n;
   return scratch.data();
 }
 
@@ -109,9 +112,10 @@ std::uint64_t Scoreboard::compare(const Region& r, std::uint64_t lo, std::uint64
 void Scoreboard::compare_range(const Region& r, std::uint64_t lo, std::uint64_t hi, std::uint64_t& bad,
                                std::uint64_t& first, Digest* digest) const {
   thread_local std::vector<std::uint8_t> scratch;
-  for (std::uint64_t at = lo; at < hi; at += kBlock) {
-    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(kBlock, hi - at));
-    const std::uint8_t* real = real_bytes(*r.port, at, n, scratch);
+  std::size_t n = 0;
+  for (std::uint64_t at = lo; at < hi; at += n) {
+    const std::uint8_t* real = real_bytes(*r.port, at, static_cast<std::size_t>(std::min<std::uint64_t>(kBlock, hi - at)),
+                                          digest != nullptr, scratch, n);
     if (digest) digest->add(real, n);
     if (std::memcmp(real, r.shadow.data() + at, n) == 0) continue;
     for (std::size_t i = 0; i < n; ++i) {
@@ -121,12 +125,12 @@ void Scoreboard::compare_range(const Region& r, std::uint64_t lo, std::uint64_t 
   }
 }
 
-void Scoreboard::expected_bytes(const Access& a, std::uint64_t from, std::size_t n, std::uint8_t* out) const {
-  if (a.src_region < 0) {
-    fill_pattern(out, from, n, a.pattern);
-  } else {
-    std::memcpy(out, regions_[static_cast<std::size_t>(a.src_region)].shadow.data() + a.src_offset + from, n);
-  }
+const std::uint8_t* Scoreboard::expected_bytes(const Access& a, std::uint64_t from, std::size_t n,
+                                               std::vector<std::uint8_t>& buffer) const {
+  if (a.src_region >= 0) return regions_[static_cast<std::size_t>(a.src_region)].shadow.data() + a.src_offset + from;
+  buffer.resize(n);
+  fill_pattern(buffer.data(), from, n, a.pattern);
+  return buffer.data();
 }
 
 void Scoreboard::check_margins(std::int64_t op, const Region& r, std::uint64_t lo, std::uint64_t hi) {
@@ -169,21 +173,21 @@ void Scoreboard::completed(std::int64_t op, const Access& a, bool ok) {
     d.unknown.push_back(Range{lo, hi});
   } else {
     // Destination against the expected bytes, block by block; the shadow takes them after.
-    thread_local std::vector<std::uint8_t> scratch, want;
+    thread_local std::vector<std::uint8_t> scratch, pattern;
     std::uint64_t not_copied = 0, wrong = 0, first = 0;
-    for (std::uint64_t at = lo; at < hi; at += kBlock) {
-      const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(kBlock, hi - at));
-      want.resize(n);
-      const std::uint8_t* real = real_bytes(*d.port, at, n, scratch);
-      expected_bytes(a, at - lo, n, want.data());
-      if (std::memcmp(real, want.data(), n) != 0) {
+    std::size_t n = 0;
+    for (std::uint64_t at = lo; at < hi; at += n) {
+      const std::uint8_t* real =
+          real_bytes(*d.port, at, static_cast<std::size_t>(std::min<std::uint64_t>(kBlock, hi - at)), false, scratch, n);
+      const std::uint8_t* want = expected_bytes(a, at - lo, n, pattern);
+      if (std::memcmp(real, want, n) != 0) {
         for (std::size_t i = 0; i < n; ++i) {
           if (real[i] == want[i]) continue;
           if (not_copied + wrong == 0) first = at + i;
           (real[i] == d.shadow[at + i] ? not_copied : wrong)++;
         }
       }
-      std::memcpy(d.shadow.data() + at, want.data(), n);
+      std::memmove(d.shadow.data() + at, want, n);  // a device copy within one region may overlap
     }
     bytes_checked_ += a.bytes;
     if (not_copied + wrong > 0) {

@@ -35,9 +35,13 @@ class MemoryPort {
   virtual ~MemoryPort() = default;
   virtual void read(std::uint64_t offset, std::uint8_t* dst, std::size_t n) const = 0;
   virtual void write(std::uint64_t offset, const std::uint8_t* src, std::size_t n) = 0;
-  // The n bytes at `offset` in place, where the memory is plainly addressable here (a host
-  // buffer), so a check reads them without a copy first; null where only read() reaches them.
-  virtual const std::uint8_t* view(std::uint64_t /*offset*/, std::size_t /*n*/) const { return nullptr; }
+  // The bytes at `offset` in place, where the memory is plainly addressable here (a host buffer,
+  // device memory the backend holds in this process): as many of the n as lie together (`got`),
+  // so a check reads them without a copy first. Null (got 0) where only read() reaches them.
+  virtual const std::uint8_t* view(std::uint64_t /*offset*/, std::size_t /*n*/, std::size_t& got) const {
+    got = 0;
+    return nullptr;
+  }
 };
 
 // What one op reads and writes. src_region < 0: a fill of `pattern`.
@@ -117,7 +121,10 @@ class Scoreboard {
   void compare_range(const Region& r, std::uint64_t lo, std::uint64_t hi, std::uint64_t& bad,
                      std::uint64_t& first, Digest* digest = nullptr) const;
   void check_margins(std::int64_t op, const Region& r, std::uint64_t lo, std::uint64_t hi);
-  void expected_bytes(const Access& a, std::uint64_t from, std::size_t n, std::uint8_t* out) const;
+  // The n bytes op `a` should have written `from` bytes into its destination: in the source's
+  // shadow for a copy, made in `buffer` for a fill.
+  const std::uint8_t* expected_bytes(const Access& a, std::uint64_t from, std::size_t n,
+                                     std::vector<std::uint8_t>& buffer) const;
 
   Findings& findings_;
   std::uint32_t margin_;

@@ -175,6 +175,28 @@ TEST(SparseMemory, ConcurrentDisjointWritesRacingForPages) {
   }
 }
 
+TEST(SparseMemory, ViewShowsWrittenBytesInPlaceUpToThePageEnd) {
+  SparseMemory m(4 * kPage);
+  std::size_t got = 99;
+  EXPECT_EQ(m.view(kPage, 16, got), nullptr);  // never written: zeros with nothing behind them
+  EXPECT_EQ(got, 0u);
+  const auto data = bytes(256, 5);
+  m.write(2 * kPage - 128, data.data(), data.size());  // across the end of page 1
+  const std::uint8_t* p = m.view(2 * kPage - 128, 256, got);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(got, 128u);  // the rest lies in page 2
+  EXPECT_EQ(0, std::memcmp(p, data.data(), 128));
+  const std::uint8_t* q = m.view(2 * kPage, 128, got);
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(got, 128u);
+  EXPECT_EQ(0, std::memcmp(q, data.data() + 128, 128));
+  m.fill32(2 * kPage - 128, 0x11111111u, 4);  // later writes show through
+  EXPECT_EQ(p[0], 0x11);
+  EXPECT_EQ(m.view(4 * kPage - 8, 16, got), nullptr);  // beyond the memory
+  EXPECT_EQ(got, 0u);
+  EXPECT_EQ(m.view(0, 0, got), nullptr);
+}
+
 // A destroyed memory's pages are kept for the next: they must read as zeros wherever the new
 // memory has not written, whichever write (write, fill32, copy) first touches them, also when
 // writers race for a kept page.

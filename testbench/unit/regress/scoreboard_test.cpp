@@ -1,8 +1,12 @@
 // The scoreboard tells "not copied", "corrupted", "out of range write" and "source overwritten"
-// apart, skips what a failed op left undefined, and catches a stray byte at the full check.
+// apart, skips what a failed op left undefined, and catches a stray byte at the full check; all of
+// it whether the memory is read through copies, in place, or in place in short runs (as device
+// memory is, chunk by chunk and page by page).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "scoreboard.hpp"
@@ -10,23 +14,30 @@
 namespace spyre_dma::regress {
 namespace {
 
+// Memory in a vector. `run` 0: reached only by copies; otherwise in place, in runs that end at
+// every multiple of `run` bytes.
 class VectorPort final : public MemoryPort {
  public:
-  explicit VectorPort(std::vector<std::uint8_t>& mem) : mem_(mem) {}
+  VectorPort(std::vector<std::uint8_t>& mem, std::size_t run) : mem_(mem), run_(run) {}
   void read(std::uint64_t off, std::uint8_t* dst, std::size_t n) const override { std::memcpy(dst, mem_.data() + off, n); }
   void write(std::uint64_t off, const std::uint8_t* src, std::size_t n) override { std::memcpy(mem_.data() + off, src, n); }
+  const std::uint8_t* view(std::uint64_t off, std::size_t n, std::size_t& got) const override {
+    got = run_ == 0 ? 0 : std::min<std::size_t>(n, run_ - off % run_);
+    return run_ == 0 ? nullptr : mem_.data() + off;
+  }
 
  private:
   std::vector<std::uint8_t>& mem_;
+  std::size_t run_;
 };
 
-class ScoreboardTest : public ::testing::Test {
+class ScoreboardTest : public ::testing::TestWithParam<std::size_t> {
  protected:
   void SetUp() override {
     src.resize(8192);
     dst.resize(8192);
-    s = sb.add_region("src", std::make_unique<VectorPort>(src), src.size(), 7);
-    d = sb.add_region("dst", std::make_unique<VectorPort>(dst), dst.size(), 7);
+    s = sb.add_region("src", std::make_unique<VectorPort>(src, GetParam()), src.size(), 7);
+    d = sb.add_region("dst", std::make_unique<VectorPort>(dst, GetParam()), dst.size(), 7);
   }
   Access copy(std::uint64_t from, std::uint64_t to, std::uint64_t n) const { return Access{s, from, d, to, n, 0}; }
   void do_copy(const Access& a) { std::memcpy(dst.data() + a.dst_offset, src.data() + a.src_offset, a.bytes); }
@@ -42,11 +53,11 @@ class ScoreboardTest : public ::testing::Test {
   int s = 0, d = 0;
 };
 
-TEST_F(ScoreboardTest, RegionsStartWithDistinctPatterns) {
+TEST_P(ScoreboardTest, RegionsStartWithDistinctPatterns) {
   EXPECT_NE(std::memcmp(src.data(), dst.data(), src.size()), 0);
 }
 
-TEST_F(ScoreboardTest, ACorrectCopyPasses) {
+TEST_P(ScoreboardTest, ACorrectCopyPasses) {
   const Access a = copy(100, 1024, 1000);
   sb.submitted(0, a);
   do_copy(a);
@@ -56,14 +67,14 @@ TEST_F(ScoreboardTest, ACorrectCopyPasses) {
   EXPECT_TRUE(findings.empty()) << findings.list().front().message;
 }
 
-TEST_F(ScoreboardTest, UntouchedDestinationIsNotCopied) {
+TEST_P(ScoreboardTest, UntouchedDestinationIsNotCopied) {
   const Access a = copy(0, 1024, 512);
   sb.submitted(0, a);
   sb.completed(0, a, true);
   EXPECT_EQ(kinds(), std::vector<FindingKind>{FindingKind::kNotCopied});
 }
 
-TEST_F(ScoreboardTest, WrongBytesAreCorruption) {
+TEST_P(ScoreboardTest, WrongBytesAreCorruption) {
   const Access a = copy(0, 1024, 512);
   sb.submitted(0, a);
   do_copy(a);
@@ -72,7 +83,7 @@ TEST_F(ScoreboardTest, WrongBytesAreCorruption) {
   EXPECT_EQ(kinds(), std::vector<FindingKind>{FindingKind::kCorrupted});
 }
 
-TEST_F(ScoreboardTest, AWriteNextToTheDestinationIsOutOfRange) {
+TEST_P(ScoreboardTest, AWriteNextToTheDestinationIsOutOfRange) {
   const Access a = copy(0, 1024, 512);
   sb.submitted(0, a);
   do_copy(a);
@@ -81,7 +92,7 @@ TEST_F(ScoreboardTest, AWriteNextToTheDestinationIsOutOfRange) {
   EXPECT_EQ(kinds(), std::vector<FindingKind>{FindingKind::kOutOfRangeWrite});
 }
 
-TEST_F(ScoreboardTest, AChangedSourceIsReported) {
+TEST_P(ScoreboardTest, AChangedSourceIsReported) {
   const Access a = copy(0, 1024, 512);
   sb.submitted(0, a);
   do_copy(a);
@@ -90,7 +101,7 @@ TEST_F(ScoreboardTest, AChangedSourceIsReported) {
   EXPECT_EQ(kinds().front(), FindingKind::kSourceOverwritten);
 }
 
-TEST_F(ScoreboardTest, ConcurrentNeighboursAreNotOutOfRange) {
+TEST_P(ScoreboardTest, ConcurrentNeighboursAreNotOutOfRange) {
   // Two ops side by side: the second one's bytes change while the first completes.
   const Access a = copy(0, 1024, 512), b = copy(512, 1536, 512);
   sb.submitted(0, a);
@@ -102,7 +113,7 @@ TEST_F(ScoreboardTest, ConcurrentNeighboursAreNotOutOfRange) {
   EXPECT_TRUE(findings.empty());
 }
 
-TEST_F(ScoreboardTest, AFailedOpLeavesItsDestinationUnknownUntilTheEpochEnds) {
+TEST_P(ScoreboardTest, AFailedOpLeavesItsDestinationUnknownUntilTheEpochEnds) {
   const Access a = copy(0, 1024, 512);
   sb.submitted(0, a);
   std::memset(dst.data() + 1024, 0xEE, 100);  // a partial, wrong write: allowed for a failed op
@@ -118,13 +129,13 @@ TEST_F(ScoreboardTest, AFailedOpLeavesItsDestinationUnknownUntilTheEpochEnds) {
   EXPECT_EQ(sb.unknown_bytes_adopted(), 1024u);
 }
 
-TEST_F(ScoreboardTest, AStrayByteShowsAtTheFullCheck) {
+TEST_P(ScoreboardTest, AStrayByteShowsAtTheFullCheck) {
   dst[8000] ^= 1;
   sb.verify_all();
   EXPECT_EQ(kinds(), std::vector<FindingKind>{FindingKind::kEpochMismatch});
 }
 
-TEST_F(ScoreboardTest, FillsAreCheckedAgainstTheirPattern) {
+TEST_P(ScoreboardTest, FillsAreCheckedAgainstTheirPattern) {
   const Access f{-1, 0, d, 256, 10, 0x11223344};
   sb.submitted(0, f);
   const std::uint8_t want[10] = {0x44, 0x33, 0x22, 0x11, 0x44, 0x33, 0x22, 0x11, 0x44, 0x33};
@@ -133,11 +144,31 @@ TEST_F(ScoreboardTest, FillsAreCheckedAgainstTheirPattern) {
   EXPECT_TRUE(findings.empty());
 }
 
-TEST_F(ScoreboardTest, CorruptFlipsARealByte) {
+TEST_P(ScoreboardTest, CorruptFlipsARealByte) {
   sb.corrupt(d, 5);
   sb.verify_all();
   EXPECT_EQ(findings.total(), 1u);
 }
+
+// The memory digest hashes the same blocks however the port lays its memory out.
+TEST_P(ScoreboardTest, TheMemoryDigestDoesNotDependOnHowTheMemoryIsReached) {
+  Digest here;
+  sb.verify_all(&here);
+  Findings other_findings;
+  Scoreboard other{other_findings, 64};
+  std::vector<std::uint8_t> a(8192), b(8192);
+  (void)other.add_region("src", std::make_unique<VectorPort>(a, 0), a.size(), 7);
+  (void)other.add_region("dst", std::make_unique<VectorPort>(b, 0), b.size(), 7);
+  Digest copied;
+  other.verify_all(&copied);
+  EXPECT_EQ(here.hex(), copied.hex());
+}
+
+INSTANTIATE_TEST_SUITE_P(Ports, ScoreboardTest, ::testing::Values(std::size_t{0}, std::size_t{1} << 30, std::size_t{1000}),
+                         [](const ::testing::TestParamInfo<std::size_t>& i) {
+                           return i.param == 0 ? std::string("Copied") : i.param > 8192 ? std::string("InPlace")
+                                                                                       : std::string("InPlaceRuns");
+                         });
 
 }  // namespace
 }  // namespace spyre_dma::regress

@@ -62,6 +62,7 @@ class SimDevice final : public device_core::IommuDevice,
   // Backdoor to device memory, for checks (not used by the engine); backend::MemoryBackdoor.
   device_core::SparseMemory& memory();
   void backdoor_read(std::uint64_t phys, void* dst, std::size_t bytes) override;
+  const void* backdoor_view(std::uint64_t phys, std::size_t bytes, std::size_t& got) override;
   void backdoor_write(std::uint64_t phys, const void* src, std::size_t bytes) override;
   // Arms a misbehaviour at the current simulated instant, as faults.misbehave does at the start
   // (backend::MisbehaveControl).

@@ -52,6 +52,11 @@ class SparseMemory {
 
   // Copies n bytes at addr into dst (zeros where nothing was ever written).
   void read(std::uint64_t addr, void* dst, std::size_t n) const;
+  // The bytes at addr in place, as many of the n as lie in addr's page (`got`), for a reader
+  // that need not copy them out; null (got 0) where that page was never written (it reads as
+  // zeros with nothing behind it) or the range lies outside the memory. A page stays where it is
+  // for the memory's life, so the pointer holds until the memory is destroyed.
+  const std::uint8_t* view(std::uint64_t addr, std::size_t n, std::size_t& got) const noexcept;
   // Copies n bytes from src to addr, allocating the pages it touches.
   void write(std::uint64_t addr, const void* src, std::size_t n);
   // Fills n bytes at addr with `pattern` repeated little-endian from the start of the range:

@@ -132,6 +132,7 @@ class RefDevice final : public device_core::IommuDevice,
   device_core::Iommu& iommu() noexcept;
   // backend::MemoryBackdoor: memory() as the registry's capability.
   void backdoor_read(std::uint64_t phys, void* dst, std::size_t bytes) override;
+  const void* backdoor_view(std::uint64_t phys, std::size_t bytes, std::size_t& got) override;
   void backdoor_write(std::uint64_t phys, const void* src, std::size_t bytes) override;
 
  private:
