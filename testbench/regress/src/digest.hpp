@@ -17,7 +17,7 @@
 
 namespace spyre_dma::regress {
 
-// FNV-1a of [p, p + n) in four lanes, folded.
+// FNV-1a of [p, p + n) in eight lanes, folded.
 std::uint64_t hash_bytes(const void* p, std::size_t n) noexcept;
 
 class Digest {
