@@ -111,10 +111,12 @@ TEST(ObserveTrace, SameEventsSameBytes) {
 
 TEST(ObserveTrace, StreamsToTheFileBeforeClose) {
   const std::string path = temp("streamed_trace.json");
+  std::filesystem::remove(path);  // a file left by an earlier run must not stand in for this one
   TraceWriter w(path);
   const TraceTrack t = w.thread(w.process("p"), "t");
   for (int i = 0; i < 20000; ++i) w.complete("e", "c", i * 10.0, 5.0, t, {{"i", i}});
-  EXPECT_GT(std::filesystem::file_size(path), 100000u);  // written as it went, not at close
+  // Written as it went, not at close: under its partial name until then.
+  EXPECT_GT(std::filesystem::file_size(path + ".partial"), 100000u);
   w.close();
   EXPECT_EQ(json::parse(read(path))["traceEvents"].size(), 20004u);
 }
