@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "spyre_dma/shareable_memory.hpp"
 #include "spyre_dma/status.hpp"
 
 namespace spyre_dma::regress {
@@ -20,9 +21,19 @@ constexpr std::uint64_t kHugePage = 2ull << 20;
 
 struct Pool {
   std::mutex mu;
-  std::multimap<std::uint64_t, std::uint8_t*> free;  // by capacity
-  std::uint64_t bytes = 0;
+  std::multimap<std::uint64_t, std::uint8_t*> free[2];  // by kind, then by capacity
+  std::uint64_t bytes = 0;                              // both kinds
 };
+
+std::size_t kind(PooledBuffer::Memory m) { return m == PooledBuffer::Memory::kHeap ? 0 : 1; }
+
+void release(std::uint8_t* data, PooledBuffer::Memory m) {
+  if (m == PooledBuffer::Memory::kHeap) {
+    std::free(data);
+  } else {
+    free_shareable(data);
+  }
+}
 
 Pool& pool() {
   static Pool* p = new Pool;  // never destroyed: buffers may be given back during exit
@@ -31,20 +42,30 @@ Pool& pool() {
 
 }  // namespace
 
-PooledBuffer::PooledBuffer(std::uint64_t bytes) {
+PooledBuffer::PooledBuffer(std::uint64_t bytes, Memory memory) : memory_(memory) {
   const std::uint64_t want = (std::max<std::uint64_t>(bytes, 1) + 4095) / 4096 * 4096;
   {
     Pool& p = pool();
     std::lock_guard<std::mutex> g(p.mu);
     // The smallest that fits, if it is not much larger than asked (a huge one stays for a huge ask).
-    const auto it = p.free.lower_bound(want);
-    if (it != p.free.end() && it->first <= 2 * want) {
+    auto& free = p.free[kind(memory)];
+    const auto it = free.lower_bound(want);
+    if (it != free.end() && it->first <= 2 * want) {
       capacity_ = it->first;
       data_ = it->second;
       p.bytes -= capacity_;
-      p.free.erase(it);
+      free.erase(it);
       return;
     }
+  }
+  if (memory == Memory::kShareable) {
+    try {
+      data_ = static_cast<std::uint8_t*>(allocate_shareable(want));
+    } catch (const std::bad_alloc&) {
+      throw OutOfMemory(fmt::format("regression buffer of {} shareable bytes", bytes));
+    }
+    capacity_ = want;
+    return;
   }
   // Large buffers are aligned to huge pages and offered to the kernel's transparent huge pages:
   // one fault per 2 MiB on first touch.
@@ -61,22 +82,23 @@ PooledBuffer::~PooledBuffer() {
   {
     std::lock_guard<std::mutex> g(p.mu);
     if (p.bytes + capacity_ <= kMaxPooledBytes) {
-      p.free.emplace(capacity_, data_);
+      p.free[kind(memory_)].emplace(capacity_, data_);
       p.bytes += capacity_;
       return;
     }
   }
-  std::free(data_);
+  release(data_, memory_);
 }
 
 PooledBuffer::PooledBuffer(PooledBuffer&& other) noexcept
-    : data_(std::exchange(other.data_, nullptr)), capacity_(std::exchange(other.capacity_, 0)) {}
+    : data_(std::exchange(other.data_, nullptr)), capacity_(std::exchange(other.capacity_, 0)), memory_(other.memory_) {}
 
 PooledBuffer& PooledBuffer::operator=(PooledBuffer&& other) noexcept {
   if (this != &other) {
     PooledBuffer old(std::move(*this));
     data_ = std::exchange(other.data_, nullptr);
     capacity_ = std::exchange(other.capacity_, 0);
+    memory_ = other.memory_;
   }
   return *this;
 }
@@ -84,8 +106,10 @@ PooledBuffer& PooledBuffer::operator=(PooledBuffer&& other) noexcept {
 void PooledBuffer::release_pooled() {
   Pool& p = pool();
   std::lock_guard<std::mutex> g(p.mu);
-  for (const auto& [capacity, data] : p.free) std::free(data);
-  p.free.clear();
+  for (std::size_t k = 0; k < 2; ++k) {
+    for (const auto& [capacity, data] : p.free[k]) release(data, k == 0 ? Memory::kHeap : Memory::kShareable);
+    p.free[k].clear();
+  }
   p.bytes = 0;
 }
 

@@ -12,9 +12,14 @@ namespace spyre_dma::regress {
 
 class PooledBuffer {
  public:
-  // At least `bytes` (rounded up to 4 KiB), aligned to 4 KiB (2 MiB from 2 MiB on); contents
+  enum class Memory {
+    kHeap,       // plain memory, huge-page aligned where large
+    kShareable,  // spyre_dma::allocate_shareable's (a memfd): registered host buffers, which a
+                 // device in another process (vfio-user) must be able to map
+  };
+  // At least `bytes` (rounded up to 4 KiB), aligned to 4 KiB (heap: 2 MiB from 2 MiB on); contents
   // undefined. Throws OutOfMemory when no memory can be had.
-  explicit PooledBuffer(std::uint64_t bytes);
+  explicit PooledBuffer(std::uint64_t bytes, Memory memory = Memory::kHeap);
   ~PooledBuffer();
   PooledBuffer(PooledBuffer&& other) noexcept;
   PooledBuffer& operator=(PooledBuffer&& other) noexcept;
@@ -24,8 +29,8 @@ class PooledBuffer {
   std::uint8_t* data() const noexcept { return data_; }
   std::uint64_t capacity() const noexcept { return capacity_; }
 
-  // How many bytes the pool holds for reuse now (for tests), and its bound: beyond it a buffer
-  // given back is freed.
+  // How many bytes the pool holds for reuse now, of both kinds (for tests), and its bound: beyond
+  // it a buffer given back is freed.
   static std::uint64_t pooled_bytes();
   // Frees every pooled buffer: for a process about to have its memory measured (a soak samples
   // each worker's RSS between tests, and the pool is a cache, not memory in use).
@@ -35,6 +40,7 @@ class PooledBuffer {
  private:
   std::uint8_t* data_ = nullptr;
   std::uint64_t capacity_ = 0;
+  Memory memory_ = Memory::kHeap;
 };
 
 }  // namespace spyre_dma::regress

@@ -6,7 +6,7 @@
 // backend (sim, rtl) every part is a pure function of the test; elsewhere the RB timestamps are
 // wall time, so only the memory part repeats.
 //
-// Not a cryptographic hash: FNV-1a over 8-byte words in four interleaved lanes (the lanes'
+// Not a cryptographic hash: FNV-1a over 8-byte words in eight interleaved lanes (the lanes'
 // multiplies do not wait for each other), folded; each piece is then mixed into the running value
 // with its length, so moving a byte from one piece to the next changes the digest.
 #pragma once

@@ -102,6 +102,9 @@ class TestRun {
   Scoreboard scoreboard_{findings_};
   TestBackend backend_;
   std::shared_ptr<DeviceMonitor> monitor_;
+  // The memory of registered host buffers: declared before the engine, so that it outlives the
+  // engine (and the device's last DMA) on every way out.
+  std::vector<PooledBuffer> shareable_;
   std::unique_ptr<Engine> engine_;
   std::uint64_t max_cb_ = 0;
   std::vector<Stream> streams_;

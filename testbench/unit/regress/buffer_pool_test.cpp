@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "buffer_pool.hpp"
+#include "spyre_dma/shareable_memory.hpp"
 
 namespace spyre_dma::regress {
 namespace {
@@ -32,6 +33,28 @@ TEST(BufferPool, AGivenBackBufferIsReused) {
   PooledBuffer small(4096);  // far smaller: not that one
   EXPECT_NE(small.data(), first);
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(small.data()) % 4096, 0u);
+}
+
+// Shareable buffers (registered host memory) are pooled apart: a device in another process can map
+// them, and neither kind is handed out for the other.
+TEST(BufferPool, ShareableBuffersAreReusedAsShareable) {
+  constexpr std::uint64_t kBytes = (5ull << 20) + 8192;
+  std::uint8_t* first = nullptr;
+  {
+    PooledBuffer b(kBytes, PooledBuffer::Memory::kShareable);
+    first = b.data();
+    const auto range = find_shareable(b.data() + 100, kBytes - 100);
+    ASSERT_TRUE(range.has_value());
+    EXPECT_EQ(range->offset, 100u);
+  }
+  {
+    PooledBuffer heap(kBytes);  // the heap kind does not take it
+    EXPECT_NE(heap.data(), first);
+    EXPECT_FALSE(find_shareable(heap.data(), kBytes).has_value());
+  }
+  PooledBuffer again(kBytes, PooledBuffer::Memory::kShareable);
+  EXPECT_EQ(again.data(), first);
+  EXPECT_TRUE(find_shareable(again.data(), kBytes).has_value());
 }
 
 TEST(BufferPool, MovesKeepOneOwner) {
