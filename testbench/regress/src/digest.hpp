@@ -1,8 +1,10 @@
 // The determinism digest: a 64-bit fingerprint of what a test did, in the order it happened, so
 // two runs of the same suite, seed and options (on two machines, with -j1 or -j2) can be compared
 // by one number. A test's digest covers every RB the engine consumed (each pipeline's in ring
-// order: tags, status, error fields and the device's timestamps), every byte of every host buffer
-// and device allocation at the end, and the simulated time the test ended at. On a simulated
+// order: tags, status, error fields and the device's timestamps), what every host buffer and device
+// allocation holds at the end (as far as it can differ from run to run: the bytes that differ
+// from the scoreboard's shadow, and those the scoreboard adopted from failed ops; the rest is the
+// shadow's, which the test decides), and the simulated time the test ended at. On a simulated
 // backend (sim, rtl) every part is a pure function of the test; elsewhere the RB timestamps are
 // wall time, so only the memory part repeats.
 //

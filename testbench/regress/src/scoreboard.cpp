@@ -16,11 +16,10 @@ constexpr std::size_t kBlock = 1u << 20;  // real memory is read in blocks of th
 constexpr std::size_t kFillPiece = 256u << 10;
 
 // The real bytes at `at`, up to n of them (`got` says how many): in place where the port offers
-// them, as many as lie together there; else all n, read into `scratch`. With `whole`, all n or a
-// copy: a digest hashes fixed blocks, whatever the memory's layout.
-const std::uint8_t* real_bytes(const MemoryPort& port, std::uint64_t at, std::size_t n, bool whole,
+// them, as many as lie together there; else all n, read into `scratch`.
+const std::uint8_t* real_bytes(const MemoryPort& port, std::uint64_t at, std::size_t n,
                                std::vector<std::uint8_t>& scratch, std::size_t& got) {
-  if (const std::uint8_t* p = port.view(at, n, got); p != nullptr && (got == n || (!whole && got > 0))) return p;
+  if (const std::uint8_t* p = port.view(at, n, got); p != nullptr && got > 0) return p;
   scratch.resize(n);
   port.read(at, scratch.data(), n);
   got = n;
@@ -112,17 +111,35 @@ std::uint64_t Scoreboard::compare(const Region& r, std::uint64_t lo, std::uint64
 void Scoreboard::compare_range(const Region& r, std::uint64_t lo, std::uint64_t hi, std::uint64_t& bad,
                                std::uint64_t& first, Digest* digest) const {
   thread_local std::vector<std::uint8_t> scratch;
+  // With `digest`: each run of real bytes that differ from the shadow, with its offset. The rest
+  // of the memory holds the shadow's bytes, which the test's seed, its ops and the bytes adopted
+  // (verify_epoch) decide, so the runs say all that can differ from one run of the test to the
+  // next; a run is whole however the memory is laid out.
+  std::uint64_t run_at = 0;
+  std::vector<std::uint8_t> run;
+  const auto end_run = [&] {
+    if (run.empty()) return;
+    digest->add(run_at);
+    digest->add(run.data(), run.size());
+    run.clear();
+  };
   std::size_t n = 0;
   for (std::uint64_t at = lo; at < hi; at += n) {
-    const std::uint8_t* real = real_bytes(*r.port, at, static_cast<std::size_t>(std::min<std::uint64_t>(kBlock, hi - at)),
-                                          digest != nullptr, scratch, n);
-    if (digest) digest->add(real, n);
+    const std::uint8_t* real =
+        real_bytes(*r.port, at, static_cast<std::size_t>(std::min<std::uint64_t>(kBlock, hi - at)), scratch, n);
     if (std::memcmp(real, r.shadow.data() + at, n) == 0) continue;
     for (std::size_t i = 0; i < n; ++i) {
-      if (real[i] == r.shadow[at + i] || unknown_at(r, at + i)) continue;
+      if (real[i] == r.shadow[at + i]) continue;
+      if (digest) {
+        if (!run.empty() && run_at + run.size() != at + i) end_run();
+        if (run.empty()) run_at = at + i;
+        run.push_back(real[i]);
+      }
+      if (unknown_at(r, at + i)) continue;
       if (bad++ == 0) first = at + i;
     }
   }
+  if (digest) end_run();
 }
 
 const std::uint8_t* Scoreboard::expected_bytes(const Access& a, std::uint64_t from, std::size_t n,
@@ -178,7 +195,7 @@ void Scoreboard::completed(std::int64_t op, const Access& a, bool ok) {
     std::size_t n = 0;
     for (std::uint64_t at = lo; at < hi; at += n) {
       const std::uint8_t* real =
-          real_bytes(*d.port, at, static_cast<std::size_t>(std::min<std::uint64_t>(kBlock, hi - at)), false, scratch, n);
+          real_bytes(*d.port, at, static_cast<std::size_t>(std::min<std::uint64_t>(kBlock, hi - at)), scratch, n);
       const std::uint8_t* want = expected_bytes(a, at - lo, n, pattern);
       if (std::memcmp(real, want, n) != 0) {
         for (std::size_t i = 0; i < n; ++i) {
@@ -220,6 +237,9 @@ void Scoreboard::verify_epoch() {
     for (const Range& u : r.unknown) {
       r.port->read(u.lo, r.shadow.data() + u.lo, static_cast<std::size_t>(u.hi - u.lo));
       adopted_ += u.hi - u.lo;
+      adopted_digest_.add(static_cast<std::uint64_t>(&r - regions_.data()));
+      adopted_digest_.add(u.lo);
+      adopted_digest_.add(r.shadow.data() + u.lo, static_cast<std::size_t>(u.hi - u.lo));
     }
     r.unknown.clear();
   }
@@ -238,6 +258,7 @@ void Scoreboard::verify_all(Digest* memory) {
                                 r.name, bad, first));
     }
   }
+  if (memory) memory->add(adopted_digest_.value());
 }
 
 void Scoreboard::corrupt(int region, std::uint64_t offset) {

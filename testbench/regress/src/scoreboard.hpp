@@ -69,7 +69,9 @@ class Scoreboard {
   // With nothing in flight: compares the epoch's touched ranges and their margins, then adopts
   // the real content of unknown bytes. verify_all() compares every byte of every region.
   void verify_epoch();
-  // `memory` (optional) takes every region's real bytes as read, region by region (digest.hpp).
+  // `memory` (optional) takes what the memory holds at the end, as far as it can differ from one
+  // run of the test to another: region by region its size and each run of real bytes that differ
+  // from the shadow (with its offset), then every byte the epochs adopted (digest.hpp).
   void verify_all(Digest* memory = nullptr);
 
   // Self-test of the checker: flips one byte of a region's real memory behind everyone's back.
@@ -117,7 +119,7 @@ class Scoreboard {
   std::uint64_t compare(const Region& r, std::uint64_t lo, std::uint64_t hi, bool skip_pending,
                         std::uint64_t& first) const;
   // compare() over [lo, hi) with no op in flight there: adds to `bad`, sets `first` at the first.
-  // `digest` (optional) takes the real bytes as read.
+  // `digest` (optional) takes each run of real bytes that differ from the shadow, with its offset.
   void compare_range(const Region& r, std::uint64_t lo, std::uint64_t hi, std::uint64_t& bad,
                      std::uint64_t& first, Digest* digest = nullptr) const;
   void check_margins(std::int64_t op, const Region& r, std::uint64_t lo, std::uint64_t hi);
@@ -132,6 +134,7 @@ class Scoreboard {
   std::vector<Region> regions_;
   std::uint64_t bytes_checked_ = 0;
   std::uint64_t adopted_ = 0;
+  Digest adopted_digest_;  // every adoption: region, offset, bytes
 };
 
 }  // namespace spyre_dma::regress
