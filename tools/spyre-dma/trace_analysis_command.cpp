@@ -190,10 +190,14 @@ int run_trace_compare(const TraceAnalysisOptions& o) {
 }
 
 int run_trace_calibrate(const TraceAnalysisOptions& o) {
-  if (!check_outputs("trace calibrate", {{"--out", o.out}, {"--json", o.json}}, {o.captured, o.config})) return 2;
+  std::vector<std::string> inputs{o.captured, o.config};
+  inputs.insert(inputs.end(), o.more_ranks.begin(), o.more_ranks.end());
+  if (!check_outputs("trace calibrate", {{"--out", o.out}, {"--json", o.json}}, inputs)) return 2;
   return guarded([&]() -> int {
     if (!o.fit_sizes.empty() && !o.fit_half.empty()) throw BadInput("--fit-sizes and --fit-half: give one");
     const traces::Trace t = traces::read_trace(o.captured);
+    std::vector<traces::Trace> more;
+    for (const std::string& f : o.more_ranks) more.push_back(traces::read_trace(f));
     traces::CalibrateOptions co;
     std::string note;
     co.base = model_config(o, &t, &note);
@@ -208,9 +212,14 @@ int run_trace_calibrate(const TraceAnalysisOptions& o) {
     co.max_replays = o.max_replays;
     co.fit_copies_per_size = o.fit_copies;
     co.staging_buffer_bytes = staging_piece(o);
-    const traces::CalibrationResult r = traces::calibrate(t, co);
+    std::vector<const traces::Trace*> ranks{&t};
+    for (const traces::Trace& m : more) ranks.push_back(&m);
+    if (ranks.size() > 1) {
+      fmt::print("fitting {} ranks together, rank i on device i of the configuration's server\n", ranks.size());
+    }
+    const traces::CalibrationResult r = ranks.size() > 1 ? traces::calibrate_together(ranks, co) : traces::calibrate(t, co);
     fmt::print("{}", r.summary());
-    r.write_config_file(o.out, t.header.source);
+    r.write_config_file(o.out, r.fit.source.empty() ? t.header.source : r.fit.source);
     fmt::print("wrote {}\n", o.out);
     if (!o.json.empty()) write_json_file(r.to_json(), o.json);
     return 0;
@@ -255,6 +264,9 @@ void add_trace_analysis_commands(CLI::App& trace) {
 
   CLI::App* cal = trace.add_subcommand("calibrate", "Fit model parameters to a captured trace; write a configuration file");
   cal->add_option("captured", o.captured, "Captured trace file")->required();
+  cal->add_option("more", o.more_ranks,
+                  "Other ranks' traces of the same node: all are fitted together, trace i replayed on device i of "
+                  "the configuration's server (--preset or --config; one device there: one per trace)");
   cal->add_option("--out", o.out, "Configuration file to write (loads with --config)")->required();
   cal->add_option("--fit-sizes", o.fit_sizes, "Copies to fit on: all, below:SIZE, atleast:SIZE, range:LO:HI");
   cal->add_option("--fit-half", o.fit_half, "Fit on alternate distinct sizes: even or odd")->check(CLI::IsMember({"even", "odd"}));

@@ -14,7 +14,9 @@
 #include <tuple>
 #include <unordered_set>
 
+#include "spyre_dma/backend/registry.hpp"
 #include "spyre_dma/model/config_loader.hpp"
+#include "spyre_dma/model/sim_node.hpp"
 #include "spyre_dma/traces/output_file.hpp"
 #include "spyre_dma/traces/trace_io.hpp"
 #include "text_input.hpp"
@@ -340,36 +342,89 @@ std::vector<FitParameter> default_parameters(const Trace& t, const model::SimCon
   return out;
 }
 
-CalibrationResult calibrate(const Trace& trace, const CalibrateOptions& options) {
-  CalibrationResult result;
-  result.fit_selection = options.fit.text;
-  const std::vector<bool> fit_mask = select_ops(trace, options.fit);
-  // The fit replays the first fit_copies_per_size copies of each size.
-  std::vector<bool> replay_mask = fit_mask;
-  if (options.fit_copies_per_size > 0) {
-    std::map<std::tuple<OpKind, HostMemory, std::uint64_t>, std::size_t> seen;
-    for (std::size_t i = 0; i < trace.ops.size(); ++i) {
-      if (!replay_mask[i]) continue;
-      const Op& op = trace.ops[i];
-      if (++seen[{op.kind, op.host, op.bytes}] > options.fit_copies_per_size) replay_mask[i] = false;
+namespace {
+
+// The ranks' traces replayed on `config`: one alone on a SimDevice (replay_on_sim); several at
+// once on the server `config` describes, rank i on device i (replay_together).
+std::vector<ReplayResult> replay_ranks(const std::vector<const Trace*>& ranks, const model::SimConfig& config,
+                                       const ReplayOptions& ro) {
+  if (ranks.size() == 1) return {replay_on_sim(*ranks[0], config, ro)};
+  model::SimNode node(config);
+  std::vector<backend::Instance> devices;
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    backend::Instance in;
+    in.memory = node.device(i).get();
+    in.clock = node.device(i).get();
+    in.device = node.device(i);
+    devices.push_back(std::move(in));
+  }
+  return replay_together(ranks, std::move(devices), ro);  // the devices keep the server alive
+}
+
+// One comparison of every rank's copies, rank after rank.
+Comparison compare_ranks(const std::vector<const Trace*>& ranks, const std::vector<ReplayResult>& results) {
+  Comparison all;
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    Comparison c = compare(*ranks[i], results[i]);
+    all.source += (i ? " + " : "") + c.source;
+    all.resolution_ns = std::max(all.resolution_ns, c.resolution_ns);
+    all.skipped += c.skipped;
+    all.ops.insert(all.ops.end(), c.ops.begin(), c.ops.end());
+  }
+  all.groups = group_stats(all.ops);
+  return all;
+}
+
+// The parameters every rank's fit copies determine: the first rank's definition of each key,
+// then the keys only later ranks determine.
+std::vector<FitParameter> ranks_parameters(const std::vector<Trace>& fit_traces, const model::SimConfig& base) {
+  std::vector<FitParameter> params;
+  for (const Trace& t : fit_traces) {
+    for (FitParameter& p : default_parameters(t, base)) {
+      const bool known = std::any_of(params.begin(), params.end(), [&](const FitParameter& q) { return q.key == p.key; });
+      if (!known) params.push_back(std::move(p));
     }
   }
-  const Trace fit_trace = sub_trace(trace, replay_mask);
+  return params;
+}
+
+CalibrationResult calibrate_ranks(const std::vector<const Trace*>& ranks, const CalibrateOptions& options) {
+  CalibrationResult result;
+  result.fit_selection = options.fit.text;
+  // Per rank: the copies the fit uses, and the trace of those it replays (the first
+  // fit_copies_per_size copies of each size).
+  std::vector<std::vector<bool>> fit_masks;
+  std::vector<Trace> fit_traces;
   std::size_t usable = 0;
-  for (const Op& op : fit_trace.ops) usable += measurable(op, trace.header.resolution_ns) ? 1 : 0;
+  for (const Trace* trace : ranks) {
+    fit_masks.push_back(select_ops(*trace, options.fit));
+    std::vector<bool> replay_mask = fit_masks.back();
+    if (options.fit_copies_per_size > 0) {
+      std::map<std::tuple<OpKind, HostMemory, std::uint64_t>, std::size_t> seen;
+      for (std::size_t i = 0; i < trace->ops.size(); ++i) {
+        if (!replay_mask[i]) continue;
+        const Op& op = trace->ops[i];
+        if (++seen[{op.kind, op.host, op.bytes}] > options.fit_copies_per_size) replay_mask[i] = false;
+      }
+    }
+    fit_traces.push_back(sub_trace(*trace, replay_mask));
+    for (const Op& op : fit_traces.back().ops) usable += measurable(op, trace->header.resolution_ns) ? 1 : 0;
+  }
   if (usable == 0)
-    throw TraceError(trace.header.source, 0, "fit",
+    throw TraceError(ranks[0]->header.source, 0, "fit",
                      fmt::format("selection \"{}\" leaves no copy with a captured duration above the resolution",
                                  options.fit.text));
+  std::vector<const Trace*> fit_ranks;
+  for (const Trace& t : fit_traces) fit_ranks.push_back(&t);
 
   model::SimConfig base = options.base;
   base.fidelity = options.fidelity;
   std::vector<FitParameter> params;
   if (options.parameters.empty()) {
-    params = default_parameters(fit_trace, base);
+    params = ranks_parameters(fit_traces, base);
   } else {
     const json cfg = model::to_json(base);
-    const auto defaults = default_parameters(fit_trace, base);
+    const auto defaults = ranks_parameters(fit_traces, base);
     for (const auto& key : options.parameters) {
       if (key == kStagingPieceKey) {
         auto d = std::find_if(defaults.begin(), defaults.end(), [&](const FitParameter& p) { return p.key == key; });
@@ -405,7 +460,7 @@ CalibrationResult calibrate(const Trace& trace, const CalibrateOptions& options)
     if (auto it = cache.find(x); it != cache.end()) return it->second;
     std::optional<Comparison> c;
     try {
-      c = compare(fit_trace, replay_on_sim(fit_trace, with_values(base, params, x), replay_options(x)));
+      c = compare_ranks(fit_ranks, replay_ranks(fit_ranks, with_values(base, params, x), replay_options(x)));
     } catch (const model::ConfigError&) {
       // a candidate outside the loader's ranges is simply not a solution
     }
@@ -471,24 +526,56 @@ CalibrationResult calibrate(const Trace& trace, const CalibrateOptions& options)
   result.config = with_values(base, params, x);
   result.staging_buffer_bytes = piece_of(params, x, options.staging_buffer_bytes);
 
-  // One replay of the whole trace with the result: the fit and the holdout side by side.
+  // One replay of the whole traces with the result: the fit and the holdout side by side.
   ReplayOptions full = replay_options(x);
   full.verify_data = true;
-  const ReplayResult r = replay_on_sim(trace, result.config, full);
+  const std::vector<ReplayResult> r = replay_ranks(ranks, result.config, full);
   ++result.replays;
-  if (!r.data_ok) result.notes.push_back("replay with the fitted configuration: data mismatch: " + r.data_error);
-  const Comparison all = compare(trace, r);
-  std::unordered_set<std::uint64_t> fit_ids;
-  for (std::size_t i = 0; i < trace.ops.size(); ++i)
-    if (fit_mask[i]) fit_ids.insert(trace.ops[i].id);
-  for (Comparison* c : {&result.fit, &result.holdout}) {
-    c->source = all.source;
-    c->resolution_ns = all.resolution_ns;
+  for (std::size_t k = 0; k < r.size(); ++k) {
+    if (r[k].data_ok) continue;
+    const std::string who = ranks.size() > 1 ? fmt::format(" (rank {})", k) : "";
+    result.notes.push_back("replay with the fitted configuration" + who + ": data mismatch: " + r[k].data_error);
   }
-  for (const auto& o : all.ops) (fit_ids.count(o.id) ? result.fit : result.holdout).ops.push_back(o);
+  for (Comparison* c : {&result.fit, &result.holdout}) c->source.clear();
+  for (std::size_t k = 0; k < ranks.size(); ++k) {
+    const Comparison all = compare(*ranks[k], r[k]);
+    std::unordered_set<std::uint64_t> fit_ids;
+    for (std::size_t i = 0; i < ranks[k]->ops.size(); ++i)
+      if (fit_masks[k][i]) fit_ids.insert(ranks[k]->ops[i].id);
+    for (Comparison* c : {&result.fit, &result.holdout}) {
+      c->source += (k ? " + " : "") + all.source;
+      c->resolution_ns = std::max(c->resolution_ns, all.resolution_ns);
+    }
+    for (const auto& o : all.ops) (fit_ids.count(o.id) ? result.fit : result.holdout).ops.push_back(o);
+  }
   result.fit.groups = group_stats(result.fit.ops);
   result.holdout.groups = group_stats(result.holdout.ops);
   return result;
+}
+
+}  // namespace
+
+CalibrationResult calibrate(const Trace& trace, const CalibrateOptions& options) {
+  return calibrate_ranks({&trace}, options);
+}
+
+CalibrationResult calibrate_together(const std::vector<const Trace*>& ranks, const CalibrateOptions& options) {
+  if (ranks.empty()) throw std::invalid_argument("calibrate_together: no trace");
+  for (std::size_t i = 0; i < ranks.size(); ++i)
+    if (!ranks[i]) throw std::invalid_argument(fmt::format("calibrate_together: trace {} is null", i));
+  CalibrateOptions o = options;
+  const std::uint32_t devices = o.base.topology.devices;
+  if (devices != 1 && devices != ranks.size()) {
+    throw std::invalid_argument(fmt::format(
+        "calibrate_together: {} traces for a server of {} devices: give one trace per device, or a configuration of "
+        "one device (its topology then holds one device per trace)",
+        ranks.size(), devices));
+  }
+  o.base.topology.devices = static_cast<std::uint32_t>(ranks.size());
+  // Checked here: the fit counts a configuration the loader refuses as no solution, so a server
+  // it cannot build would otherwise end as a fit that never moved.
+  (void)model::config_from_json(model::to_json(o.base), "<calibration>");
+  return calibrate_ranks(ranks, o);
 }
 
 json CalibrationResult::preset_json() const {

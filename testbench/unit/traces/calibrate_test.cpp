@@ -1,12 +1,15 @@
 // Calibration against real captures: fit on part of a capture, predict the rest.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <string>
 
 #include "spyre_dma/model/config_loader.hpp"
 #include "spyre_dma/traces/bandwidth_test.hpp"
 #include "spyre_dma/traces/calibrate.hpp"
 #include "spyre_dma/traces/kineto.hpp"
+#include "spyre_dma/traces/replay.hpp"
+#include "spyre_dma/model/sim_node.hpp"
 
 namespace {
 
@@ -134,6 +137,97 @@ TEST(Calibrate, EachPathIsFittedOnItsOwnCopies) {
     EXPECT_LT(std::fabs(op.rel_error), op.direction == "h2d registered" ? 0.05 : 0.30)
         << op.direction << " " << op.bytes << "\n" << r.summary();
   }
+}
+
+
+// Two ranks of one node whose devices sit behind one switch. Rank 0 copies 16 MiB while rank 1
+// does (the two share the switch's uplink), then, after a long compute, again alone. Their
+// captured durations are those of that server with DMA engines of 40 GB/s. Fitted together the
+// engine's rate comes back and every copy fits; rank 0 fitted alone cannot fit both its copies
+// (one engine rate for a shared and an unshared copy).
+TEST(Calibrate, RanksFittedTogetherSeeTheSharedUplink) {
+  constexpr std::uint64_t kBytes = 16u << 20;
+  auto copy = [](std::uint64_t id) {
+    Op op;
+    op.id = id;
+    op.kind = OpKind::kH2D;
+    op.host = HostMemory::kRegistered;
+    op.bytes = kBytes;
+    op.dst_alloc = 1;
+    return op;
+  };
+  Trace rank0, rank1;
+  for (Trace* t : {&rank0, &rank1}) {
+    t->header.resolution_ns = 1000;
+    t->allocations.push_back({1, kBytes, 0});
+  }
+  rank0.header.source = "rank 0";
+  rank1.header.source = "rank 1";
+  rank0.ops.push_back(copy(1));
+  Op wait;
+  wait.id = 2;
+  wait.kind = OpKind::kCompute;
+  wait.compute_ns = 2'000'000;  // rank 1's copy is long done by then
+  rank0.ops.push_back(wait);
+  rank0.ops.push_back(copy(3));
+  rank1.ops.push_back(copy(1));
+
+  spyre_dma::model::SimConfig truth;
+  truth.fidelity = spyre_dma::model::Fidelity::kBurst;
+  truth.topology.devices = 2;
+  truth.topology.devices_per_switch = 2;
+  truth.host.memory_gbps = 1000.0;  // out of the way: the uplink is what they share
+  truth.device.dma_engine_gbps = 40.0;
+  {
+    spyre_dma::model::SimNode node(truth);
+    std::vector<spyre_dma::backend::Instance> devices;
+    for (std::size_t i = 0; i < node.size(); ++i) {
+      spyre_dma::backend::Instance in;
+      in.memory = node.device(i).get();
+      in.clock = node.device(i).get();
+      in.device = node.device(i);
+      devices.push_back(in);
+    }
+    // The captured durations: what compare() takes from the truth's replay for each copy.
+    for (Trace* t : {&rank0, &rank1})
+      for (Op& op : t->ops)
+        if (op.kind == OpKind::kH2D) op.duration_ns = 1e6;  // a placeholder above the resolution
+    const auto replayed = replay_together({&rank0, &rank1}, std::move(devices), {});
+    Trace* ranks[] = {&rank0, &rank1};
+    for (std::size_t k = 0; k < 2; ++k) {
+      ASSERT_TRUE(replayed[k].data_ok) << replayed[k].data_error;
+      for (const OpComparison& o : compare(*ranks[k], replayed[k]).ops)
+        for (Op& op : ranks[k]->ops)
+          if (op.id == o.id) op.duration_ns = o.simulated_ns;
+    }
+  }
+  ASSERT_GT(*rank0.ops[0].duration_ns, 1.2 * *rank0.ops[2].duration_ns) << "the shared copy must be slower";
+
+  CalibrateOptions o;
+  o.base = truth;
+  o.base.device.dma_engine_gbps = 15.0;
+  o.parameters = {"device.dma_engine_gbps"};
+  o.max_replays = 40;
+  const CalibrationResult together = calibrate_together({&rank0, &rank1}, o);
+  ASSERT_EQ(together.parameters.size(), 1u);
+  EXPECT_NEAR(together.parameters[0].value, 40.0, 2.0) << together.summary();
+  EXPECT_LT(together.rms_log_error, 0.02) << together.summary();
+  EXPECT_EQ(together.fit.ops.size(), 3u) << together.summary();
+
+  CalibrateOptions alone_options = o;
+  alone_options.base.topology.devices = 1;
+  alone_options.base.topology.devices_per_switch = 0;
+  const CalibrationResult alone = calibrate(rank0, alone_options);
+  EXPECT_GT(alone.rms_log_error, 0.1) << alone.summary();
+  std::printf("[ fit ] together: engine %.2f GB/s, rms log error %.4f; rank 0 alone: engine %.2f GB/s, rms log "
+              "error %.4f\n",
+              together.parameters[0].value, together.rms_log_error, alone.parameters[0].value, alone.rms_log_error);
+
+  CalibrateOptions wrong_size = o;
+  wrong_size.base.topology.devices = 4;
+  wrong_size.base.topology.devices_per_switch = 2;
+  EXPECT_THROW(calibrate_together({&rank0, &rank1}, wrong_size), std::invalid_argument);
+  EXPECT_THROW(calibrate_together({}, o), std::invalid_argument);
 }
 
 }  // namespace

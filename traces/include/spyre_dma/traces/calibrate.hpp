@@ -129,4 +129,14 @@ spyre_dma::model::SimConfig model_config_for(const std::string& preset, const st
 // std::invalid_argument for an unknown parameter key.
 CalibrationResult calibrate(const Trace& trace, const CalibrateOptions& options);
 
+// Fits one configuration to several ranks' profiles of one node, replayed together: trace i on
+// device i of the server options.base describes (replay_together), so that copies slowed by the
+// node's other traffic (a shared switch uplink, host memory) are judged with that traffic
+// present rather than bending the device's parameters. options.base's topology must hold one
+// device per trace, or one device (it is then given one per trace). The default parameters are
+// those any rank's fit copies determine; the fit, holdout and error cover every rank's copies,
+// rank after rank. Throws as calibrate() does, and std::invalid_argument for no trace, a null one
+// or a server of another size.
+CalibrationResult calibrate_together(const std::vector<const Trace*>& ranks, const CalibrateOptions& options);
+
 }  // namespace spyre_dma::traces
