@@ -14,9 +14,8 @@
 #include <tuple>
 #include <unordered_set>
 
-#include "spyre_dma/backend/registry.hpp"
+#include "spyre_dma/model/backend.hpp"
 #include "spyre_dma/model/config_loader.hpp"
-#include "spyre_dma/model/sim_node.hpp"
 #include "spyre_dma/traces/output_file.hpp"
 #include "spyre_dma/traces/trace_io.hpp"
 #include "text_input.hpp"
@@ -349,16 +348,7 @@ namespace {
 std::vector<ReplayResult> replay_ranks(const std::vector<const Trace*>& ranks, const model::SimConfig& config,
                                        const ReplayOptions& ro) {
   if (ranks.size() == 1) return {replay_on_sim(*ranks[0], config, ro)};
-  model::SimNode node(config);
-  std::vector<backend::Instance> devices;
-  for (std::size_t i = 0; i < node.size(); ++i) {
-    backend::Instance in;
-    in.memory = node.device(i).get();
-    in.clock = node.device(i).get();
-    in.device = node.device(i);
-    devices.push_back(std::move(in));
-  }
-  return replay_together(ranks, std::move(devices), ro);  // the devices keep the server alive
+  return replay_together(ranks, model::open_server(config), ro);
 }
 
 // One comparison of every rank's copies, rank after rank.

@@ -77,9 +77,13 @@ backend::Instance SimBackend::open(const backend::Settings& s) const {
 
 std::vector<backend::Instance> SimBackend::open_devices(const backend::Settings& s) const {
   if (s.devices <= 1) return {open(s)};
-  const SimConfig c = sim_config(s);
   const ScopedDebugHook hook(s.get("debug-hook"));
-  SimNode node(c, s.get("trace"), s.get("wave"));  // topology.devices is s.devices
+  return open_server(sim_config(s), s.get("trace"), s.get("wave"));  // topology.devices is s.devices
+}
+
+std::vector<backend::Instance> open_server(const SimConfig& config, const std::string& trace_path,
+                                           const std::string& wave_path) {
+  SimNode node(config, trace_path, wave_path);
   std::vector<backend::Instance> out;
   for (std::size_t i = 0; i < node.size(); ++i) out.push_back(instance_of(node.device(i)));
   return out;  // the devices keep their server's simulation alive

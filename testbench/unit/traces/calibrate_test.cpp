@@ -9,7 +9,7 @@
 #include "spyre_dma/traces/calibrate.hpp"
 #include "spyre_dma/traces/kineto.hpp"
 #include "spyre_dma/traces/replay.hpp"
-#include "spyre_dma/model/sim_node.hpp"
+#include "spyre_dma/model/backend.hpp"
 
 namespace {
 
@@ -179,20 +179,11 @@ TEST(Calibrate, RanksFittedTogetherSeeTheSharedUplink) {
   truth.host.memory_gbps = 1000.0;  // out of the way: the uplink is what they share
   truth.device.dma_engine_gbps = 40.0;
   {
-    spyre_dma::model::SimNode node(truth);
-    std::vector<spyre_dma::backend::Instance> devices;
-    for (std::size_t i = 0; i < node.size(); ++i) {
-      spyre_dma::backend::Instance in;
-      in.memory = node.device(i).get();
-      in.clock = node.device(i).get();
-      in.device = node.device(i);
-      devices.push_back(in);
-    }
     // The captured durations: what compare() takes from the truth's replay for each copy.
     for (Trace* t : {&rank0, &rank1})
       for (Op& op : t->ops)
         if (op.kind == OpKind::kH2D) op.duration_ns = 1e6;  // a placeholder above the resolution
-    const auto replayed = replay_together({&rank0, &rank1}, std::move(devices), {});
+    const auto replayed = replay_together({&rank0, &rank1}, spyre_dma::model::open_server(truth), {});
     Trace* ranks[] = {&rank0, &rank1};
     for (std::size_t k = 0; k < 2; ++k) {
       ASSERT_TRUE(replayed[k].data_ok) << replayed[k].data_error;

@@ -10,7 +10,7 @@
 #include "spyre_dma/traces/replay.hpp"
 
 #include "spyre_dma/model/sim_device.hpp"
-#include "spyre_dma/model/sim_node.hpp"
+#include "spyre_dma/model/backend.hpp"
 
 namespace st = spyre_dma::traces;
 using namespace std::chrono_literals;
@@ -231,16 +231,7 @@ namespace {
 
 // Every device of a simulated server of `config`, as replay_together() takes them.
 std::vector<spyre_dma::backend::Instance> server_devices(const spyre_dma::model::SimConfig& config) {
-  spyre_dma::model::SimNode node(config);
-  std::vector<spyre_dma::backend::Instance> out;
-  for (std::size_t i = 0; i < node.size(); ++i) {
-    spyre_dma::backend::Instance in;
-    in.memory = node.device(i).get();
-    in.clock = node.device(i).get();
-    in.device = node.device(i);
-    out.push_back(in);
-  }
-  return out;  // the devices keep the server alive
+  return spyre_dma::model::open_server(config);
 }
 
 spyre_dma::model::SimConfig server(std::uint32_t devices, std::uint32_t per_switch) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "spyre_dma/backend/registry.hpp"
 #include "spyre_dma/model/sim_config.hpp"
@@ -34,6 +35,12 @@ class SimBackend : public backend::Backend {
   std::string summary_;
   DataPathKind data_path_;
 };
+
+// Every device of a simulated server of `config` (a SimNode of config.topology.devices), each as
+// the registry opens a sim device: what replay_together() and an engine per device take. The
+// devices keep their server's simulation alive. `trace_path` and `wave_path` as SimNode's.
+std::vector<backend::Instance> open_server(const SimConfig& config, const std::string& trace_path = {},
+                                           const std::string& wave_path = {});
 
 // Registers `sim`.
 void register_backend(backend::Registry& registry);
