@@ -1,7 +1,7 @@
 # Type stubs of the extension module spyre_dma._native (python/src/*.cpp). The pytest suite holds
 # them to the module: every public name and method here exists there, and the other way round.
 import enum
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import pandas
 
@@ -255,7 +255,7 @@ def replay(trace: Trace, backend: str = "sim", *, preset: Optional[str] = None, 
            honour_start_times: bool = False, verify_data: bool = True, timeout: float = 60.0, perfetto: str = "",
            staging_buffer_bytes: int = 0) -> ReplayResult: ...
 def compare(captured: Trace, replayed: ReplayResult) -> Comparison: ...
-def calibrate(trace: Trace, *, preset: Optional[str] = None, config: Optional[str] = None,
+def calibrate(trace: Union[Trace, Sequence[Trace]], *, preset: Optional[str] = None, config: Optional[str] = None,
               fidelity: Optional[str] = None, fit: str = "all", parameters: List[str] = ..., max_replays: int = 60,
               fit_copies_per_size: int = 2, staging_buffer_bytes: int = 0) -> CalibrationResult: ...
 def model_config(*, preset: Optional[str] = None, config: Optional[str] = None,

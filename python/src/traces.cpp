@@ -361,9 +361,18 @@ void bind_traces(py::module_& m) {
 
   m.def(
       "calibrate",
-      [](const TracePtr& trace, std::optional<std::string> preset, std::optional<std::string> config,
+      [](const py::object& traces_given, std::optional<std::string> preset, std::optional<std::string> config,
          std::optional<std::string> fidelity, const std::string& fit, std::vector<std::string> parameters,
          std::size_t max_replays, std::size_t fit_copies_per_size, std::size_t staging_buffer_bytes) {
+        // One trace, or several ranks' traces of one node (fitted together, calibrate_together).
+        std::vector<TracePtr> ranks;
+        if (py::isinstance<traces::Trace>(traces_given)) {
+          ranks.push_back(traces_given.cast<TracePtr>());
+        } else {
+          for (const py::handle h : traces_given.cast<py::sequence>()) ranks.push_back(h.cast<TracePtr>());
+          if (ranks.empty()) throw std::invalid_argument("calibrate: an empty list of traces");
+        }
+        const TracePtr& trace = ranks.front();
         traces::CalibrateOptions o;
         o.base = traces::model_config_for(or_empty(preset), or_empty(config), &trace->header, or_empty(fidelity),
                                           nullptr);
@@ -374,17 +383,25 @@ void bind_traces(py::module_& m) {
         o.fit_copies_per_size = fit_copies_per_size;
         o.staging_buffer_bytes = staging_buffer_bytes;
         Calibration c;
-        c.source = trace->header.source;
         {
           py::gil_scoped_release nogil;
-          c.result = traces::calibrate(*trace, o);
+          if (ranks.size() == 1) {
+            c.result = traces::calibrate(*trace, o);
+          } else {
+            std::vector<const traces::Trace*> given;
+            for (const TracePtr& t : ranks) given.push_back(t.get());
+            c.result = traces::calibrate_together(given, o);
+          }
         }
+        c.source = ranks.size() == 1 ? trace->header.source : c.result.fit.source;
         return c;
       },
       py::arg("trace"), py::kw_only(), py::arg("preset") = py::none(), py::arg("config") = py::none(),
       py::arg("fidelity") = py::none(), py::arg("fit") = "all", py::arg("parameters") = std::vector<std::string>{},
       py::arg("max_replays") = 60, py::arg("fit_copies_per_size") = 2, py::arg("staging_buffer_bytes") = 0,
       "Fits the model's parameters to the trace's captured durations (as spyre-dma trace calibrate).\n"
+      "A list of traces is several ranks of one node, fitted together: trace i replayed on device i\n"
+      "of the configuration's server (one device there: one per trace).\n"
       "fit selects the fit copies ('all', 'below:4MiB', 'atleast:1MB', 'range:64KiB:4MiB', 'even',\n"
       "'odd'); the others are the holdout. parameters: configuration keys to fit (default: chosen\n"
       "from the trace).");

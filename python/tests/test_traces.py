@@ -90,6 +90,22 @@ def test_bandwidth_test_import_and_calibrate(tmp_path):
     assert "rms log error" in open(out).read()
 
 
+def test_ranks_calibrate_together(tmp_path):
+    # Two ranks (here the same capture twice) fitted together on a server of one device each.
+    t = capture_some()
+    alone = spyre_dma.calibrate(t, max_replays=4)
+    cal = spyre_dma.calibrate([t, t], max_replays=4)
+    assert cal.config["topology"]["devices"] == 2
+    assert len(cal.fit.ops) == 2 * len(alone.fit.ops) > 0
+    out = str(tmp_path / "node.json")
+    cal.save_config(out)
+    assert " + " in open(out).readline()  # the file names both traces
+    with pytest.raises(ValueError, match="2 traces for a server of 8 devices"):
+        spyre_dma.calibrate([t, t], preset="dgx-a100-gen4", max_replays=4)
+    with pytest.raises(ValueError, match="empty list"):
+        spyre_dma.calibrate([])
+
+
 def test_model_configuration_and_presets():
     names = [p["name"] for p in spyre_dma.presets()]
     assert "gen4x16" in names
