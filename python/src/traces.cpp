@@ -363,7 +363,8 @@ void bind_traces(py::module_& m) {
       "calibrate",
       [](const py::object& traces_given, std::optional<std::string> preset, std::optional<std::string> config,
          std::optional<std::string> fidelity, const std::string& fit, std::vector<std::string> parameters,
-         std::size_t max_replays, std::size_t fit_copies_per_size, std::size_t staging_buffer_bytes) {
+         std::size_t max_replays, std::size_t fit_copies_per_size, std::size_t staging_buffer_bytes,
+         std::vector<std::size_t> fit_ranks) {
         // One trace, or several ranks' traces of one node (fitted together, calibrate_together).
         std::vector<TracePtr> ranks;
         if (py::isinstance<traces::Trace>(traces_given)) {
@@ -372,6 +373,7 @@ void bind_traces(py::module_& m) {
           for (const py::handle h : traces_given.cast<py::sequence>()) ranks.push_back(h.cast<TracePtr>());
           if (ranks.empty()) throw std::invalid_argument("calibrate: an empty list of traces");
         }
+        if (!fit_ranks.empty() && ranks.size() == 1) throw std::invalid_argument("calibrate: fit_ranks needs a list of traces");
         const TracePtr& trace = ranks.front();
         traces::CalibrateOptions o;
         o.base = traces::model_config_for(or_empty(preset), or_empty(config), &trace->header, or_empty(fidelity),
@@ -382,6 +384,7 @@ void bind_traces(py::module_& m) {
         o.max_replays = max_replays;
         o.fit_copies_per_size = fit_copies_per_size;
         o.staging_buffer_bytes = staging_buffer_bytes;
+        o.fit_ranks = std::move(fit_ranks);
         Calibration c;
         {
           py::gil_scoped_release nogil;
@@ -399,9 +402,11 @@ void bind_traces(py::module_& m) {
       py::arg("trace"), py::kw_only(), py::arg("preset") = py::none(), py::arg("config") = py::none(),
       py::arg("fidelity") = py::none(), py::arg("fit") = "all", py::arg("parameters") = std::vector<std::string>{},
       py::arg("max_replays") = 60, py::arg("fit_copies_per_size") = 2, py::arg("staging_buffer_bytes") = 0,
+      py::arg("fit_ranks") = std::vector<std::size_t>{},
       "Fits the model's parameters to the trace's captured durations (as spyre-dma trace calibrate).\n"
       "A list of traces is several ranks of one node, fitted together: trace i replayed on device i\n"
-      "of the configuration's server (one device there: one per trace).\n"
+      "of the configuration's server (one device there: one per trace); fit_ranks: the ranks whose\n"
+      "copies are fitted (default: all), the others replay alongside and are held out.\n"
       "fit selects the fit copies ('all', 'below:4MiB', 'atleast:1MB', 'range:64KiB:4MiB', 'even',\n"
       "'odd'); the others are the holdout. parameters: configuration keys to fit (default: chosen\n"
       "from the trace).");

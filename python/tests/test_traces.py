@@ -104,6 +104,11 @@ def test_ranks_calibrate_together(tmp_path):
         spyre_dma.calibrate([t, t], preset="dgx-a100-gen4", max_replays=4)
     with pytest.raises(ValueError, match="empty list"):
         spyre_dma.calibrate([])
+    # Fit on rank 0, predict rank 1: every copy of rank 1 is held out.
+    held = spyre_dma.calibrate([t, t], max_replays=4, fit_ranks=[0])
+    assert len(held.fit.ops) == len(held.holdout.ops) == len(alone.fit.ops)
+    with pytest.raises(ValueError, match="fit rank 2"):
+        spyre_dma.calibrate([t, t], max_replays=4, fit_ranks=[2])
 
 
 def test_model_configuration_and_presets():

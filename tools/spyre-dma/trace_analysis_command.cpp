@@ -214,6 +214,8 @@ int run_trace_calibrate(const TraceAnalysisOptions& o) {
     co.staging_buffer_bytes = staging_piece(o);
     std::vector<const traces::Trace*> ranks{&t};
     for (const traces::Trace& m : more) ranks.push_back(&m);
+    if (!o.fit_ranks.empty() && ranks.size() == 1) throw BadInput("--fit-ranks: give the other ranks' traces too");
+    co.fit_ranks = o.fit_ranks;
     if (ranks.size() > 1) {
       fmt::print("fitting {} ranks together, rank i on device i of the configuration's server\n", ranks.size());
     }
@@ -267,6 +269,9 @@ void add_trace_analysis_commands(CLI::App& trace) {
   cal->add_option("more", o.more_ranks,
                   "Other ranks' traces of the same node: all are fitted together, trace i replayed on device i of "
                   "the configuration's server (--preset or --config; one device there: one per trace)");
+  cal->add_option("--fit-ranks", o.fit_ranks,
+                  "With several traces: the ranks (from 0, in the order given) whose copies are fitted; the others "
+                  "replay alongside and are held out (default: every rank)");
   cal->add_option("--out", o.out, "Configuration file to write (loads with --config)")->required();
   cal->add_option("--fit-sizes", o.fit_sizes, "Copies to fit on: all, below:SIZE, atleast:SIZE, range:LO:HI");
   cal->add_option("--fit-half", o.fit_half, "Fit on alternate distinct sizes: even or odd")->check(CLI::IsMember({"even", "odd"}));

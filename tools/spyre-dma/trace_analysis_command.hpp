@@ -34,6 +34,7 @@ struct TraceAnalysisOptions {
   std::string staging_buffer;  // the replay's staging piece (a size; "" the engine's default)
   // calibrate
   std::vector<std::string> more_ranks;  // further ranks' traces of the node: fitted together
+  std::vector<std::size_t> fit_ranks;    // with more_ranks: the ranks whose copies are fitted
   std::string fit_sizes;
   std::string fit_half;
   std::vector<std::string> params;

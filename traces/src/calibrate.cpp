@@ -351,12 +351,13 @@ std::vector<ReplayResult> replay_ranks(const std::vector<const Trace*>& ranks, c
   return replay_together(ranks, model::open_server(config), ro);
 }
 
-// One comparison of every rank's copies, rank after rank.
-Comparison compare_ranks(const std::vector<const Trace*>& ranks, const std::vector<ReplayResult>& results) {
+// One comparison of the copies of the ranks `judged` (indices, ascending), rank after rank.
+Comparison compare_ranks(const std::vector<const Trace*>& ranks, const std::vector<ReplayResult>& results,
+                         const std::vector<std::size_t>& judged) {
   Comparison all;
-  for (std::size_t i = 0; i < ranks.size(); ++i) {
+  for (const std::size_t i : judged) {
     Comparison c = compare(*ranks[i], results[i]);
-    all.source += (i ? " + " : "") + c.source;
+    all.source += (all.source.empty() ? "" : " + ") + c.source;
     all.resolution_ns = std::max(all.resolution_ns, c.resolution_ns);
     all.skipped += c.skipped;
     all.ops.insert(all.ops.end(), c.ops.begin(), c.ops.end());
@@ -383,10 +384,21 @@ CalibrationResult calibrate_ranks(const std::vector<const Trace*>& ranks, const 
   result.fit_selection = options.fit.text;
   // Per rank: the copies the fit uses, and the trace of those it replays (the first
   // fit_copies_per_size copies of each size).
+  // A rank outside options.fit_ranks has no fit copies: it replays whole (the node's traffic).
   std::vector<std::vector<bool>> fit_masks;
   std::vector<Trace> fit_traces;
+  std::vector<std::size_t> judged;  // the ranks whose copies the fit compares
   std::size_t usable = 0;
-  for (const Trace* trace : ranks) {
+  for (std::size_t k = 0; k < ranks.size(); ++k) {
+    const Trace* trace = ranks[k];
+    const bool fits = options.fit_ranks.empty() ||
+                      std::find(options.fit_ranks.begin(), options.fit_ranks.end(), k) != options.fit_ranks.end();
+    if (!fits) {
+      fit_masks.emplace_back(trace->ops.size(), false);
+      fit_traces.push_back(*trace);
+      continue;
+    }
+    judged.push_back(k);
     fit_masks.push_back(select_ops(*trace, options.fit));
     std::vector<bool> replay_mask = fit_masks.back();
     if (options.fit_copies_per_size > 0) {
@@ -406,15 +418,17 @@ CalibrationResult calibrate_ranks(const std::vector<const Trace*>& ranks, const 
                                  options.fit.text));
   std::vector<const Trace*> fit_ranks;
   for (const Trace& t : fit_traces) fit_ranks.push_back(&t);
+  std::vector<Trace> judged_traces;  // what determines the default parameters
+  for (const std::size_t k : judged) judged_traces.push_back(fit_traces[k]);
 
   model::SimConfig base = options.base;
   base.fidelity = options.fidelity;
   std::vector<FitParameter> params;
   if (options.parameters.empty()) {
-    params = ranks_parameters(fit_traces, base);
+    params = ranks_parameters(judged_traces, base);
   } else {
     const json cfg = model::to_json(base);
-    const auto defaults = ranks_parameters(fit_traces, base);
+    const auto defaults = ranks_parameters(judged_traces, base);
     for (const auto& key : options.parameters) {
       if (key == kStagingPieceKey) {
         auto d = std::find_if(defaults.begin(), defaults.end(), [&](const FitParameter& p) { return p.key == key; });
@@ -450,7 +464,7 @@ CalibrationResult calibrate_ranks(const std::vector<const Trace*>& ranks, const 
     if (auto it = cache.find(x); it != cache.end()) return it->second;
     std::optional<Comparison> c;
     try {
-      c = compare_ranks(fit_ranks, replay_ranks(fit_ranks, with_values(base, params, x), replay_options(x)));
+      c = compare_ranks(fit_ranks, replay_ranks(fit_ranks, with_values(base, params, x), replay_options(x)), judged);
     } catch (const model::ConfigError&) {
       // a candidate outside the loader's ranges is simply not a solution
     }
@@ -546,13 +560,21 @@ CalibrationResult calibrate_ranks(const std::vector<const Trace*>& ranks, const 
 }  // namespace
 
 CalibrationResult calibrate(const Trace& trace, const CalibrateOptions& options) {
-  return calibrate_ranks({&trace}, options);
+  CalibrateOptions o = options;
+  o.fit_ranks.clear();  // one trace: it is the fit's
+  return calibrate_ranks({&trace}, o);
 }
 
 CalibrationResult calibrate_together(const std::vector<const Trace*>& ranks, const CalibrateOptions& options) {
   if (ranks.empty()) throw std::invalid_argument("calibrate_together: no trace");
   for (std::size_t i = 0; i < ranks.size(); ++i)
     if (!ranks[i]) throw std::invalid_argument(fmt::format("calibrate_together: trace {} is null", i));
+  for (const std::size_t k : options.fit_ranks) {
+    if (k >= ranks.size()) {
+      throw std::invalid_argument(
+          fmt::format("calibrate_together: fit rank {} is not one of the {} traces (ranks count from 0)", k, ranks.size()));
+    }
+  }
   CalibrateOptions o = options;
   const std::uint32_t devices = o.base.topology.devices;
   if (devices != 1 && devices != ranks.size()) {

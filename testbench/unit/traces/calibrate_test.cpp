@@ -214,6 +214,20 @@ TEST(Calibrate, RanksFittedTogetherSeeTheSharedUplink) {
               "error %.4f\n",
               together.parameters[0].value, together.rms_log_error, alone.parameters[0].value, alone.rms_log_error);
 
+  // Fitted on rank 0 alone, with rank 1 replayed alongside, rank 1's copy is predicted. (Not the
+  // other way round: rank 1's one copy is bound by the shared uplink, so any engine rate above
+  // the uplink's share fits it.)
+  CalibrateOptions rank0_only = o;
+  rank0_only.fit_ranks = {0};
+  const CalibrationResult predicted = calibrate_together({&rank0, &rank1}, rank0_only);
+  EXPECT_NEAR(predicted.parameters[0].value, 40.0, 2.0) << predicted.summary();
+  EXPECT_EQ(predicted.fit.ops.size(), 2u) << predicted.summary();
+  ASSERT_EQ(predicted.holdout.ops.size(), 1u) << predicted.summary();
+  EXPECT_LT(std::fabs(predicted.holdout.ops[0].rel_error), 0.02) << predicted.summary();
+
+  CalibrateOptions no_such_rank = o;
+  no_such_rank.fit_ranks = {2};
+  EXPECT_THROW(calibrate_together({&rank0, &rank1}, no_such_rank), std::invalid_argument);
   CalibrateOptions wrong_size = o;
   wrong_size.base.topology.devices = 4;
   wrong_size.base.topology.devices_per_switch = 2;

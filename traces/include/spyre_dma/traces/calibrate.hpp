@@ -75,6 +75,10 @@ struct CalibrateOptions {
   // The replay's staging piece when it is not fitted (ReplayOptions::staging_buffer_bytes; 0:
   // the engine's default).
   std::size_t staging_buffer_bytes = 0;
+  // calibrate_together(): the ranks (indices into its traces) whose copies the fit uses; empty:
+  // every rank. The other ranks replay whole alongside every candidate (their traffic is the
+  // node's) and all their copies are held out: fit on one rank, predict another.
+  std::vector<std::size_t> fit_ranks;
 };
 
 // The fit parameter of the replay's staging piece (ReplayOptions::staging_buffer_bytes), not a
@@ -135,8 +139,9 @@ CalibrationResult calibrate(const Trace& trace, const CalibrateOptions& options)
 // present rather than bending the device's parameters. options.base's topology must hold one
 // device per trace, or one device (it is then given one per trace). The default parameters are
 // those any rank's fit copies determine; the fit, holdout and error cover every rank's copies,
-// rank after rank. Throws as calibrate() does, and std::invalid_argument for no trace, a null one
-// or a server of another size.
+// rank after rank (options.fit_ranks: only those ranks' copies are fitted; the others replay
+// alongside and are held out). Throws as calibrate() does, and std::invalid_argument for no
+// trace, a null one, a fit rank out of range or a server of another size.
 CalibrationResult calibrate_together(const std::vector<const Trace*>& ranks, const CalibrateOptions& options);
 
 }  // namespace spyre_dma::traces
