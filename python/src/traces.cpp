@@ -405,7 +405,7 @@ void bind_traces(py::module_& m) {
       py::arg("fit_ranks") = std::vector<std::size_t>{},
       "Fits the model's parameters to the trace's captured durations (as spyre-dma trace calibrate).\n"
       "A list of traces is several ranks of one node, fitted together: trace i replayed on device i\n"
-      "of the configuration's server (one device there: one per trace); fit_ranks: the ranks whose\n"
+      "of a server of one device per trace, arranged as the configuration's topology; fit_ranks: the ranks whose\n"
       "copies are fitted (default: all), the others replay alongside and are held out.\n"
       "fit selects the fit copies ('all', 'below:4MiB', 'atleast:1MB', 'range:64KiB:4MiB', 'even',\n"
       "'odd'); the others are the holdout. parameters: configuration keys to fit (default: chosen\n"

@@ -217,7 +217,8 @@ int run_trace_calibrate(const TraceAnalysisOptions& o) {
     if (!o.fit_ranks.empty() && ranks.size() == 1) throw BadInput("--fit-ranks: give the other ranks' traces too");
     co.fit_ranks = o.fit_ranks;
     if (ranks.size() > 1) {
-      fmt::print("fitting {} ranks together, rank i on device i of the configuration's server\n", ranks.size());
+      fmt::print("fitting {} ranks together, rank i on device i of a server of {} arranged as the configuration's "
+                 "topology\n", ranks.size(), ranks.size());
     }
     const traces::CalibrationResult r = ranks.size() > 1 ? traces::calibrate_together(ranks, co) : traces::calibrate(t, co);
     fmt::print("{}", r.summary());
@@ -268,7 +269,7 @@ void add_trace_analysis_commands(CLI::App& trace) {
   cal->add_option("captured", o.captured, "Captured trace file")->required();
   cal->add_option("more", o.more_ranks,
                   "Other ranks' traces of the same node: all are fitted together, trace i replayed on device i of "
-                  "the configuration's server (--preset or --config; one device there: one per trace)");
+                  "a server of one device per trace, arranged as the configuration's topology (--preset or --config)");
   cal->add_option("--fit-ranks", o.fit_ranks,
                   "With several traces: the ranks (from 0, in the order given) whose copies are fitted; the others "
                   "replay alongside and are held out (default: every rank)");

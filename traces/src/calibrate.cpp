@@ -576,13 +576,8 @@ CalibrationResult calibrate_together(const std::vector<const Trace*>& ranks, con
     }
   }
   CalibrateOptions o = options;
-  const std::uint32_t devices = o.base.topology.devices;
-  if (devices != 1 && devices != ranks.size()) {
-    throw std::invalid_argument(fmt::format(
-        "calibrate_together: {} traces for a server of {} devices: give one trace per device, or a configuration of "
-        "one device (its topology then holds one device per trace)",
-        ranks.size(), devices));
-  }
+  // One device per trace, the topology's arrangement kept (as trace replay does with several
+  // traces): on dgx-a100-gen4, two ranks sit behind one switch.
   o.base.topology.devices = static_cast<std::uint32_t>(ranks.size());
   // Checked here: the fit counts a configuration the loader refuses as no solution, so a server
   // it cannot build would otherwise end as a fit that never moved.
