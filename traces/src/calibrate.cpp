@@ -383,8 +383,8 @@ CalibrationResult calibrate_ranks(const std::vector<const Trace*>& ranks, const 
   CalibrationResult result;
   result.fit_selection = options.fit.text;
   // Per rank: the copies the fit uses, and the trace of those it replays (the first
-  // fit_copies_per_size copies of each size).
-  // A rank outside options.fit_ranks has no fit copies: it replays whole (the node's traffic).
+  // fit_copies_per_size copies of each size). A rank outside options.fit_ranks has no fit
+  // copies: it replays whole, as the node's traffic.
   std::vector<std::vector<bool>> fit_masks;
   std::vector<Trace> fit_traces;
   std::vector<std::size_t> judged;  // the ranks whose copies the fit compares
@@ -413,11 +413,11 @@ CalibrationResult calibrate_ranks(const std::vector<const Trace*>& ranks, const 
     for (const Op& op : fit_traces.back().ops) usable += measurable(op, trace->header.resolution_ns) ? 1 : 0;
   }
   if (usable == 0)
-    throw TraceError(ranks[0]->header.source, 0, "fit",
+    throw TraceError(ranks[judged.empty() ? 0 : judged.front()]->header.source, 0, "fit",
                      fmt::format("selection \"{}\" leaves no copy with a captured duration above the resolution",
                                  options.fit.text));
-  std::vector<const Trace*> fit_ranks;
-  for (const Trace& t : fit_traces) fit_ranks.push_back(&t);
+  std::vector<const Trace*> rank_traces;  // what each candidate's replay runs, rank i on device i
+  for (const Trace& t : fit_traces) rank_traces.push_back(&t);
   std::vector<Trace> judged_traces;  // what determines the default parameters
   for (const std::size_t k : judged) judged_traces.push_back(fit_traces[k]);
 
@@ -464,7 +464,7 @@ CalibrationResult calibrate_ranks(const std::vector<const Trace*>& ranks, const 
     if (auto it = cache.find(x); it != cache.end()) return it->second;
     std::optional<Comparison> c;
     try {
-      c = compare_ranks(fit_ranks, replay_ranks(fit_ranks, with_values(base, params, x), replay_options(x)), judged);
+      c = compare_ranks(rank_traces, replay_ranks(rank_traces, with_values(base, params, x), replay_options(x)), judged);
     } catch (const model::ConfigError&) {
       // a candidate outside the loader's ranges is simply not a solution
     }
