@@ -137,12 +137,12 @@ CalibrationResult calibrate(const Trace& trace, const CalibrateOptions& options)
 // device i of the server options.base describes (replay_together), so that copies slowed by the
 // node's other traffic (a shared switch uplink, host memory) are judged with that traffic
 // present rather than bending the device's parameters. The server has one device per trace, in
-// the arrangement options.base's topology gives (as trace replay's): on dgx-a100-gen4 two
-// traces sit behind one switch. The default parameters are
-// those any rank's fit copies determine; the fit, holdout and error cover every rank's copies,
-// rank after rank (options.fit_ranks: only those ranks' copies are fitted; the others replay
-// alongside and are held out). Throws as calibrate() does, std::invalid_argument for no trace,
-// a null one or a fit rank out of range, and ConfigError for a server the model cannot build.
+// the arrangement options.base's topology gives (as trace replay's): on dgx-a100-gen4 two traces
+// sit behind one switch. The default parameters are those any rank's fit copies determine; the
+// fit, holdout and error cover every rank's copies, rank after rank (options.fit_ranks: only
+// those ranks' copies are fitted; the others replay alongside and are held out). Throws as
+// calibrate() does, std::invalid_argument for no trace, a null one or a fit rank out of range,
+// and ConfigError for a server the model cannot build.
 CalibrationResult calibrate_together(const std::vector<const Trace*>& ranks, const CalibrateOptions& options);
 
 }  // namespace spyre_dma::traces
