@@ -560,9 +560,11 @@ CalibrationResult calibrate_ranks(const std::vector<const Trace*>& ranks, const 
 }  // namespace
 
 CalibrationResult calibrate(const Trace& trace, const CalibrateOptions& options) {
-  CalibrateOptions o = options;
-  o.fit_ranks.clear();  // one trace: it is the fit's
-  return calibrate_ranks({&trace}, o);
+  if (!options.fit_ranks.empty()) {
+    throw std::invalid_argument("calibrate: fit_ranks chooses among several ranks' traces (calibrate_together); "
+                                "one trace is all fitted");
+  }
+  return calibrate_ranks({&trace}, options);
 }
 
 CalibrationResult calibrate_together(const std::vector<const Trace*>& ranks, const CalibrateOptions& options) {

@@ -228,6 +228,7 @@ TEST(Calibrate, RanksFittedTogetherSeeTheSharedUplink) {
   CalibrateOptions no_such_rank = o;
   no_such_rank.fit_ranks = {2};
   EXPECT_THROW(calibrate_together({&rank0, &rank1}, no_such_rank), std::invalid_argument);
+  EXPECT_THROW(calibrate(rank0, rank0_only), std::invalid_argument);  // one trace: nothing to choose
   // More traces than a server holds devices: the loader names topology.devices.
   const std::vector<const Trace*> seventeen(17, &rank1);
   EXPECT_THROW(calibrate_together(seventeen, o), spyre_dma::model::ConfigError);

@@ -130,7 +130,8 @@ spyre_dma::model::SimConfig model_config_for(const std::string& preset, const st
 
 // Fits, then replays the whole trace once with the result for the fit and holdout comparisons.
 // Throws TraceError when the selection leaves no copy with a captured duration above resolution,
-// std::invalid_argument for an unknown parameter key.
+// std::invalid_argument for an unknown parameter key or fit_ranks given (that is
+// calibrate_together's).
 CalibrationResult calibrate(const Trace& trace, const CalibrateOptions& options);
 
 // Fits one configuration to several ranks' profiles of one node, replayed together: trace i on
