@@ -1,16 +1,18 @@
 // The DMAO data path: one CB at a time from the DMAO pipeline. The CB is checked (byte count,
 // XLAT, device memory bounds, then the IOMMU through the ATS port); device memory is read in
 // pieces cut at MPS (which keeps them inside 4 KiB host pages, MPS <= 4096), several pieces in
-// flight, and each piece's data, as it returns in order, leaves as one MWr (header on the first
+// flight (as many as the read buffer holds, BUFFER_BYTES), and each piece's data, as it returns in order, leaves as one MWr (header on the first
 // beat). MWr are posted: the RB follows the last one on the same link.
 module dmao_engine
   import spyre_dma_pkg::*;
 #(
   parameter int DATA_BYTES  = 128,
-  parameter int OUTSTANDING = 16,   // device memory reads in flight (pieces)
+  parameter int OUTSTANDING  = 64,    // device memory reads in flight (pieces) at most
+  parameter int BUFFER_BYTES = 8192,  // ... and their bytes: the read buffer
   localparam int DW         = DATA_BYTES * 8,
   localparam int BW         = $clog2(DATA_BYTES) + 1,
-  localparam int OW         = $clog2(OUTSTANDING)
+  localparam int OW         = $clog2(OUTSTANDING),
+  localparam int FW         = $clog2(BUFFER_BYTES + 4096 + 1)  // bytes buffered plus a piece
 ) (
   input  logic          clk,
   input  logic          rst_n,
@@ -89,9 +91,11 @@ module dmao_engine
   logic [12:0] hdr_len  [OUTSTANDING];
   logic [OW:0] hdr_head, hdr_tail;
   wire [OW:0] in_flight = hdr_tail - hdr_head;
+  logic [FW-1:0] buffered;  // bytes of the pieces in flight
+  wire  fits = buffered + FW'(piece) <= FW'(BUFFER_BYTES);
   logic        in_packet;  // the next rq beat continues a packet
 
-  assign drq_valid = state == S_RUN && left != 32'd0 && in_flight < OUTSTANDING[OW:0];
+  assign drq_valid = state == S_RUN && left != 32'd0 && in_flight < OUTSTANDING[OW:0] && fits;
   assign drq_addr  = cur_dev;
   assign drq_len   = piece;
   wire request = drq_valid && drq_ready;
@@ -131,6 +135,7 @@ module dmao_engine
       left      <= 32'd0;
       hdr_head  <= '0;
       hdr_tail  <= '0;
+      buffered  <= '0;
       in_packet <= 1'b0;
     end else begin
       if (request) begin
@@ -143,6 +148,7 @@ module dmao_engine
       hdr_tail <= hdr_tail + {{OW{1'b0}}, request};
       if (beat) in_packet <= !rq_eop;
       hdr_head <= hdr_head + {{OW{1'b0}}, beat && rq_eop};
+      buffered <= buffered + (request ? FW'(piece) : '0) - (beat && rq_eop ? FW'(rq_len) : '0);
 
       case (state)
         S_IDLE: if (cb_valid) begin

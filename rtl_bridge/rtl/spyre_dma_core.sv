@@ -9,7 +9,8 @@ module spyre_dma_core
   parameter int DATA_BYTES  = 128,  // bytes per beat of every data stream
   parameter int TAGS        = 256,  // read tag table (outstanding MRd)
   parameter int MAX_PAYLOAD = 4096, // largest MPS and MRRS the register port accepts
-  parameter int OUTSTANDING = 16,   // DMAO device memory reads in flight
+  parameter int OUTSTANDING = 64,   // DMAO device memory reads in flight (pieces) at most
+  parameter int READ_BUFFER = 8192, // ... and their bytes (model::kDeviceReadBufferBytes)
   localparam int DW         = DATA_BYTES * 8,
   localparam int TAG_W      = $clog2(TAGS),
   localparam int BW         = $clog2(DATA_BYTES) + 1
@@ -158,7 +159,7 @@ module spyre_dma_core
     .rb_error(i_rb_error), .rb_field(i_rb_field), .rb_detail(i_rb_detail), .rb_bytes(i_rb_bytes),
     .rb_end(i_rb_end), .idle(i_idle));
 
-  dmao_engine #(.DATA_BYTES(DATA_BYTES), .OUTSTANDING(OUTSTANDING)) dmao (
+  dmao_engine #(.DATA_BYTES(DATA_BYTES), .OUTSTANDING(OUTSTANDING), .BUFFER_BYTES(READ_BUFFER)) dmao (
     .clk, .rst_n, .mem_bytes, .max_cb_bytes, .mps,
     .cb_valid(dmao_cb_valid), .cb_ready(dmao_cb_ready), .cb_data(dmao_cb_data),
     .ats_valid(dmao_ats_valid), .ats_ready(dmao_ats_ready), .ats_iova(dmao_ats_iova),

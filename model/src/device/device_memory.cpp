@@ -26,16 +26,15 @@ void DeviceMemory::b_transport(tlm::tlm_generic_payload& gp, sc_time& delay) {
   }
   if ((++accesses_ & 63) == 0) bus_.prune(to_ps(sc_time_stamp()));  // nothing books the past
   const DeviceMemoryCommand* cmd = gp.get_extension<DeviceMemoryCommand>();
-  // Every access streams through the bus burst by burst, each burst in the first gap that fits
-  // after the last: it shares the bus with the transfers booked ahead of it (a data path books a
-  // CB's accesses as far ahead as it has scheduled them) instead of queueing behind them all.
-  // A copy reads and writes: twice the bus time.
+  // Every access takes the bus time it needs in whatever gaps the bus has from t0 on, in any
+  // grain: the bus serves its requesters interleaved, and gives none of its time away. An access
+  // booked after others of the same stretch of time (a data path books as far ahead as it has
+  // scheduled its work) shares what they left; cut into fixed bursts each in the first gap that
+  // fits, it would skip the gaps narrower than a burst between small accesses, and a fill beside
+  // two links' traffic ran at a fraction of the bus that was free. A copy reads and writes: twice
+  // the bus time.
   const std::uint64_t per_byte = cmd && cmd->kind == DeviceMemoryCommand::Kind::kCopy ? 2 : 1;
-  pcie::Ps end = t0;
-  for (std::uint64_t off = 0; off < len; off += kMemoryBurstBytes) {
-    const pcie::Ps d = rate_.ceil_ps(per_byte * std::min<std::uint64_t>(kMemoryBurstBytes, len - off));
-    end = bus_.reserve(end, d) + d;
-  }
+  const pcie::Ps end = bus_.reserve_spread(t0, rate_.ceil_ps(per_byte * len));
   if (cmd) {
     if (cmd->kind == DeviceMemoryCommand::Kind::kFill32) storage_.fill32(addr, cmd->pattern, len);
     else storage_.copy(addr, cmd->source, len);

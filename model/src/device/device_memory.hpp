@@ -1,7 +1,7 @@
 // The device's LPDDR5 behind the on-chip ring: sparse storage (a 128 GB device costs only what is
 // touched) with a bandwidth and a latency. A TLM target: reads, writes and commands (fill, copy)
 // arrive with the time the data path hands them over and return with the time the data is read or
-// written. One bus carries them all, booked in time (pcie::Serializer, first fit).
+// written. One bus carries them all, booked in time (pcie::Serializer, each in the gaps it finds).
 #pragma once
 
 #include <cstdint>

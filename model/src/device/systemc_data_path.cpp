@@ -100,12 +100,12 @@ std::optional<SystemcDataPath::HostCopy> SystemcDataPath::check_host_copy(const 
 // pipeline, the other devices of a server) books its TLPs of the same stretch of time in between,
 // as the link's and the switches' arbiters interleave them; booked a whole CB ahead, one device's
 // CB would hold a shared uplink until it was over.
-void SystemcDataPath::keep_pace(Ps at) {
+void SystemcDataPath::keep_pace(Ps at, Ps run_ahead) {
   // Called per TLP: the time first, the process kind (a handle built and dropped) only on a wait.
   const Ps now = to_ps(sc_core::sc_time_stamp());
-  if (at <= now + kRunAheadPs) return;
+  if (at <= now + run_ahead) return;
   if (sc_core::sc_get_current_process_handle().proc_kind() != sc_core::SC_THREAD_PROC_) return;
-  sc_core::wait(from_ps(at - now - kRunAheadPs / 2));
+  sc_core::wait(from_ps(at - now - run_ahead / 2));
 }
 
 Ps SystemcDataPath::through_dma_engine(Ps t, std::uint64_t bytes, Ps done) {
@@ -307,27 +307,32 @@ CbExecution SystemcDataPath::d2h(const HostCopy& copy, Ps t, CbExecution run) {
 
 void SystemcDataPath::d2h_writes(std::uint64_t iova, std::uint64_t phys, std::uint64_t bytes, Ps t, CbExecution& run,
                                  Ps& sent, Ps& landed, bool& ok) {
-  const pcie::PsPerByte dram = rate_for_gbps(config_.device.dram_gbps);
   const std::uint32_t mps = hooks_.writes_over_mps ? 2 * config_.link.mps : config_.link.mps;
   const bool inject = faults_.enabled();
   std::uint8_t* scratch = scratch_[1].data();
   bool first_tlp = true;
-  // Device memory streams out chunk after chunk from t; an MWr leaves once its part is out (its
-  // chunk's end less the rest of the chunk at the DRAM rate, plus the latency).
-  std::uint64_t read = 0;  // bytes read so far
-  Ps bus = t;              // where the next chunk starts on the memory bus
-  Ps chunk_done = t;       // when the last chunk read is out
+  // Each MWr's piece of device memory is read on its own, once the read buffer has room for it
+  // (kDeviceReadsInFlight pieces, kDeviceReadBufferBytes), as the pieces before it leave in their
+  // MWrs: the reads keep the link's pace, as the RTL's DMAO engine's do, rather than take the
+  // memory bus at its own rate from `t`.
+  struct Buffered {
+    Ps sent;  // its MWr left
+    std::uint64_t bytes;
+  };
+  std::array<Buffered, kDeviceReadsInFlight> buffer{};  // a ring, oldest at `head`
+  std::size_t head = 0, count = 0;
+  std::uint64_t buffered = 0;
+  Ps requested = t;  // pieces are read in order
   for (std::uint64_t a = iova, left = bytes; left > 0;) {
     std::uint64_t n = pcie::request_step(a, left, mps);
     if (hooks_.writes_cross_4k) n = std::min<std::uint64_t>(left, a == iova ? hw::kFlitBytes : mps);
-    const std::uint64_t end = a + n - iova;
-    while (read < end) {
-      const std::uint64_t c = std::min<std::uint64_t>(kPaceBytes, bytes - read);
-      chunk_done = memory_.read(phys + read, scratch + read, c, bus);
-      bus = chunk_done - dram_latency_ps_;
-      read += c;
+    while (count == buffer.size() || (count > 0 && buffered + n > kDeviceReadBufferBytes)) {
+      requested = std::max(requested, buffer[head].sent);
+      buffered -= buffer[head].bytes;
+      head = (head + 1) % buffer.size();
+      --count;
     }
-    const Ps ready = chunk_done - dram.ceil_ps(read - end);
+    const Ps ready = memory_.read(phys + (a - iova), scratch + (a - iova), n, requested);
     TlpFaults f;
     if (inject) {
       if (first_tlp) {
@@ -340,6 +345,8 @@ void SystemcDataPath::d2h_writes(std::uint64_t iova, std::uint64_t phys, std::ui
     }
     const HostPort::Write w = host_.write(a, scratch + (a - iova), n, std::max(ready, sent), false, false, &f);
     sent = w.sent_ps;
+    buffer[(head + count++) % buffer.size()] = Buffered{sent, n};
+    buffered += n;
     landed = std::max(landed, w.landed_ps);
     ++counters_.write_tlps;
     if (f.poisoned || w.replays) run.faulted = true;
@@ -359,9 +366,13 @@ Ps SystemcDataPath::device_memory_work(const device_core::CbWork& w, Ps t) {
   for (std::uint64_t k = 0; k < w.bytes; k += kPaceBytes) {
     const std::uint64_t n = std::min<std::uint64_t>(kPaceBytes, w.bytes - k);
     const std::uint64_t off = backward ? w.bytes - k - n : k;
+    // A fill or a copy takes every cycle of the bus the other requesters leave, so it is booked
+    // only at its time: the link traffic of both pipelines (at most kRunAheadPs ahead) is booked
+    // by then, and the fill takes the gaps around it, as a memory controller serves a saturating
+    // requester beside paced ones. Booked ahead, it took the bus first and the D2H reads waited.
+    keep_pace(bus, 0);
     done = fill ? memory_.fill(w.device + off, w.pattern, n, bus) : memory_.copy(w.device + off, w.source + off, n, bus);
     bus = done - dram_latency_ps_;
-    keep_pace(bus);
   }
   return done;
 }

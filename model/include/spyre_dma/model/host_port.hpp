@@ -8,6 +8,7 @@
 // time: the model decouples its processes in time); results carry the times things happened.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -65,9 +66,17 @@ class HostPort {
   ~HostPort() = default;
 };
 
-// The grain in which device memory's bus carries an access (read, write, fill, copy): each is
-// booked burst by burst, so it shares the bus with the accesses around it.
+// The grain in which the RTL's memory controller runs a fill or a device copy: one burst after
+// the other, each booked when the last is over. (Device memory's bus itself serves any access in
+// whatever gaps it has, DeviceMemory.)
 inline constexpr std::uint64_t kMemoryBurstBytes = 1024;
+
+// A D2H reads device memory one MWr's piece at a time into the DMAO engine's read buffer, and a
+// piece leaves it once its MWr is sent: at most this many pieces and bytes are read and not yet
+// sent (the RTL's OUTSTANDING and READ_BUFFER parameters). 8 KiB covers the memory's latency at a
+// Gen5 x16 link's rate; 64 pieces let MPS 128 fill it.
+inline constexpr std::size_t kDeviceReadsInFlight = 64;
+inline constexpr std::uint64_t kDeviceReadBufferBytes = 8192;
 
 // Device memory behind the controller: each call returns when the access is done.
 class DeviceMemoryPort {
