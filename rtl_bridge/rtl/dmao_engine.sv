@@ -1,8 +1,9 @@
 // The DMAO data path: one CB at a time from the DMAO pipeline. The CB is checked (byte count,
 // XLAT, device memory bounds, then the IOMMU through the ATS port); device memory is read in
-// pieces cut at MPS (which keeps them inside 4 KiB host pages, MPS <= 4096), several pieces in
-// flight (as many as the read buffer holds, BUFFER_BYTES), and each piece's data, as it returns in order, leaves as one MWr (header on the first
-// beat). MWr are posted: the RB follows the last one on the same link.
+// pieces cut at MPS (which keeps them inside 4 KiB host pages, MPS <= 4096), as many pieces in
+// flight as the read buffer holds (OUTSTANDING pieces, BUFFER_BYTES bytes), and each piece's
+// data, as it returns in order, leaves as one MWr (header on the first beat), which frees its
+// room. MWr are posted: the RB follows the last one on the same link.
 module dmao_engine
   import spyre_dma_pkg::*;
 #(
