@@ -442,8 +442,9 @@ TEST(Timing, BackToBackCbsStartAndEndTogetherWithinFivePercent) {
 // duration within 5% of the other data path's, or 25 ns beyond it, and its end within 0.5%.
 // Measured: every CB within 4.2% but two short ones, a 20 KiB fill (-5.3%, 20 ns) and a 4 KiB D2H
 // (+5.3%, 12 ns); every end within 0.2% (docs/rtl.md). The slack is the RTL's granularity: its
-// 1 GHz clock's edges, and device memory booked a whole burst (1 KiB: 5 ns, 10 ns for a copy) at a
-// time where the SystemC data path's bookings share the bus in any grain.
+// 1 GHz clock's edges, its one request port for read requests and MWrs, and device memory booked a
+// whole burst (1 KiB: 5 ns, 10 ns for a copy) at a time where the SystemC data path's bookings
+// share the bus in any grain.
 TEST(Timing, BothPipelinesAtOnceAgreeWithinFivePercent) {
   compare_spans(back_to_back(model::DataPathKind::kSystemC, true), back_to_back(model::DataPathKind::kRtl, true), 0.05,
                 0.005, 25);
