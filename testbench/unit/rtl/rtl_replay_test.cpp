@@ -1,6 +1,6 @@
 // A real profile replayed on both data paths: the A100 profile in traces/data (a training step's
-// copies, fills and device copies on several streams, issued as fast as the engine takes them)
-// on `gen4x16`, once with the SystemC data path and once with the RTL. Every op's device time
+// kernels, H2D copies and fills on two streams, issued as fast as the engine takes them) on
+// `gen4x16`, once with the SystemC data path and once with the RTL. Every op's device time
 // agrees within 5% (or 10 ns: a 512-byte fill lasts about 150 ns, a few of the RTL's cycles),
 // and both replays leave the data the trace says.
 #include <gtest/gtest.h>
