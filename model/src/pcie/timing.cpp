@@ -121,6 +121,11 @@ Ps Serializer::reserve_spread(Ps earliest_ps, Ps duration_ps) {
   if (duration_ps == 0) return t;
   checked_end(t, duration_ps);
   busy_total_ += duration_ps;
+  if (busy_.empty() || busy_.back().end <= t) {  // after every booking: the common case, no search
+    book(busy_.size(), t, t + duration_ps);
+    keep_history();
+    return t + duration_ps;
+  }
   // First booking that ends after t: every gap from t on, in order, takes what it can hold.
   auto i = static_cast<std::size_t>(std::partition_point(busy_.begin(), busy_.end(),
                                                          [t](const Interval& iv) { return iv.end <= t; }) -
