@@ -9,8 +9,10 @@ module spyre_dma_core
   parameter int DATA_BYTES  = 128,  // bytes per beat of every data stream
   parameter int TAGS        = 256,  // read tag table (outstanding MRd)
   parameter int MAX_PAYLOAD = 4096, // largest MPS and MRRS the register port accepts
-  parameter int OUTSTANDING = 64,   // DMAO device memory reads in flight (pieces) at most
-  parameter int READ_BUFFER = 8192, // ... and their bytes (model::kDeviceReadBufferBytes)
+  // The DMAO read buffer: device memory reads (pieces) in flight at most, and their bytes. Public:
+  // the bridge checks them against the SystemC data path's (model::kDeviceReadBufferBytes).
+  parameter int OUTSTANDING /*verilator public*/ = 64,
+  parameter int READ_BUFFER /*verilator public*/ = 8192,
   localparam int DW         = DATA_BYTES * 8,
   localparam int TAG_W      = $clog2(TAGS),
   localparam int BW         = $clog2(DATA_BYTES) + 1
