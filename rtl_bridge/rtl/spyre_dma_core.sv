@@ -9,10 +9,10 @@ module spyre_dma_core
   parameter int DATA_BYTES  = 128,  // bytes per beat of every data stream
   parameter int TAGS        = 256,  // read tag table (outstanding MRd)
   parameter int MAX_PAYLOAD = 4096, // largest MPS and MRRS the register port accepts
-  // The DMAO read buffer: device memory reads (pieces) in flight at most, and their bytes. Public:
-  // the bridge checks them against the SystemC data path's (model::kDeviceReadBufferBytes).
-  parameter int OUTSTANDING /*verilator public*/ = 64,
-  parameter int READ_BUFFER /*verilator public*/ = 8192,
+  // The DMAO read buffer: device memory reads (pieces) in flight at most, and their bytes. The
+  // bridge's build sets both from the SystemC data path's constants (rtl_bridge/CMakeLists.txt).
+  parameter int OUTSTANDING = 64,
+  parameter int READ_BUFFER = 8192,
   localparam int DW         = DATA_BYTES * 8,
   localparam int TAG_W      = $clog2(TAGS),
   localparam int BW         = $clog2(DATA_BYTES) + 1

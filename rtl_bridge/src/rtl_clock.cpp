@@ -16,10 +16,6 @@ constexpr Ps kQuantumPs = 2'000'000;  // run-ahead of the clock before it yields
 constexpr unsigned kWideWords = RtlDataPath::kDataBytes / 4;
 constexpr Ps kTxBacklogPs = 32'000;  // about 2 KiB at Gen5 x16
 
-// The DMAO read buffer is one rule on both data paths: the RTL's parameters are the model's.
-static_assert(Vspyre_dma_core_spyre_dma_core::OUTSTANDING == model::kDeviceReadsInFlight);
-static_assert(Vspyre_dma_core_spyre_dma_core::READ_BUFFER == model::kDeviceReadBufferBytes);
-
 Ps align_up(Ps t) { return (t + RtlDataPath::kClockPs - 1) / RtlDataPath::kClockPs * RtlDataPath::kClockPs; }
 
 template <std::size_t N>

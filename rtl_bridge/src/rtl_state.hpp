@@ -7,7 +7,6 @@
 #include <verilated_vcd_c.h>
 
 #include "Vspyre_dma_core.h"
-#include "Vspyre_dma_core_spyre_dma_core.h"  // its public parameters
 
 #include <array>
 #include <cmath>

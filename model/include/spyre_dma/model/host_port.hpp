@@ -73,8 +73,9 @@ inline constexpr std::uint64_t kMemoryBurstBytes = 1024;
 
 // A D2H reads device memory one MWr's piece at a time into the DMAO engine's read buffer, and a
 // piece leaves it once its MWr is sent: at most this many pieces and bytes are read and not yet
-// sent (the RTL's OUTSTANDING and READ_BUFFER parameters). 8 KiB covers the memory's latency at a
-// Gen5 x16 link's rate; 64 pieces let MPS 128 fill it.
+// sent. 8 KiB covers the memory's latency at a Gen5 x16 link's rate; 64 pieces let MPS 128 fill it.
+// The RTL is verilated with these two as its OUTSTANDING and READ_BUFFER parameters
+// (rtl_bridge/CMakeLists.txt reads them here: keep each `constexpr <type> <name> = <number>;`).
 inline constexpr std::size_t kDeviceReadsInFlight = 64;
 inline constexpr std::uint64_t kDeviceReadBufferBytes = 8192;
 
