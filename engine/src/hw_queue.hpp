@@ -72,6 +72,7 @@ class HwQueue {
     return cb_ring_ + std::size_t(index & (slots_ - 1)) * hw::kCbBytes;
   }
   void advance(bool from_reservation) noexcept;  // after a CB is written at pi_
+  static constexpr std::uint32_t kPrefetchSlots = 4;  // how far ahead advance() fetches (see there)
 
   Device& device_;
   hw::Pipeline pipe_;
