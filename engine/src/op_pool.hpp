@@ -24,9 +24,9 @@ class OpPool {
   // Beyond this many free blocks in the shared list, a block given back goes to the heap. A block
   // is made only when the taker finds its cache and the shared list empty, so the pool holds about
   // the most ops that were alive at once (and the threads' caches): the bound only limits what one
-  // burst leaves behind (20 MiB). It is well above the ops a runtime keeps in flight, so
-  // that a steady state of many thousands allocates nothing: at 8192, a loop of 16384 fills in
-  // flight took half its ops from the heap, each time (`cb_submission`, 16384 ops: 11-20% slower).
+  // burst leaves behind (20 MiB). It is well above the ops a runtime keeps in flight, so that a
+  // steady state of many thousands allocates nothing: at 8192, a loop of 16384 fills in flight
+  // took half its ops from the heap each time (`cb_submission`, 16384 ops: 11-20% slower).
   static constexpr std::size_t kMaxFree = 65536;
 
   static OpPool& instance();
