@@ -32,7 +32,7 @@ class SystemcDataPath final : public DataPath {
     std::uint64_t phys = 0;   // device memory
     std::uint64_t iova = 0;   // host memory
     std::uint64_t bytes = 0;
-    std::vector<std::uint8_t>* scratch = nullptr;  // its data in flight, sized
+    std::vector<std::uint8_t>* scratch = nullptr;  // its data in flight: at least `bytes` long
   };
   // XLAT, device memory bounds and the IOMMU (ATS) before anything moves, then an injected IOMMU
   // fault: the copy, or nullopt with the failure in `run` (whose times start at `t`).
