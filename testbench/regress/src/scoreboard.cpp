@@ -235,9 +235,26 @@ void Scoreboard::completed(std::int64_t op, const Access& a, bool ok) {
 void Scoreboard::verify_epoch() {
   std::lock_guard<std::mutex> g(mu_);
   for (Region& r : regions_) {
-    for (const Range& t : r.touched) {
-      const std::uint64_t lo = t.lo - std::min<std::uint64_t>(t.lo, margin_);
-      const std::uint64_t hi = std::min<std::uint64_t>(r.shadow.size(), t.hi + margin_);
+    // The touched ranges with their margins, sorted and merged: ops of an epoch often touch the
+    // same bytes (a copy's source and a later copy's destination, buffers reused), and each byte
+    // needs comparing once.
+    std::vector<Range>& touched = r.touched;
+    for (Range& t : touched) {
+      t.lo -= std::min<std::uint64_t>(t.lo, margin_);
+      t.hi = std::min<std::uint64_t>(r.shadow.size(), t.hi + margin_);
+    }
+    std::sort(touched.begin(), touched.end(), [](const Range& a, const Range& b) { return a.lo < b.lo; });
+    std::size_t merged = 0;
+    for (const Range& t : touched) {
+      if (merged > 0 && t.lo <= touched[merged - 1].hi) {
+        touched[merged - 1].hi = std::max(touched[merged - 1].hi, t.hi);
+      } else {
+        touched[merged++] = t;
+      }
+    }
+    touched.resize(merged);
+    for (const Range& t : touched) {
+      const std::uint64_t lo = t.lo, hi = t.hi;
       std::uint64_t first = 0;
       const std::uint64_t bad = compare(r, lo, hi, false, first);
       bytes_checked_ += hi - lo;
