@@ -33,6 +33,7 @@ class DeviceGuard final : public Device {
   std::uint64_t map(void* host, std::size_t bytes, DmaAccess access) override;
   void unmap(std::uint64_t iova) override;
   std::uint32_t wait_for_interrupt(std::chrono::nanoseconds timeout) override;
+  void wake_waiter() noexcept override { inner_->wake_waiter(); }
   void host_copied(std::uint64_t bytes) override;
 
  private:

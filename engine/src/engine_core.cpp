@@ -148,6 +148,9 @@ void EngineCore::shutdown() {
     }
     done_cv_.notify_all();
     poller_cv_.notify_all();
+    // With nothing in flight the poller sleeps in the device's interrupt wait (up to 5 ms), where
+    // only the device can reach it; the join in tear_down() would wait that out.
+    device_->wake_waiter();
     Lock lock(mu_);
     run_work(lock, work);
   }
@@ -173,6 +176,7 @@ void EngineCore::close_from_callback() {
   }
   done_cv_.notify_all();
   poller_cv_.notify_all();
+  device_->wake_waiter();  // as in shutdown()
   for (auto& st : stagers_) st->cv.notify_one();
 }
 

@@ -68,6 +68,7 @@ class Controller final : private device_core::RegisterHooks {
   std::uint64_t read(std::uint64_t offset, unsigned width) { return regs_.read(offset, width, *this); }
   void write(std::uint64_t offset, std::uint64_t value, unsigned width) { regs_.write(offset, value, width, *this); }
   std::uint32_t wait_for_interrupt(std::chrono::nanoseconds timeout);
+  void wake_waiter() noexcept { interrupts_.wake(); }
 
   device_core::Iommu& iommu() noexcept { return iommu_; }
   // The host address of each live mapping, so that unmap() can tell the executor what to unpin.

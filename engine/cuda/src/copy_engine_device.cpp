@@ -63,6 +63,8 @@ std::uint32_t CopyEngineDevice::wait_for_interrupt(std::chrono::nanoseconds time
   return state_->wait_for_interrupt(timeout);
 }
 
+void CopyEngineDevice::wake_waiter() noexcept { state_->wake_waiter(); }
+
 CopyExecutor& CopyEngineDevice::executor() noexcept { return state_->executor(); }
 const CopyEngineDeviceConfig& CopyEngineDevice::config() const noexcept { return state_->config(); }
 void CopyEngineDevice::set_misbehave(const device_core::Misbehave& m) { state_->set_misbehave(m); }

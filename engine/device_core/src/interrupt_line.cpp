@@ -11,6 +11,11 @@ void InterruptLine::raise(std::uint32_t bits) noexcept {
   if (waiters_.load() > 0) wake_all();
 }
 
+void InterruptLine::wake() noexcept {
+  woken_.store(true);
+  wake_all();
+}
+
 void InterruptLine::close() noexcept {
   closed_.store(true);
   wake_all();
@@ -25,18 +30,23 @@ void InterruptLine::wake_all() noexcept {
 
 std::uint32_t InterruptLine::wait(std::chrono::nanoseconds timeout) {
   if (const std::uint32_t mask = pending_.exchange(0)) return mask;
-  if (timeout <= std::chrono::nanoseconds::zero() || closed_.load()) return 0;
+  // A zero timeout only collects: it leaves a wake-up to the wait it is meant for.
+  if (timeout <= std::chrono::nanoseconds::zero() || closed_.load() || woken_.exchange(false)) return 0;
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   waiters_.fetch_add(1);
   std::uint32_t mask = 0;
   // Woken by a raise another waiter collected first, it sleeps on: it returns with bits, at its
-  // timeout, or when the line closes.
+  // timeout, when the line closes, or when wake() picks it.
   for (;;) {
     const std::uint64_t seen = generation_.load();
     mask = pending_.exchange(0);
-    if (mask != 0 || closed_.load()) break;
+    if (mask != 0 || closed_.load() || woken_.exchange(false)) break;
     std::unique_lock<std::mutex> lock(mutex_);
-    if (!cv_.wait_until(lock, deadline, [&] { return generation_.load() != seen || closed_.load(); })) break;
+    if (!cv_.wait_until(lock, deadline, [&] {
+          return generation_.load() != seen || closed_.load() || woken_.load();
+        })) {
+      break;
+    }
   }
   waiters_.fetch_sub(1);
   return mask != 0 ? mask : pending_.exchange(0);

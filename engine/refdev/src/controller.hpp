@@ -72,6 +72,7 @@ class Controller final : private device_core::RegisterHooks {
   void write(std::uint64_t offset, std::uint64_t value, unsigned width) { regs_.write(offset, value, width, *this); }
 
   std::uint32_t wait_for_interrupt(std::chrono::nanoseconds timeout);
+  void wake_waiter() noexcept { interrupts_.wake(); }
 
   void pause();
   void resume();

@@ -51,6 +51,8 @@ std::uint32_t RefDevice::wait_for_interrupt(std::chrono::nanoseconds timeout) {
   return core_->wait_for_interrupt(timeout);
 }
 
+void RefDevice::wake_waiter() noexcept { core_->wake_waiter(); }
+
 const RefDeviceConfig& RefDevice::config() const noexcept { return core_->config(); }
 void RefDevice::pause() { core_->pause(); }
 void RefDevice::resume() { core_->resume(); }

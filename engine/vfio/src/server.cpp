@@ -458,6 +458,7 @@ void Server::Session::forward_interrupts() {
 
 void Server::Session::close() noexcept {
   done_.store(true, std::memory_order_release);
+  device_->wake_waiter();  // the forwarder need not sleep out its 20 ms
   if (forwarder_.joinable()) forwarder_.join();
   // The client is gone: its mappings go, after the device has let go of each.
   for (auto& [iova, m] : mappings_) {

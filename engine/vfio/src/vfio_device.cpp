@@ -31,6 +31,8 @@ VfioDevice::VfioDevice(std::unique_ptr<Transport> transport, DeviceDescription d
     : transport_(std::move(transport)), description_(std::move(description)), interrupts_(interrupts) {
   host_driven_ = description_.progress == Progress::kHostDriven;
   const std::string& peer = transport_->peer();
+  wake_fd_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!wake_fd_) throw std::runtime_error(std::string("vfio: no eventfd: ") + std::strerror(errno));
   const DeviceInfo di = transport_->device_info();
   if ((di.flags & kDeviceFlagPci) == 0 || di.num_regions <= kBar0Region || di.num_irqs <= kMsixIrqIndex) {
     throw std::runtime_error("vfio: " + peer + " is not a PCI device with BAR0 and MSI-X");
@@ -137,33 +139,55 @@ std::uint32_t VfioDevice::wait_for_interrupt(std::chrono::nanoseconds timeout) {
   return collect(timeout);
 }
 
+void VfioDevice::wake_waiter() noexcept {
+  // An eventfd counts: a write before the wait's poll() is seen by it.
+  const std::uint64_t one = 1;
+  (void)!::write(wake_fd_.get(), &one, sizeof one);
+}
+
 void VfioDevice::host_copied(std::uint64_t bytes) {
   if (host_driven_) write(kClockRegion, kClockHostCopiedOffset, bytes, 8, true);
 }
 
+void VfioDevice::take_wake_up(const pollfd& wake) noexcept {
+  // One read clears every wake_waiter() since the last.
+  if ((wake.revents & POLLIN) == 0) return;
+  std::uint64_t count = 0;
+  (void)!::read(wake_fd_.get(), &count, sizeof count);
+}
+
 std::uint32_t VfioDevice::collect(std::chrono::nanoseconds timeout) {
+  // A zero-timeout collect leaves a wake-up to the wait it is meant for (poll() ignores fd -1).
+  const int wake_fd = timeout > std::chrono::nanoseconds::zero() ? wake_fd_.get() : -1;
   if (interrupts_ == InterruptMode::kPolling) {
-    // No interrupt will come: wait one polling interval (or less), watching only for a hang-up.
-    pollfd hang{transport_->hangup_fd(), POLLRDHUP, 0};
+    // No interrupt will come: wait one polling interval (or less), watching only for a hang-up
+    // and for wake_waiter().
+    std::array<pollfd, 2> watch{{{transport_->hangup_fd(), POLLRDHUP, 0}, {wake_fd, POLLIN, 0}}};
     const auto wait = std::clamp<std::chrono::nanoseconds>(timeout, std::chrono::nanoseconds::zero(), kPollInterval);
     const timespec ts{0, static_cast<long>(wait.count())};
-    if (::ppoll(&hang, 1, &ts, nullptr) > 0 && (hang.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0) {
+    if (::ppoll(watch.data(), watch.size(), &ts, nullptr) > 0 &&
+        (watch[0].revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0) {
       throw std::runtime_error("vfio: " + transport_->peer() + " closed the connection");
     }
+    take_wake_up(watch[1]);
     return 0;
   }
-  std::array<pollfd, hw::kNumPipelines + 1> fds{};
+  // The pipelines' vectors, then the hang-up, then wake_waiter()'s eventfd.
+  constexpr unsigned kHangup = hw::kNumPipelines, kWake = hw::kNumPipelines + 1;
+  std::array<pollfd, hw::kNumPipelines + 2> fds{};
   for (unsigned p = 0; p < hw::kNumPipelines; ++p) fds[p] = {eventfds_[p].get(), POLLIN, 0};
-  fds[hw::kNumPipelines] = {transport_->hangup_fd(), POLLRDHUP, 0};  // a negative fd is ignored
+  fds[kHangup] = {transport_->hangup_fd(), POLLRDHUP, 0};  // a negative fd is ignored
+  fds[kWake] = {wake_fd, POLLIN, 0};
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(timeout + std::chrono::microseconds(999));
   int ready = 0;
   do {
     ready = ::poll(fds.data(), fds.size(), static_cast<int>(std::clamp<std::int64_t>(ms.count(), 0, 1 << 30)));
   } while (ready < 0 && errno == EINTR);
   if (ready < 0) throw std::runtime_error(std::string("vfio: waiting for interrupts failed: ") + std::strerror(errno));
-  if ((fds[hw::kNumPipelines].revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0) {
+  if ((fds[kHangup].revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0) {
     throw std::runtime_error("vfio: " + transport_->peer() + " closed the connection");
   }
+  take_wake_up(fds[kWake]);
   std::uint32_t mask = 0;
   for (unsigned p = 0; p < hw::kNumPipelines; ++p) {
     std::uint64_t count = 0;

@@ -5,6 +5,8 @@
 // vfio-user messages (user_transport.cpp).
 #pragma once
 
+#include <poll.h>
+
 #include <array>
 #include <chrono>
 #include <cstdint>
@@ -72,6 +74,7 @@ class VfioDevice final : public Device,
   std::uint64_t map(void* host, std::size_t bytes, DmaAccess access) override;
   void unmap(std::uint64_t iova) override;
   std::uint32_t wait_for_interrupt(std::chrono::nanoseconds timeout) override;
+  void wake_waiter() noexcept override;
   void host_copied(std::uint64_t bytes) override;
 
   void backdoor_read(std::uint64_t phys, void* dst, std::size_t bytes) override;
@@ -90,6 +93,7 @@ class VfioDevice final : public Device,
              std::chrono::nanoseconds timeout = std::chrono::nanoseconds::zero());
   // The interrupts signalled so far, waiting up to `timeout` for the first.
   std::uint32_t collect(std::chrono::nanoseconds timeout);
+  void take_wake_up(const pollfd& wake) noexcept;  // clears the wake-up eventfd where poll() saw it
 
   std::unique_ptr<Transport> transport_;
   DeviceDescription description_;
@@ -101,6 +105,7 @@ class VfioDevice final : public Device,
   std::mutex mu_;
   std::map<std::uint64_t, std::uint64_t> mapped_;  // IOVA -> bytes
   std::array<UniqueFd, hw::kNumPipelines> eventfds_;
+  UniqueFd wake_fd_;  // wake_waiter() writes it; every interrupt wait polls it
 };
 
 }  // namespace spyre_dma::vfio

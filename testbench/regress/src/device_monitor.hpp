@@ -53,6 +53,7 @@ class DeviceMonitor final : public Device {
   std::uint32_t wait_for_interrupt(std::chrono::nanoseconds timeout) override {
     return inner_->wait_for_interrupt(timeout);
   }
+  void wake_waiter() noexcept override { inner_->wake_waiter(); }
 
   Device& inner() noexcept { return *inner_; }
   MonitorCounters counters() const;

@@ -1,6 +1,7 @@
 // The interrupt rule of the device core (refdev and cuda raise and wait through it): pending bits
 // accumulate until collected, one raise goes to exactly one waiter, the others wait on to their
-// timeout, close() releases every waiter, and clear() forgets what is pending.
+// timeout, close() releases every waiter, wake() ends one wait (the one under way or the next)
+// early, and clear() forgets what is pending.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -69,6 +70,42 @@ TEST(InterruptLine, CloseReleasesWaitersAndLaterWaits) {
   EXPECT_EQ(mask, 0u);
   EXPECT_LT(took, 5s);
   const auto t0 = Clock::now();
+  EXPECT_EQ(line.wait(10s), 0u);
+  EXPECT_LT(Clock::now() - t0, 5s);
+}
+
+TEST(InterruptLine, WakeEndsTheWaitUnderWay) {
+  InterruptLine line;
+  Clock::duration took{};
+  std::uint32_t mask = 1;
+  std::thread waiter([&] {
+    const auto t0 = Clock::now();
+    mask = line.wait(10s);
+    took = Clock::now() - t0;
+  });
+  std::this_thread::sleep_for(20ms);
+  line.wake();
+  waiter.join();
+  EXPECT_EQ(mask, 0u);
+  EXPECT_LT(took, 5s);
+}
+
+TEST(InterruptLine, WakeBeforeTheWaitIsKeptForIt) {
+  InterruptLine line;
+  line.wake();
+  EXPECT_EQ(line.wait(0ns), 0u);  // a zero timeout only collects: the wake-up stays
+  auto t0 = Clock::now();
+  EXPECT_EQ(line.wait(10s), 0u);
+  EXPECT_LT(Clock::now() - t0, 5s);
+  // Taken: the next wait waits its timeout.
+  t0 = Clock::now();
+  EXPECT_EQ(line.wait(50ms), 0u);
+  EXPECT_GE(Clock::now() - t0, 50ms);
+  // Pending bits are collected first; the wake-up stays for the wait after.
+  line.raise(0b100);
+  line.wake();
+  EXPECT_EQ(line.wait(10s), 0b100u);
+  t0 = Clock::now();
   EXPECT_EQ(line.wait(10s), 0u);
   EXPECT_LT(Clock::now() - t0, 5s);
 }

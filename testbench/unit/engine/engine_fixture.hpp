@@ -133,6 +133,7 @@ class SpyDevice final : public Device {
   std::uint32_t wait_for_interrupt(std::chrono::nanoseconds timeout) override {
     return inner_->wait_for_interrupt(timeout);
   }
+  void wake_waiter() noexcept override { inner_->wake_waiter(); }
 
   std::uint64_t map(void* host, std::size_t bytes, DmaAccess access) override {
     const std::uint64_t iova = inner_->map(host, bytes, access);

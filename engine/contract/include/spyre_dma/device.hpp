@@ -85,6 +85,12 @@ class Device {
   // kHostDriven device advances its time here: up to the next interrupt, or until it has nothing
   // left to do (then it returns 0 at once).
   virtual std::uint32_t wait_for_interrupt(std::chrono::nanoseconds timeout) = 0;
+  // Makes a thread blocked in wait_for_interrupt (or, if none is, the next to call it with a
+  // timeout) return now, with what is pending (0 if nothing). The engine calls it when it closes,
+  // so that its poller, asleep with nothing in flight, need not sleep out its timeout: the way a
+  // VFIO driver writes to its own eventfd to wake its poll(). Must not block or throw. The default
+  // does nothing; the waiter then returns at its timeout, which the engine keeps short.
+  virtual void wake_waiter() noexcept {}
 
   // The engine copied `bytes` between user memory and a staging buffer on the host (pageable or
   // unaligned copies), just before its next register writes. Real devices ignore it (the copy

@@ -3,7 +3,8 @@
 //
 // raise() ORs the pipelines' bits into a pending mask and wakes every thread blocked in wait();
 // the mask goes to whichever collects it first, and the others sleep on until a later raise, their
-// timeout or close(). A raise with nobody waiting costs a few atomic operations and no system
+// timeout or close(). wake() is the waiters' own way out: a thread that is closing what waits
+// (an engine shutting its poller down) need not wait out the timeout. A raise with nobody waiting costs a few atomic operations and no system
 // call; the wake-up is never issued while holding the line's mutex, so a woken thread does not run
 // into a held lock.
 #pragma once
@@ -24,6 +25,10 @@ class InterruptLine {
   // the pending mask (cleared), 0 at the timeout or on close. A timeout of zero only collects
   // what is pending.
   std::uint32_t wait(std::chrono::nanoseconds timeout);
+  // Makes one waiter return now, with the pending mask (0 if none): the one blocked in wait(), or
+  // the next to call it, so a wake-up that comes just before the wait is not lost. A wait it
+  // ends early returns 0, as at a timeout; its caller looks again and decides.
+  void wake() noexcept;
   // Wakes every waiter; later waits return at once (a device being destroyed).
   void close() noexcept;
   // Forgets what is pending (a device reset).
@@ -37,6 +42,7 @@ class InterruptLine {
   std::atomic<std::uint64_t> generation_{0};  // bumped by every raise: what a waiter waits to change
   std::atomic<int> waiters_{0};
   std::atomic<bool> closed_{false};
+  std::atomic<bool> woken_{false};  // set by wake(), taken by the wait it ends
   std::atomic<std::uint64_t> raised_{0};
   std::mutex mutex_;
   std::condition_variable cv_;

@@ -104,6 +104,7 @@ class RefDevice final : public device_core::IommuDevice,
 
   DeviceDescription describe() const override;  // backend "refdev", Progress::kSelfTimed
   std::uint32_t wait_for_interrupt(std::chrono::nanoseconds timeout) override;
+  void wake_waiter() noexcept override;
 
   const RefDeviceConfig& config() const noexcept;
 
