@@ -58,19 +58,21 @@ PooledBuffer::PooledBuffer(std::uint64_t bytes, Memory memory) : memory_(memory)
       return;
     }
   }
+  // Large buffers are made a whole number of huge pages. A heap buffer is also aligned to them and
+  // offered to the kernel's transparent huge pages (one fault per 2 MiB on first touch). For both
+  // kinds the rounding makes size classes: a test's buffers are a few bytes over 2 MiB, each a
+  // little different, and one made to the 4 KiB would fit no later ask a page larger (shareable
+  // buffers were fresh memory, faulted in and cleared a page at a time, in two tests of three).
+  const std::uint64_t align = want >= kHugePage ? kHugePage : 4096;
+  capacity_ = (want + align - 1) / align * align;
   if (memory == Memory::kShareable) {
     try {
-      data_ = static_cast<std::uint8_t*>(allocate_shareable(want));
+      data_ = static_cast<std::uint8_t*>(allocate_shareable(capacity_));
     } catch (const std::bad_alloc&) {
       throw OutOfMemory(fmt::format("regression buffer of {} shareable bytes", bytes));
     }
-    capacity_ = want;
     return;
   }
-  // Large buffers are aligned to huge pages and offered to the kernel's transparent huge pages:
-  // one fault per 2 MiB on first touch.
-  const std::uint64_t align = want >= kHugePage ? kHugePage : 4096;
-  capacity_ = (want + align - 1) / align * align;
   data_ = static_cast<std::uint8_t*>(std::aligned_alloc(align, capacity_));
   if (data_ == nullptr) throw OutOfMemory(fmt::format("regression buffer of {} bytes", bytes));
   if (align == kHugePage) (void)::madvise(data_, capacity_, MADV_HUGEPAGE);  // a hint only
