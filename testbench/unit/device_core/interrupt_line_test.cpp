@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "spyre_dma/device_core/interrupt_line.hpp"
@@ -55,8 +56,9 @@ TEST(InterruptLine, OneRaiseGoesToOneWaiterTheOtherWaitsItsTimeout) {
   EXPECT_GE(took[masks[0] == 0 ? 0 : 1], 300ms);
 }
 
-TEST(InterruptLine, CloseReleasesWaitersAndLaterWaits) {
-  InterruptLine line;
+// A thread waits 10 s on `line`; `end` runs once it sleeps. What the wait returned, and how long it took.
+template <class End>
+std::pair<std::uint32_t, Clock::duration> wait_ended_by(InterruptLine& line, End end) {
   Clock::duration took{};
   std::uint32_t mask = 1;
   std::thread waiter([&] {
@@ -65,8 +67,14 @@ TEST(InterruptLine, CloseReleasesWaitersAndLaterWaits) {
     took = Clock::now() - t0;
   });
   std::this_thread::sleep_for(20ms);
-  line.close();
+  end();
   waiter.join();
+  return {mask, took};
+}
+
+TEST(InterruptLine, CloseReleasesWaitersAndLaterWaits) {
+  InterruptLine line;
+  const auto [mask, took] = wait_ended_by(line, [&] { line.close(); });
   EXPECT_EQ(mask, 0u);
   EXPECT_LT(took, 5s);
   const auto t0 = Clock::now();
@@ -76,16 +84,7 @@ TEST(InterruptLine, CloseReleasesWaitersAndLaterWaits) {
 
 TEST(InterruptLine, WakeEndsTheWaitUnderWay) {
   InterruptLine line;
-  Clock::duration took{};
-  std::uint32_t mask = 1;
-  std::thread waiter([&] {
-    const auto t0 = Clock::now();
-    mask = line.wait(10s);
-    took = Clock::now() - t0;
-  });
-  std::this_thread::sleep_for(20ms);
-  line.wake();
-  waiter.join();
+  const auto [mask, took] = wait_ended_by(line, [&] { line.wake(); });
   EXPECT_EQ(mask, 0u);
   EXPECT_LT(took, 5s);
 }
