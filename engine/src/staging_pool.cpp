@@ -2,10 +2,12 @@
 #include "spyre_dma/shareable_memory.hpp"
 
 #include <cstdlib>
+#include <deque>
 #include <exception>
-#include <map>
+#include <iterator>
 #include <mutex>
 #include <new>
+#include <vector>
 
 namespace spyre_dma::detail {
 namespace {
@@ -15,7 +17,8 @@ namespace {
 // reopening its device) would otherwise have the kernel fault in and clear every page of every
 // staging buffer again: a regression's pageable copies spent about a tenth of their time there.
 // Only idle buffers are kept, unmapped from their device; their bytes are whatever the last
-// engine staged, which a staging buffer always overwrites before the device reads it.
+// engine staged, which a staging buffer always overwrites before the device reads it. The most
+// recently closed engines' buffers are the ones kept: beyond kKeptBytes the oldest are freed.
 class KeptBuffers {
  public:
   static KeptBuffers& instance() {
@@ -24,34 +27,46 @@ class KeptBuffers {
   }
   std::uint8_t* take(std::size_t bytes) noexcept {
     std::lock_guard<std::mutex> g(mu_);
-    const auto it = by_size_.find(bytes);
-    if (it == by_size_.end()) return nullptr;
-    std::uint8_t* p = it->second;
-    by_size_.erase(it);
-    kept_bytes_ -= bytes;
-    return p;
+    for (auto it = kept_.rbegin(); it != kept_.rend(); ++it) {  // the newest first
+      if (it->bytes != bytes) continue;
+      std::uint8_t* p = it->data;
+      kept_.erase(std::next(it).base());
+      kept_bytes_ -= bytes;
+      return p;
+    }
+    return nullptr;
   }
-  // Frees it instead once kKeptBytes are kept.
   void give(std::uint8_t* p, std::size_t bytes) noexcept {
+    std::vector<Kept> freed;
     {
       std::lock_guard<std::mutex> g(mu_);
-      if (kept_bytes_ + bytes <= kKeptBytes) {
-        try {
-          by_size_.emplace(bytes, p);
+      try {
+        if (bytes <= kKeptBytes) {
+          kept_.push_back(Kept{p, bytes});
           kept_bytes_ += bytes;
-          return;
-        } catch (const std::bad_alloc&) {  // no room to remember it: free it
+          p = nullptr;
         }
+        while (kept_bytes_ > kKeptBytes) {
+          freed.push_back(kept_.front());
+          kept_bytes_ -= kept_.front().bytes;
+          kept_.pop_front();
+        }
+      } catch (const std::bad_alloc&) {  // no room to remember it: freed below
       }
     }
-    free_shareable(p);
+    for (const Kept& k : freed) free_shareable(k.data);
+    free_shareable(p);  // null if kept
   }
 
  private:
   // Two engines' worth of the default staging (8 buffers of 4 MiB each).
   static constexpr std::size_t kKeptBytes = 64ull << 20;
+  struct Kept {
+    std::uint8_t* data;
+    std::size_t bytes;
+  };
   std::mutex mu_;
-  std::multimap<std::size_t, std::uint8_t*> by_size_;
+  std::deque<Kept> kept_;  // the oldest first
   std::size_t kept_bytes_ = 0;
 };
 

@@ -100,6 +100,33 @@ class AlignedHost {
   std::uint8_t* p_;
 };
 
+// --- ForwardingDevice ------------------------------------------------------------------------
+
+// Forwards every call to another device: the base of a test's device that changes or watches one
+// or two of them.
+class ForwardingDevice : public Device {
+ public:
+  explicit ForwardingDevice(std::shared_ptr<Device> inner) : inner_(std::move(inner)) {}
+  DeviceDescription describe() const override { return inner_->describe(); }
+  std::uint32_t read32(std::uint64_t offset) override { return inner_->read32(offset); }
+  std::uint64_t read64(std::uint64_t offset) override { return inner_->read64(offset); }
+  void write32(std::uint64_t offset, std::uint32_t value) override { inner_->write32(offset, value); }
+  void write64(std::uint64_t offset, std::uint64_t value) override { inner_->write64(offset, value); }
+  std::uint64_t map(void* host, std::size_t bytes, DmaAccess access) override { return inner_->map(host, bytes, access); }
+  void unmap(std::uint64_t iova) override { inner_->unmap(iova); }
+  std::uint32_t wait_for_interrupt(std::chrono::nanoseconds timeout) override {
+    return inner_->wait_for_interrupt(timeout);
+  }
+  void wake_waiter() noexcept override { inner_->wake_waiter(); }
+  void host_copied(std::uint64_t bytes) override { inner_->host_copied(bytes); }
+
+ protected:
+  Device& inner() noexcept { return *inner_; }
+
+ private:
+  std::shared_ptr<Device> inner_;
+};
+
 // --- SpyDevice ------------------------------------------------------------------------------
 
 // A CB as the spy saw it at its doorbell.

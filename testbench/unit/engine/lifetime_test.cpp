@@ -198,24 +198,12 @@ TEST(Lifetime, HandlesDroppedAndWaitedOnFromSeveralThreads) {
 // Forwards to the suite's device, but its interrupt waits of 5 ms and more (what the engine's
 // poller sleeps when nothing is in flight) last 10 s unless an interrupt or wake_waiter() ends
 // them: an engine that closed without waking its poller would take those 10 s.
-class DrowsyWaits final : public Device {
+class DrowsyWaits final : public ForwardingDevice {
  public:
-  explicit DrowsyWaits(std::shared_ptr<Device> inner) : inner_(std::move(inner)) {}
-  DeviceDescription describe() const override { return inner_->describe(); }
-  std::uint32_t read32(std::uint64_t offset) override { return inner_->read32(offset); }
-  std::uint64_t read64(std::uint64_t offset) override { return inner_->read64(offset); }
-  void write32(std::uint64_t offset, std::uint32_t value) override { inner_->write32(offset, value); }
-  void write64(std::uint64_t offset, std::uint64_t value) override { inner_->write64(offset, value); }
-  std::uint64_t map(void* host, std::size_t bytes, DmaAccess access) override { return inner_->map(host, bytes, access); }
-  void unmap(std::uint64_t iova) override { inner_->unmap(iova); }
+  using ForwardingDevice::ForwardingDevice;
   std::uint32_t wait_for_interrupt(std::chrono::nanoseconds timeout) override {
-    return inner_->wait_for_interrupt(timeout >= 5ms ? std::chrono::nanoseconds(10s) : timeout);
+    return inner().wait_for_interrupt(timeout >= 5ms ? std::chrono::nanoseconds(10s) : timeout);
   }
-  void wake_waiter() noexcept override { inner_->wake_waiter(); }
-  void host_copied(std::uint64_t bytes) override { inner_->host_copied(bytes); }
-
- private:
-  std::shared_ptr<Device> inner_;
 };
 
 // Closing an idle engine does not wait for its poller's sleep to run out: the engine wakes it

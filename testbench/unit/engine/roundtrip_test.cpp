@@ -4,8 +4,10 @@
 // single- and multi-chunk allocations (CBs cut at chunk boundaries); fills; device copies.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
+#include <map>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -323,6 +325,67 @@ TEST(RoundTripHostPath, RegistrationBoundsDecideDirectOrStaged) {
   std::vector<std::uint8_t> out(32 * KiB);
   SPYRE_ASSERT_OK(s.copy_d2h(out.data(), buf, 0, out.size()).wait(kWait));
   EXPECT_TRUE(bytes_equal(mem.data(), out.data(), out.size()));
+}
+
+// Records, for every buffer of `bytes` bytes mapped (the staging buffers, given a size nothing
+// else of the test maps), its first byte when it was first mapped.
+class StagingWatch final : public ForwardingDevice {
+ public:
+  StagingWatch(std::shared_ptr<Device> inner, std::size_t bytes) : ForwardingDevice(std::move(inner)), bytes_(bytes) {}
+  std::uint64_t map(void* host, std::size_t bytes, DmaAccess access) override {
+    if (bytes == bytes_) {
+      std::lock_guard lock(mu_);
+      seen_.emplace(host, *static_cast<const std::uint8_t*>(host));
+    }
+    return ForwardingDevice::map(host, bytes, access);
+  }
+  std::map<void*, std::uint8_t> seen() const {
+    std::lock_guard lock(mu_);
+    return seen_;
+  }
+
+ private:
+  std::size_t bytes_;
+  mutable std::mutex mu_;
+  std::map<void*, std::uint8_t> seen_;
+};
+
+// An engine opened after another closed stages through the buffers the first one left, which
+// still hold its bytes (fresh ones would hold zeros): every copy of the second is exact all the
+// same, a short unaligned one included, and nothing next to it changes.
+TEST(RoundTripHostPath, StagingBuffersOfAClosedEngineServeTheNextExactly) {
+  EngineOptions o;
+  o.cb_timeout = 10s;
+  o.staging_buffer_bytes = 384 * KiB;  // a size no other test stages through
+  o.staging_buffers = 2;
+  {
+    auto e = Engine::open(make_device({}), o);
+    Stream s = e->create_stream();
+    DeviceBuffer buf = e->allocate(1 * MiB);
+    std::vector<std::uint8_t> junk(1 * MiB, 0xEE);
+    SPYRE_ASSERT_OK(s.copy_h2d(buf, 0, junk.data(), junk.size()).wait(kWait));
+    SPYRE_ASSERT_OK(s.copy_d2h(junk.data(), buf, 0, junk.size()).wait(kWait));  // both ways through staging
+  }
+  auto watch = std::make_shared<StagingWatch>(make_device({}), o.staging_buffer_bytes);
+  auto e = Engine::open(watch, o);
+  Stream s = e->create_stream();
+  DeviceBuffer buf = e->allocate(1 * MiB);
+  const std::vector<std::uint8_t> zeros(1 * MiB, 0);
+  SPYRE_ASSERT_OK(s.copy_h2d(buf, 0, zeros.data(), zeros.size()).wait(kWait));
+  const std::vector<std::uint8_t> data = pattern(1000, 17);
+  SPYRE_ASSERT_OK(s.copy_h2d(buf, 128, data.data() + 3, 997).wait(kWait));
+  std::vector<std::uint8_t> back(1 * MiB, 0x11);
+  SPYRE_ASSERT_OK(s.copy_d2h(back.data() + 5, buf, 128, 997).wait(kWait));
+  EXPECT_TRUE(bytes_equal(data.data() + 3, back.data() + 5, 997));
+  EXPECT_TRUE(std::all_of(back.begin(), back.begin() + 5, [](std::uint8_t b) { return b == 0x11; }));
+  EXPECT_TRUE(std::all_of(back.begin() + 5 + 997, back.end(), [](std::uint8_t b) { return b == 0x11; }));
+  SPYRE_ASSERT_OK(s.copy_d2h(back.data(), buf, 0, back.size()).wait(kWait));
+  std::vector<std::uint8_t> want(1 * MiB, 0);
+  std::copy(data.begin() + 3, data.end(), want.begin() + 128);
+  EXPECT_TRUE(bytes_equal(want.data(), back.data(), back.size()));
+  const auto seen = watch->seen();
+  EXPECT_EQ(seen.size(), o.staging_buffers);
+  for (const auto& [host, first_byte] : seen) EXPECT_EQ(first_byte, 0xEE) << "a staging buffer not kept: " << host;
 }
 
 // --- Fill -----------------------------------------------------------------------------------
