@@ -3,10 +3,10 @@
 //
 // raise() ORs the pipelines' bits into a pending mask and wakes every thread blocked in wait();
 // the mask goes to whichever collects it first, and the others sleep on until a later raise, their
-// timeout or close(). wake() is the waiters' own way out: a thread that is closing what waits
-// (an engine shutting its poller down) need not wait out the timeout. A raise with nobody waiting costs a few atomic operations and no system
-// call; the wake-up is never issued while holding the line's mutex, so a woken thread does not run
-// into a held lock.
+// timeout or close(). wake() is the host's own way out of a wait: a thread closing what waits (an
+// engine shutting its poller down) need not wait out the timeout. A raise with nobody waiting
+// costs a few atomic operations and no system call; the wake-up is never issued while holding the
+// line's mutex, so a woken thread does not run into a held lock.
 #pragma once
 
 #include <atomic>
@@ -26,8 +26,8 @@ class InterruptLine {
   // what is pending.
   std::uint32_t wait(std::chrono::nanoseconds timeout);
   // Makes one waiter return now, with the pending mask (0 if none): the one blocked in wait(), or
-  // the next to call it, so a wake-up that comes just before the wait is not lost. A wait it
-  // ends early returns 0, as at a timeout; its caller looks again and decides.
+  // the next to call it with a timeout, so a wake-up that comes just before the wait is not lost.
+  // With nothing pending the wait returns 0, as at a timeout; its caller looks again and decides.
   void wake() noexcept;
   // Wakes every waiter; later waits return at once (a device being destroyed).
   void close() noexcept;
