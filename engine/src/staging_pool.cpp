@@ -79,7 +79,8 @@ StagingPool::StagingPool(Device& device, std::size_t buffer_bytes, std::size_t c
     for (std::size_t i = 0; i < count; ++i) {
       Buffer b;
       b.data = KeptBuffers::instance().take(buffer_bytes);
-      if (b.data == nullptr) b.data = static_cast<std::uint8_t*>(allocate_shareable(buffer_bytes));  // vfio-user shares it
+      // Shareable: a device in another process (vfio-user) maps it.
+      if (b.data == nullptr) b.data = static_cast<std::uint8_t*>(allocate_shareable(buffer_bytes));
       buffers_.push_back(b);
     }
   } catch (...) {

@@ -112,7 +112,9 @@ class ForwardingDevice : public Device {
   std::uint64_t read64(std::uint64_t offset) override { return inner_->read64(offset); }
   void write32(std::uint64_t offset, std::uint32_t value) override { inner_->write32(offset, value); }
   void write64(std::uint64_t offset, std::uint64_t value) override { inner_->write64(offset, value); }
-  std::uint64_t map(void* host, std::size_t bytes, DmaAccess access) override { return inner_->map(host, bytes, access); }
+  std::uint64_t map(void* host, std::size_t bytes, DmaAccess access) override {
+    return inner_->map(host, bytes, access);
+  }
   void unmap(std::uint64_t iova) override { inner_->unmap(iova); }
   std::uint32_t wait_for_interrupt(std::chrono::nanoseconds timeout) override {
     return inner_->wait_for_interrupt(timeout);
