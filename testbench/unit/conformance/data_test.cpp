@@ -1,7 +1,9 @@
 // Conformance: what a good CB does (docs/programming-model.md, sections 3.4 to 6, 8 and 9): bytes
-// moved exactly, XLAT onto physical memory, fills, device copies, COMPUTE, RB fields, interrupts,
-// and the device's IOMMU as the engine maps host memory through it.
+// moved exactly, XLAT onto physical memory, fills, device copies, COMPUTE, RB fields, interrupts
+// (and ending a wait for one), and the device's IOMMU as the engine maps host memory through it.
+#include <chrono>
 #include <numeric>
+#include <thread>
 
 #include "conformance.hpp"
 
@@ -122,6 +124,23 @@ TEST_P(Data, TheCbInterruptBitSignalsWithoutIrqEnable) {
   ASSERT_EQ(run_cb(Pipeline::kDmai, cb).status, hw::RbStatus::kGood);
   EXPECT_TRUE(driver().eventually([&] { return (driver().take_interrupts() & 2u) != 0; }))
       << "no DMAI interrupt";
+}
+
+// Device::wake_waiter ends an interrupt wait on an idle device, the one under way or the next one
+// (the engine's close relies on it): neither waits out its 10 s.
+TEST_P(Data, WakeWaiterEndsAnIdleInterruptWait) {
+  using Clock = std::chrono::steady_clock;
+  (void)driver().take_interrupts();
+  auto t0 = Clock::now();
+  std::thread waiter([&] { EXPECT_EQ(dev().wait_for_interrupt(std::chrono::seconds(10)), 0u); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  dev().wake_waiter();
+  waiter.join();
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(5)) << "the wait under way";
+  dev().wake_waiter();
+  t0 = Clock::now();
+  EXPECT_EQ(dev().wait_for_interrupt(std::chrono::seconds(10)), 0u);
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(5)) << "the wait after the wake-up";
 }
 
 TEST_P(Data, NoInterruptIsSignalledUnlessAsked) {
