@@ -46,25 +46,18 @@ bool on_sim() {
 
 // Forwards to the backend and records every mapping: what the engine made reachable, in order,
 // and what is reachable now.
-class MappingRecorder final : public Device {
+class MappingRecorder final : public ForwardingDevice {
  public:
-  explicit MappingRecorder(std::shared_ptr<Device> inner) : inner_(std::move(inner)) {}
-  DeviceDescription describe() const override { return inner_->describe(); }
-  std::uint32_t read32(std::uint64_t o) override { return inner_->read32(o); }
-  void write32(std::uint64_t o, std::uint32_t v) override { inner_->write32(o, v); }
-  std::uint64_t read64(std::uint64_t o) override { return inner_->read64(o); }
-  void write64(std::uint64_t o, std::uint64_t v) override { inner_->write64(o, v); }
-  std::uint32_t wait_for_interrupt(std::chrono::nanoseconds t) override { return inner_->wait_for_interrupt(t); }
-  void host_copied(std::uint64_t bytes) override { inner_->host_copied(bytes); }
+  using ForwardingDevice::ForwardingDevice;
   std::uint64_t map(void* host, std::size_t bytes, DmaAccess access) override {
-    const std::uint64_t iova = inner_->map(host, bytes, access);
+    const std::uint64_t iova = ForwardingDevice::map(host, bytes, access);
     std::lock_guard lock(mu_);
     order_.push_back({iova, bytes});
     live_[iova] = bytes;
     return iova;
   }
   void unmap(std::uint64_t iova) override {
-    inner_->unmap(iova);
+    ForwardingDevice::unmap(iova);
     std::lock_guard lock(mu_);
     live_.erase(iova);
   }
@@ -87,7 +80,6 @@ class MappingRecorder final : public Device {
   }
 
  private:
-  std::shared_ptr<Device> inner_;
   mutable std::mutex mu_;
   std::vector<Mapping> order_;
   std::map<std::uint64_t, std::size_t> live_;
