@@ -61,6 +61,7 @@ double core_cycles_per_second(std::uint64_t cycles) {
     core.dmai_ats_rsp_valid = ats;
     core.dmai_ats_rsp_ok = 1;
     core.rq_ready = 1;
+    core.rq_np_ready = 1;
     core.rc_valid = !beats.empty();
     if (!beats.empty()) {
       core.rc_tag = static_cast<CData>(beats.front().tag);
@@ -75,7 +76,7 @@ double core_cycles_per_second(std::uint64_t cycles) {
     core.rb_ready = 1;
     core.clk = 0;
     core.eval();
-    const bool mrd = core.rq_valid && core.rq_ready;
+    const bool mrd = core.rq_valid && core.rq_np_ready;
     const unsigned tag = core.rq_tag, len = core.rq_len;
     const bool cpl = core.rc_valid && core.rc_ready;
     const bool burst = core.dw_valid && core.dw_ready && core.dw_last;

@@ -44,9 +44,12 @@ module spyre_dma_core
   output logic [31:0]      dmao_ats_bytes,
   input  logic             dmao_ats_rsp_valid,
   input  logic             dmao_ats_rsp_ok,
-  // Requester request stream.
+  // Requester request stream. A hard IP takes posted (MWr) and non-posted (MRd) requests
+  // against separate transmit credits, so each class has its own ready; a beat is offered only
+  // when its class's ready is high, and it is taken on that cycle.
   output logic             rq_valid,
-  input  logic             rq_ready,
+  input  logic             rq_ready,    // posted: an MWr beat is taken
+  input  logic             rq_np_ready, // non-posted: an MRd is taken
   output logic             rq_type,     // RQ_MRD or RQ_MWR
   output logic             rq_sop,
   output logic             rq_eop,
@@ -174,12 +177,14 @@ module spyre_dma_core
     .idle(o_idle));
 
   // RQ: whole packets, alternating between the pipelines when both wait (an MRd is one beat).
+  // A pipeline waits only for its own class's credits: a read request is not held behind the
+  // posted writes the IP cannot take yet (nor a write behind a read), as the link orders them.
   logic rq_pick_o;
   stream_arbiter #(.ROUND_ROBIN(1'b1)) rq_arb (
     .clk, .rst_n,
-    .a_valid(i_rq_valid), .a_ready(i_rq_ready), .a_eop(1'b1),
-    .b_valid(o_rq_valid), .b_ready(o_rq_ready), .b_eop(o_rq_eop),
-    .out_valid(rq_valid), .out_ready(rq_ready), .from_b(rq_pick_o));
+    .a_valid(i_rq_valid && rq_np_ready), .a_ready(i_rq_ready), .a_eop(1'b1),
+    .b_valid(o_rq_valid && rq_ready), .b_ready(o_rq_ready), .b_eop(o_rq_eop),
+    .out_valid(rq_valid), .out_ready(rq_pick_o ? rq_ready : rq_np_ready), .from_b(rq_pick_o));
   assign rq_type  = rq_pick_o ? RQ_MWR : RQ_MRD;
   assign rq_sop   = rq_pick_o ? o_rq_sop : 1'b1;
   assign rq_eop   = rq_pick_o ? o_rq_eop : 1'b1;

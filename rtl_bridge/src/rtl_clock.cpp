@@ -108,9 +108,11 @@ void RtlDataPath::clock_thread() {
     c.dmai_ats_rsp_ok = s.ats_answer[0] == 1;
     c.dmao_ats_rsp_valid = s.ats_answer[1] >= 0;
     c.dmao_ats_rsp_ok = s.ats_answer[1] == 1;
-    // The hard IP's transmit buffer: requests are taken while the wire's backlog of posted
-    // writes is under kTxBacklogPs, so the link never idles between back-to-back MWr.
+    // The hard IP's transmit buffer: posted writes are taken while the wire's backlog of them is
+    // under kTxBacklogPs, so the link never idles between back-to-back MWr. A read request is
+    // taken at once and booked on the link behind that backlog, as the SystemC data path books it.
     c.rq_ready = s.t + kTxBacklogPs >= s.rq_free_ps;
+    c.rq_np_ready = 1;
     // Completion beats: the read being presented, else the earliest one whose data is in.
     if (s.current_read < 0 && !s.ready_reads.empty() && s.ready_reads.begin()->first.first <= s.t) {
       s.current_read = static_cast<int>(s.ready_reads.begin()->second);
@@ -167,7 +169,8 @@ void RtlDataPath::clock_thread() {
     const std::uint64_t cy = s.cycle;
     const bool cbi = c.dmai_cb_valid && c.dmai_cb_ready, cbo = c.dmao_cb_valid && c.dmao_cb_ready;
     const bool atsi = c.dmai_ats_valid && c.dmai_ats_ready, atso = c.dmao_ats_valid && c.dmao_ats_ready;
-    const bool rq = c.rq_valid && c.rq_ready, rcf = c.rc_valid && c.rc_ready, dw = c.dw_valid && c.dw_ready;
+    const bool rq_taken_ready = c.rq_type != 0 ? c.rq_ready : c.rq_np_ready;
+    const bool rq = c.rq_valid && rq_taken_ready, rcf = c.rc_valid && c.rc_ready, dw = c.dw_valid && c.dw_ready;
     const bool drq = c.drq_valid && c.drq_ready, dr = c.dr_valid && c.dr_ready, dc = c.dc_valid && c.dc_ready;
     const bool rb = c.rb_valid && c.rb_ready;
     // A pipeline that handed the RTL a CB goes on at the first cycle the RTL is ready again.
@@ -198,7 +201,7 @@ void RtlDataPath::clock_thread() {
     watch(ch_cbo, c.dmao_cb_valid, c.dmao_cb_ready, raw(c.dmao_cb_data.m_storage, 32));
     watch(ch_atsi, c.dmai_ats_valid, c.dmai_ats_ready, [&] { return pack({c.dmai_ats_iova, c.dmai_ats_bytes}, nullptr, 0); });
     watch(ch_atso, c.dmao_ats_valid, c.dmao_ats_ready, [&] { return pack({c.dmao_ats_iova, c.dmao_ats_bytes}, nullptr, 0); });
-    watch(ch_rq, c.rq_valid, c.rq_ready, [&] {
+    watch(ch_rq, c.rq_valid, rq_taken_ready, [&] {
       return pack({c.rq_type, c.rq_sop, c.rq_eop, c.rq_addr, c.rq_len, c.rq_tag, c.rq_bytes}, c.rq_data.m_storage,
                   kWideWords);
     });
