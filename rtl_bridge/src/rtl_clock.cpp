@@ -111,7 +111,7 @@ void RtlDataPath::clock_thread() {
     // The hard IP's transmit buffer: posted writes are taken while the wire's backlog of them is
     // under kTxBacklogPs, so the link never idles between back-to-back MWr. A read request is
     // taken at once and booked on the link behind that backlog, as the SystemC data path books it.
-    c.rq_ready = s.t + kTxBacklogPs >= s.rq_free_ps;
+    c.rq_ready = s.t + kTxBacklogPs >= s.rq_free_ps && s.t >= s.hooks.hold_posted_writes_until_ps;
     c.rq_np_ready = 1;
     // Completion beats: the read being presented, else the earliest one whose data is in.
     if (s.current_read < 0 && !s.ready_reads.empty() && s.ready_reads.begin()->first.first <= s.t) {

@@ -42,6 +42,7 @@ struct RtlAnswer {
 struct RtlTestHooks {
   bool stall_device_writes = false;         // dw_ready low every other cycle
   bool glitch_stalled_completions = false;  // change a stalled completion's offset
+  Ps hold_posted_writes_until_ps = 0;       // rq_ready (posted) low before this simulated time
 };
 // The hooks the next RtlDataPath starts with (process-wide, like the one SystemC kernel; tests
 // set them before they open a device and clear them after). Not a configuration key.

@@ -1,6 +1,6 @@
 // The RTL stream checker: each rule fires on a sequence that breaks it (directly, and inside a
 // running RTL data path whose completion transactor is broken on purpose), and stays quiet on
-// legal back-pressure.
+// legal back-pressure. Also the request port's two readies, one per class of request.
 #include <gtest/gtest.h>
 #include <gmock/gmock.h>
 
@@ -117,6 +117,52 @@ TEST(RtlStreamChecks, ChangedStalledCompletionIsCaught) {
   } catch (const std::exception& e) {
     EXPECT_THAT(e.what(), HasSubstr("[payload stable while stalled] on rc"));
   }
+}
+
+// The request port takes read requests (rq_np_ready) apart from posted writes (rq_ready), as a
+// hard IP keeps non-posted and posted transmit credits apart: with the IP taking no MWr for the
+// first 20 us, a D2H rung first waits that out, and an H2D rung behind it still reads host memory
+// and ends in a few us. With one ready for both, the read request waited behind the stalled MWr
+// and the H2D ended after 20 us too.
+TEST(RtlRequestPort, ReadRequestsGoWhileThePostedReadyIsLow) {
+  constexpr Ps kHoldPs = 20'000'000;
+  RtlTestHooks h;
+  h.hold_posted_writes_until_ps = kHoldPs;
+  HooksGuard hooks(h);
+  model::SimDevice dev(rtl_config());
+  constexpr std::size_t kBytes = 64 * 1024;
+  HostBuffer host(2 * kBytes);
+  for (std::size_t i = 0; i < kBytes; ++i) host.data[i] = static_cast<std::uint8_t>(i * 7 + 1);
+  const std::uint64_t iova = dev.map(host.data, host.bytes, DmaAccess::kBoth);
+  std::vector<std::uint8_t> device_bytes(kBytes);
+  for (std::size_t i = 0; i < kBytes; ++i) device_bytes[i] = static_cast<std::uint8_t>(i * 13 + 5);
+  dev.memory().write(kBytes, device_bytes.data(), kBytes);
+  RingDriver ring(dev);
+  hw::ControlBlock d2h = cb_with_xlat(1);
+  d2h.dmo.type = hw::DmaType::kImmediate;
+  set_length(d2h.dmo, kBytes);
+  d2h.dmo.host_iova_flits = (iova + kBytes) / hw::kFlitBytes;
+  d2h.dmo.device = hw::DeviceVa{0, static_cast<std::uint32_t>(kBytes / hw::kFlitBytes)};
+  ring.push(hw::Pipeline::kDmao, d2h);
+  hw::ControlBlock h2d = cb_with_xlat(2);
+  h2d.dmi.type = hw::DmaType::kImmediate;
+  set_length(h2d.dmi, kBytes);
+  h2d.dmi.host_iova_flits = iova / hw::kFlitBytes;
+  ring.push(hw::Pipeline::kDmai, h2d);
+  const double t0 = dev.now_ns();
+  ring.doorbell(hw::Pipeline::kDmao);
+  ring.doorbell(hw::Pipeline::kDmai);
+  const hw::ResponseBlock in = ring.drain(hw::Pipeline::kDmai).at(0);
+  const hw::ResponseBlock out = ring.drain(hw::Pipeline::kDmao).at(0);
+  EXPECT_EQ(in.status, hw::RbStatus::kGood);
+  EXPECT_EQ(out.status, hw::RbStatus::kGood);
+  EXPECT_LT(double(in.end_ns) - t0, 10'000.0) << "the H2D's read requests waited for the posted writes";
+  EXPECT_GE(double(out.end_ns), double(kHoldPs) / 1000.0) << "the D2H did not wait for the posted ready";
+  std::vector<std::uint8_t> back(kBytes);
+  dev.memory().read(0, back.data(), kBytes);
+  EXPECT_TRUE(std::equal(back.begin(), back.end(), host.data));
+  EXPECT_TRUE(std::equal(device_bytes.begin(), device_bytes.end(), host.data + kBytes));
+  EXPECT_EQ(dev.statistics()["rtl"]["stream_violations"].get<std::uint64_t>(), 0u);
 }
 
 TEST(RtlConfig, UnsupportedSettingsAreRejectedByName) {
