@@ -15,6 +15,7 @@ DeviceMemory::DeviceMemory(sc_module_name name, const DeviceConfig& config)
       rate_(rate_for_gbps(config.dram_gbps)),
       latency_ps_(pcie::ns_to_ps(config.dram_latency_ns)) {
   socket.register_b_transport(this, &DeviceMemory::b_transport);
+  socket.register_transport_dbg(this, &DeviceMemory::transport_dbg);
 }
 
 void DeviceMemory::b_transport(tlm::tlm_generic_payload& gp, sc_time& delay) {
@@ -39,6 +40,8 @@ void DeviceMemory::b_transport(tlm::tlm_generic_payload& gp, sc_time& delay) {
     if (cmd->kind == DeviceMemoryCommand::Kind::kFill32) storage_.fill32(addr, cmd->pattern, len);
     else storage_.copy(addr, cmd->source, len);
     bytes_written_ += len;
+  } else if (gp.get_data_ptr() == nullptr) {
+    // The access's time only (DeviceMemoryPort): no bytes move.
   } else if (gp.is_read()) {
     storage_.read(addr, gp.get_data_ptr(), len);
     bytes_read_ += len;
@@ -48,6 +51,14 @@ void DeviceMemory::b_transport(tlm::tlm_generic_payload& gp, sc_time& delay) {
   }
   gp.set_response_status(tlm::TLM_OK_RESPONSE);
   delay = delay_until(end + latency_ps_);
+}
+
+unsigned DeviceMemory::transport_dbg(tlm::tlm_generic_payload& gp) {
+  const std::uint64_t addr = gp.get_address(), len = gp.get_data_length();
+  if (!storage_.contains(addr, len)) return 0;
+  if (gp.is_read()) storage_.read(addr, gp.get_data_ptr(), len);
+  else storage_.write(addr, gp.get_data_ptr(), len);
+  return static_cast<unsigned>(len);
 }
 
 }  // namespace spyre_dma::model

@@ -45,6 +45,7 @@ class DeviceMemory : public sc_core::sc_module {
 
  private:
   void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
+  unsigned transport_dbg(tlm::tlm_generic_payload& gp);  // untimed: the bytes as they are now
 
   device_core::SparseMemory storage_;
   pcie::Serializer bus_;

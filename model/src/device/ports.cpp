@@ -2,6 +2,8 @@
 #include "device/ports.hpp"
 
 #include <optional>
+#include <stdexcept>
+#include <string>
 
 #include "device/device_memory.hpp"
 #include "host/root_complex.hpp"
@@ -56,6 +58,7 @@ HostPort::Read HostLink::read(std::uint64_t iova, std::uint8_t* dst, std::uint64
   r.status = ext.status;
   r.completed = !ext.drop_completion;
   r.replays = ext.replays;
+  r.host = ext.host;
   return r;
 }
 
@@ -90,6 +93,7 @@ HostPort::Write HostLink::post(std::uint64_t iova, const std::uint8_t* src, std:
   w.landed_ps = ext.ready_ps;
   w.ok = gp.get_response_status() == tlm::TLM_OK_RESPONSE;
   w.replays = ext.replays;
+  w.host = ext.host;
   return w;
 }
 
@@ -136,6 +140,16 @@ Ps MemoryLink::read(std::uint64_t phys, std::uint8_t* dst, std::uint64_t len, Ps
 Ps MemoryLink::write(std::uint64_t phys, const std::uint8_t* src, std::uint64_t len, Ps at) {
   return access(tlm::TLM_WRITE_COMMAND, phys, const_cast<std::uint8_t*>(src), len, at);
 }
+void MemoryLink::read_functional(std::uint64_t phys, std::uint8_t* dst, std::uint64_t len) {
+  const PayloadPool::Lease lease(payloads_);
+  tlm::tlm_generic_payload& gp = *lease;
+  describe(gp, tlm::TLM_READ_COMMAND, phys, dst, len);
+  if (debug_(gp) != len) {
+    throw std::logic_error("device memory: a functional read of " + std::to_string(len) + " bytes at " +
+                           std::to_string(phys) + " outside the memory");
+  }
+}
+
 Ps MemoryLink::fill(std::uint64_t phys, std::uint32_t pattern, std::uint64_t len, Ps at) {
   DeviceMemoryCommand cmd;
   cmd.kind = DeviceMemoryCommand::Kind::kFill32;

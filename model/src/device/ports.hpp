@@ -21,6 +21,7 @@ class ProtocolChecker;
 struct DeviceMemoryCommand;
 class StateProbe;
 using Transport = std::function<void(tlm::tlm_generic_payload&, sc_core::sc_time&)>;
+using DebugTransport = std::function<unsigned(tlm::tlm_generic_payload&)>;  // TLM-2.0 transport_dbg
 
 class HostLink final : public HostPort {
  public:
@@ -59,17 +60,19 @@ class HostLink final : public HostPort {
 
 class MemoryLink final : public DeviceMemoryPort {
  public:
-  explicit MemoryLink(Transport memory) : memory_(std::move(memory)) {}
+  MemoryLink(Transport memory, DebugTransport debug) : memory_(std::move(memory)), debug_(std::move(debug)) {}
   Ps read(std::uint64_t phys, std::uint8_t* dst, std::uint64_t len, Ps at) override;
   Ps write(std::uint64_t phys, const std::uint8_t* src, std::uint64_t len, Ps at) override;
   Ps fill(std::uint64_t phys, std::uint32_t pattern, std::uint64_t len, Ps at) override;
   Ps copy(std::uint64_t dst, std::uint64_t src, std::uint64_t len, Ps at) override;
+  void read_functional(std::uint64_t phys, std::uint8_t* dst, std::uint64_t len) override;
 
  private:
   Ps access(tlm::tlm_command command, std::uint64_t phys, std::uint8_t* data, std::uint64_t len, Ps at,
            const DeviceMemoryCommand* cmd = nullptr);
 
   Transport memory_;
+  DebugTransport debug_;
   PayloadPool payloads_;
 };
 

@@ -89,12 +89,14 @@ std::optional<SystemcDataPath::HostCopy> SystemcDataPath::check_host_copy(const 
     run.faulted = true;
     return std::nullopt;
   }
-  const bool to_device = checked.work.kind == device_core::CbWork::Kind::kHostToDevice;
-  HostCopy c{checked.work.device, checked.work.iova, checked.work.bytes, &scratch_[to_device ? 0 : 1]};
-  // Grown, never shrunk: a vector resized down and up again zeroes the regrown part, bytes the copy
-  // overwrites at once (4% of a regression run's instructions when CB sizes vary).
-  if (c.scratch->size() < c.bytes) c.scratch->resize(c.bytes);
-  return c;
+  return HostCopy{checked.work.device, checked.work.iova, checked.work.bytes};
+}
+
+std::uint8_t* SystemcDataPath::poisoned_buffer(std::uint64_t bytes) {
+  // Never shrunk: a vector resized down and up again zeroes the regrown part, bytes the copy
+  // overwrites at once.
+  if (poisoned_data_.size() < bytes) poisoned_data_.resize(bytes);
+  return poisoned_data_.data();
 }
 
 // A CB's TLPs are booked in a loop that runs ahead of the kernel's time. Past kRunAheadPs it
@@ -166,13 +168,15 @@ void SystemcDataPath::burst_read_faults(std::uint64_t iova, std::uint64_t bytes,
 
 CbExecution SystemcDataPath::h2d(const HostCopy& copy, Ps t, CbExecution run) {
   const std::uint64_t bytes = copy.bytes, iova = copy.iova, phys = copy.phys;
-  std::vector<std::uint8_t>& scratch = *copy.scratch;
   bool ok = true;
   Ps issue = t, done = t;
   if (config_.fidelity == Fidelity::kBurst) {
     TlpFaults f;
     if (faults_.enabled()) burst_read_faults(iova, bytes, t, run, f);
-    const HostPort::Read r = host_.read(iova, scratch.data(), bytes, t, true, &f);
+    // The bytes go from host memory to device memory in one copy (the read's direct form): a
+    // burst moves a whole CB, and a copy through a buffer doubled the memory traffic of the
+    // simulation's fastest mode.
+    const HostPort::Read r = host_.read(iova, nullptr, bytes, t, true, &f);
     ok = r.ok();
     run.faulted = run.faulted || r.replays > 0;
     const pcie::LinkParams lp = pcie::link_params(config_.link);
@@ -185,7 +189,9 @@ CbExecution SystemcDataPath::h2d(const HostCopy& copy, Ps t, CbExecution run) {
     const Ps last_write = rate_for_gbps(config_.device.dram_gbps)
                               .ceil_ps(std::min<std::uint64_t>(bytes, config_.link.mrrs)) +
                           pcie::ns_to_ps(config_.device.dram_latency_ns);
-    done = std::max(r.done_ps + last_write, memory_.write(phys, scratch.data(), bytes, first));
+    // A refused read (no data, r.host null) books the write's time alone, as a TLP-fidelity CB's
+    // failed requests write nothing.
+    done = std::max(r.done_ps + last_write, memory_.write(phys, r.host, bytes, first));
     done = std::max(done, run.done_ps);  // a lost completion's timer
   } else {
     h2d_requests(iova, phys, bytes, t, run, issue, done, ok);
@@ -205,7 +211,6 @@ void SystemcDataPath::h2d_requests(std::uint64_t iova, std::uint64_t phys, std::
   const std::uint32_t mrrs = hooks_.reads_over_mrrs ? 2 * config_.link.mrrs : config_.link.mrrs;
   const std::uint32_t rcb = config_.link.rcb;
   const std::uint32_t limit = inject ? pcie::completion_limit(pcie::link_params(config_.link)) : 0;
-  std::vector<std::uint8_t>& scratch = scratch_[0];
   bool first_tlp = true;
   issue = done = t;
   for (std::uint64_t a = iova, left = bytes; left > 0;) {
@@ -229,8 +234,8 @@ void SystemcDataPath::h2d_requests(std::uint64_t iova, std::uint64_t phys, std::
       if (lost == FaultKind::kUnsupportedRequest) f.status = CompletionStatus::kUnsupportedRequest;
       if (lost == FaultKind::kCompleterAbort) f.status = CompletionStatus::kCompleterAbort;
     }
-    std::uint8_t* dst = scratch.data() + (seg.addr - iova);
-    const HostPort::Read r = host_.read(seg.addr, dst, seg.len, g.at_ps, false, &f);
+    // The read's direct form: its bytes go from host memory to device memory in one copy.
+    const HostPort::Read r = host_.read(seg.addr, nullptr, seg.len, g.at_ps, false, &f);
     const bool good = r.status == CompletionStatus::kSuccess && r.completed;
     Ps arrived = r.done_ps;
     if (f.drop_completion) arrived = g.at_ps + completion_timeout_ps_;  // the timer frees the tag
@@ -249,7 +254,7 @@ void SystemcDataPath::h2d_requests(std::uint64_t iova, std::uint64_t phys, std::
       ok = ok && (good || lost);
       done = std::max(done, arrived);
     } else {
-      done = std::max(done, memory_.write(phys + (seg.addr - iova), dst, seg.len, arrived));
+      done = std::max(done, memory_.write(phys + (seg.addr - iova), r.host, seg.len, arrived));
     }
     issue = g.at_ps;
     keep_pace(issue);
@@ -258,11 +263,9 @@ void SystemcDataPath::h2d_requests(std::uint64_t iova, std::uint64_t phys, std::
 
 CbExecution SystemcDataPath::d2h(const HostCopy& copy, Ps t, CbExecution run) {
   const std::uint64_t bytes = copy.bytes, iova = copy.iova, phys = copy.phys;
-  std::vector<std::uint8_t>& scratch = *copy.scratch;
   bool ok = true;
   Ps sent = t, landed = 0;
   if (config_.fidelity == Fidelity::kBurst) {
-    const Ps ready = memory_.read(phys, scratch.data(), bytes, t);
     const Ps first = t + pcie::ns_to_ps(config_.device.dram_latency_ns);
     TlpFaults f;
     std::vector<pcie::Segment> poisoned;
@@ -287,7 +290,19 @@ CbExecution SystemcDataPath::d2h(const HostCopy& copy, Ps t, CbExecution run) {
         fail_first(run, hw::ErrorKind::kPcieError, hw::CbField::kDmoHostIova, poisoned.front().addr);
       }
     }
-    const HostPort::Write w = host_.write(iova, scratch.data(), bytes, first, true, false, &f);
+    // Device memory is read straight into host memory (the write's direct form; the two bookings
+    // are independent, so their order does not matter), unless TLPs are poisoned: the root
+    // complex then keeps those TLPs' bytes out of host memory, from the buffer.
+    Ps ready = 0;
+    HostPort::Write w;
+    if (poisoned.empty()) {
+      w = host_.write(iova, nullptr, bytes, first, true, false, &f);
+      ready = memory_.read(phys, w.host, bytes, t);  // refused (w.host null): the time only
+    } else {
+      std::uint8_t* const data = poisoned_buffer(bytes);
+      ready = memory_.read(phys, data, bytes, t);
+      w = host_.write(iova, data, bytes, first, true, false, &f);
+    }
     sent = std::max(ready, w.sent_ps);
     landed = w.landed_ps;
     ok = w.ok;
@@ -311,7 +326,6 @@ void SystemcDataPath::d2h_writes(std::uint64_t iova, std::uint64_t phys, std::ui
                                  Ps& sent, Ps& landed, bool& ok) {
   const std::uint32_t mps = hooks_.writes_over_mps ? 2 * config_.link.mps : config_.link.mps;
   const bool inject = faults_.enabled();
-  std::uint8_t* scratch = scratch_[1].data();
   bool first_tlp = true;
   // Each MWr's piece of device memory is read on its own, once the read buffer has room for it
   // (kDeviceReadsInFlight pieces, kDeviceReadBufferBytes), as the pieces before it leave in their
@@ -334,7 +348,6 @@ void SystemcDataPath::d2h_writes(std::uint64_t iova, std::uint64_t phys, std::ui
       head = (head + 1) % buffer.size();
       --count;
     }
-    const Ps ready = memory_.read(phys + (a - iova), scratch + (a - iova), n, requested);
     TlpFaults f;
     if (inject) {
       if (first_tlp) {
@@ -345,7 +358,15 @@ void SystemcDataPath::d2h_writes(std::uint64_t iova, std::uint64_t phys, std::ui
       if (!f.poisoned && faults_.poisoned(1).count) f.poisoned = true;
       if (f.poisoned) fail_first(run, hw::ErrorKind::kPcieError, hw::CbField::kDmoHostIova, a);
     }
-    const HostPort::Write w = host_.write(a, scratch + (a - iova), n, std::max(ready, sent), false, false, &f);
+    // The piece's bytes go from device memory to host memory in one copy: its read and its MWr are
+    // booked without data, and once the MWr says where in host memory they go (the write's direct
+    // form), they are read there. A poisoned MWr, whose data the root complex discards, carries
+    // them in a buffer.
+    const std::uint64_t off = a - iova;
+    std::uint8_t* const carried = f.poisoned ? poisoned_buffer(n) : nullptr;
+    const Ps ready = memory_.read(phys + off, carried, n, requested);
+    const HostPort::Write w = host_.write(a, carried, n, std::max(ready, sent), false, false, &f);
+    if (w.host != nullptr) memory_.read_functional(phys + off, w.host, n);
     sent = w.sent_ps;
     buffer[(head + count++) % buffer.size()] = Buffered{sent, n};
     buffered += n;

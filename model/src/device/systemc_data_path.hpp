@@ -32,7 +32,6 @@ class SystemcDataPath final : public DataPath {
     std::uint64_t phys = 0;   // device memory
     std::uint64_t iova = 0;   // host memory
     std::uint64_t bytes = 0;
-    std::vector<std::uint8_t>* scratch = nullptr;  // its data in flight: at least `bytes` long
   };
   // XLAT, device memory bounds and the IOMMU (ATS) before anything moves, then an injected IOMMU
   // fault: the copy, or nullopt with the failure in `run` (whose times start at `t`).
@@ -75,7 +74,11 @@ class SystemcDataPath final : public DataPath {
   pcie::Serializer dma_engine_;  // the device's own data-path limit (dma_engine_gbps)
   const pcie::PsPerByte dma_engine_rate_;
   const bool dma_engine_limited_;
-  std::array<std::vector<std::uint8_t>, 2> scratch_;  // data in flight through DMAI and DMAO
+  // Host copies move their bytes in place, between host and device memory (HostPort's direct
+  // forms), except poisoned MWrs: the root complex keeps their bytes out of host memory and
+  // writes the rest, so they carry the bytes in this buffer. Grown, never shrunk.
+  std::vector<std::uint8_t> poisoned_data_;
+  std::uint8_t* poisoned_buffer(std::uint64_t bytes);
   DataPathCounters counters_;
 };
 

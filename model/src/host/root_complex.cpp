@@ -1,6 +1,7 @@
 #include "host/root_complex.hpp"
 
 #include <cstring>
+#include <stdexcept>
 
 #include "sim/sim_time.hpp"
 #include "sim/tlp.hpp"
@@ -111,7 +112,7 @@ void RootComplex::b_transport(int /*port*/, tlm::tlm_generic_payload& gp, sc_tim
   if (gp.is_read()) {
     ++r.read_requests_;
     if ((++read_requests_ & 63) == 0) memory_.prune(to_ps(sc_time_stamp()));
-    const std::uint8_t* host = reach(r, iova, len, false);
+    std::uint8_t* host = reach(r, iova, len, false);
     // Memory serves requests interleaved, a cache line at a time: a read takes whatever memory
     // time is free from its arrival on, and is served once the last of it is done.
     const pcie::Ps d = memory_rate_.ceil_ps(len);
@@ -128,11 +129,16 @@ void RootComplex::b_transport(int /*port*/, tlm::tlm_generic_payload& gp, sc_tim
       gp.set_response_status(tlm::TLM_GENERIC_ERROR_RESPONSE);
       return;
     }
-    std::memcpy(gp.get_data_ptr(), host, len);
+    if (gp.get_data_ptr() != nullptr) std::memcpy(gp.get_data_ptr(), host, len);
+    else ext->host = host;  // the requester moves the bytes (HostPort::read's direct form)
     ext->status = CompletionStatus::kSuccess;
     return;
   }
   ++r.write_requests_;
+  const bool direct = gp.get_data_ptr() == nullptr;
+  if (direct && (!ext || ext->ordered_visible || ext->msi || ext->poisoned || ext->poisoned_ranges)) {
+    throw std::logic_error("root complex: a write without data must be a plain posted write");
+  }
   // A write takes effect once its page is translated (an MSI-X message is not translated).
   const pcie::Ps landed = ext && ext->msi ? arrival : translated(r, iova, len, arrival, ext && ext->burst);
   if (ext) ext->ready_ps = landed;
@@ -169,10 +175,14 @@ void RootComplex::b_transport(int /*port*/, tlm::tlm_generic_payload& gp, sc_tim
     }
     return;
   }
-  if (!write_host(r, iova, gp.get_data_ptr(), len)) {
-    ++r.iommu_faults_;
-    gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+  if (direct) {  // the requester puts the bytes there (HostPort::write's direct form)
+    ext->host = reach(r, iova, len, true);
+    if (ext->host != nullptr) return;
+  } else if (write_host(r, iova, gp.get_data_ptr(), len)) {
+    return;
   }
+  ++r.iommu_faults_;
+  gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
 }
 
 void RootComplex::deliver() {

@@ -32,6 +32,10 @@ struct TlpExtension : tlm::tlm_extension<TlpExtension> {
   CompletionStatus status = CompletionStatus::kSuccess;
   std::uint64_t ready_ps = 0;    // host side: when the completion data was ready (reads)
   std::uint32_t replays = 0;     // LCRC replays the link charged
+  // A transaction without data (a null data pointer: HostPort's direct form): where its bytes lie
+  // in host memory, the IOMMU's translation, for the requester to move them itself; null if the
+  // root complex refused it.
+  std::uint8_t* host = nullptr;
   // Across a switch (cut-through): a hop that forwards a transaction says when its first TLP
   // reached the next component (the payload's delay says when the last one did), and the next
   // component says when it took the transaction out of its receive buffer (0: on arrival), which

@@ -327,6 +327,27 @@ TEST(FaultInjection, RandomPoisonedTlpsFailTheirCbs) {
   EXPECT_EQ(r.stats["faults"]["affected_cbs"], failed);
 }
 
+// At burst fidelity the D2H's bytes move straight from device memory to host memory, except a CB
+// with poisoned MWrs, which carries them in a buffer for the root complex to write all but those.
+TEST(FaultInjection, BurstPoisonedWriteLeavesHostMemoryUntouchedForItsTlp) {
+  SimConfig c = at_cb(kOps + 2, "poisoned");  // the second D2H
+  c.fidelity = Fidelity::kBurst;
+  const Outcome r = run(c);
+  for (std::size_t k = 0; k < kOps; ++k) {
+    EXPECT_TRUE(r.h2d[k].ok()) << r.h2d[k].to_string();
+    if (k == 1) continue;
+    EXPECT_TRUE(r.d2h[k].ok()) << r.d2h[k].to_string();
+    EXPECT_TRUE(data_ok(r, k)) << k;
+  }
+  expect_device_error(r.d2h[1], ErrorCode::kDeviceError, hw::ErrorKind::kPcieError, hw::CbField::kDmoHostIova);
+  const std::uint32_t mps = c.link.mps;
+  for (std::size_t i = 0; i < kBytes; ++i) {  // the first MWr was dropped, the rest landed
+    ASSERT_EQ(r.out[1][i], i < mps ? kUntouched : pattern(1, i)) << i;
+  }
+  expect_only(r, "poisoned", 1);
+  EXPECT_TRUE(r.after_reset_ok);
+}
+
 TEST(FaultInjection, BurstFidelityFailsTheSameCbs) {
   for (const char* kind : {"poisoned", "unsupported_request", "dropped_completion", "iommu", "malformed_cb"}) {
     SimConfig c = at_cb(2, kind);

@@ -36,6 +36,7 @@ class HostPort {
     CompletionStatus status = CompletionStatus::kSuccess;
     bool completed = true;  // false: a completion was dropped
     std::uint32_t replays = 0;
+    const std::uint8_t* host = nullptr;  // read without dst: where the bytes lie (see read())
     bool ok() const { return status == CompletionStatus::kSuccess && completed; }
   };
   struct Write {
@@ -43,14 +44,22 @@ class HostPort {
     Ps landed_ps = 0;  // when it reached host memory
     bool ok = true;    // false: the root complex refused it (IOMMU)
     std::uint32_t replays = 0;
+    std::uint8_t* host = nullptr;  // write without src: where the bytes go (see write())
   };
   // A memory read of [iova, iova + len) into dst, requested at `at`: one MRd, or with `burst` the
   // run of MRds of burst fidelity (device.read_tags of them in flight).
+  // The direct form, dst null: the same transaction, checks and times, but the bytes stay where
+  // they are, and Read::host says where that is in host memory (null where the root complex
+  // refused the read), for the caller to move them itself, once, rather than through a buffer. The
+  // pointer holds until the calling process next waits (the IOMMU keeps the mapping that long).
   virtual Read read(std::uint64_t iova, std::uint8_t* dst, std::uint64_t len, Ps at, bool burst = false,
                     const TlpFaults* faults = nullptr) = 0;
   // A posted write of [iova, iova + len) from src at `at` (one MWr, or the run of burst fidelity).
   // `ordered`: the host sees its effect only at its arrival (RBs), and a device reset since it was
   // issued drops it.
+  // The direct form, src null, for a plain write (neither ordered nor poisoned): Write::host says
+  // where the bytes go in host memory (null where the root complex refused the write), and the
+  // caller puts them there before its process next waits.
   virtual Write write(std::uint64_t iova, const std::uint8_t* src, std::uint64_t len, Ps at, bool burst = false,
                       bool ordered = false, const TlpFaults* faults = nullptr) = 0;
   // The length of the completion (CplD) that answers a read's bytes from `addr` on, `left` of them
@@ -79,13 +88,18 @@ inline constexpr std::uint64_t kMemoryBurstBytes = 1024;
 inline constexpr std::size_t kDeviceReadsInFlight = 64;
 inline constexpr std::uint64_t kDeviceReadBufferBytes = 8192;
 
-// Device memory behind the controller: each call returns when the access is done.
+// Device memory behind the controller: each call returns when the access is done. A read or write
+// with a null buffer takes the access's time and moves no bytes (a failed read's data, which no
+// device memory receives).
 class DeviceMemoryPort {
  public:
   virtual Ps read(std::uint64_t phys, std::uint8_t* dst, std::uint64_t len, Ps at) = 0;
   virtual Ps write(std::uint64_t phys, const std::uint8_t* src, std::uint64_t len, Ps at) = 0;
   virtual Ps fill(std::uint64_t phys, std::uint32_t pattern, std::uint64_t len, Ps at) = 0;
   virtual Ps copy(std::uint64_t dst, std::uint64_t src, std::uint64_t len, Ps at) = 0;
+  // A functional read: the bytes device memory holds now, taking no time. It moves the data of a
+  // read booked with a null buffer in the same process step, once its destination is known.
+  virtual void read_functional(std::uint64_t phys, std::uint8_t* dst, std::uint64_t len) = 0;
 
  protected:
   ~DeviceMemoryPort() = default;
