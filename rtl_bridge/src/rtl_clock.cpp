@@ -9,6 +9,7 @@
 namespace spyre_dma::rtl {
 
 using namespace sc_core;
+using model::now_ps;
 using model::to_ps;
 
 namespace {
@@ -83,7 +84,7 @@ void RtlDataPath::clock_thread() {
   std::uint32_t words[4 + 2 * kWideWords];
 
   for (;;) {
-    const Ps now = to_ps(sc_core::sc_time_stamp());
+    const Ps now = now_ps();
     if (s.t < now) s.t = align_up(now);
     if (s.quiet()) {
       const Ps next = s.next_cb_ps();
@@ -409,7 +410,7 @@ void RtlDataPath::clock_thread() {
     // Bounded run-ahead keeps the clock's bookings close to the pipelines' in time. A pipeline that
     // may go on hands its next CB in zero time once it runs: simulated time catches up with the
     // clock first, so that CB is not taken later than it arrives.
-    const Ps now2 = to_ps(sc_core::sc_time_stamp());
+    const Ps now2 = now_ps();
     if (handed_back) wait(model::from_ps(s.t - now2));
     else if (s.t > now2 + kQuantumPs) wait(model::from_ps(s.t - now2 - kQuantumPs / 2));
   }

@@ -26,7 +26,7 @@ bool Controller::fetchable(const PipelineState& p) const {
 }
 
 void Controller::sync_to(Ps local) {
-  const Ps now = to_ps(sc_time_stamp());
+  const Ps now = now_ps();
   if (local > now) wait(from_ps(local - now));
 }
 
@@ -53,7 +53,7 @@ void Controller::pipeline_thread(unsigned index_of_pipe) {
       if (!retire_draining(p, /*answered_only=*/true)) abort_stale_draining();
       p.in_batch = !p.draining.empty();
       if (!fetchable(p)) wait(p.kick);
-      p.local_ps = std::max(p.local_ps, to_ps(sc_time_stamp()));
+      p.local_ps = std::max(p.local_ps, now_ps());
     }
     // Ring rules before any fetch: a fault consumes nothing.
     const device_core::RingState ring = device_core::ring_state(regs_, p.id);
@@ -73,7 +73,7 @@ void Controller::pipeline_thread(unsigned index_of_pipe) {
     n = std::min<std::uint32_t>(n, static_cast<std::uint32_t>((4096 - (slot * hw::kCbBytes) % 4096) / hw::kCbBytes));
     // Prefetch: the next batch is fetched while the previous one starts executing, but never
     // before the present (the doorbell that handed it has been applied by now).
-    const Ps fetch_at = std::max(p.next_fetch_ps, to_ps(sc_time_stamp()));
+    const Ps fetch_at = std::max(p.next_fetch_ps, now_ps());
     const FetchTag tag = data_path_->fetch_tag(p.id, fetch_at);
     const HostPort::Read fetch = host_.read(device_core::cb_slot_iova(ring.cb_base, ring.cb_ci, ring.cb_size),
                                             batch.data(), std::uint64_t(n) * hw::kCbBytes, tag.at_ps);
@@ -148,7 +148,7 @@ void Controller::pipeline_thread(unsigned index_of_pipe) {
         break;
       }
       // Bounded run-ahead keeps the bookings of all pipelines close together in time.
-      if (p.local_ps > to_ps(sc_time_stamp()) + quantum_ps_) sync_to(p.local_ps - quantum_ps_ / 2);
+      if (p.local_ps > now_ps() + quantum_ps_) sync_to(p.local_ps - quantum_ps_ / 2);
     }
     if (stopped()) abort_draining(p);  // what is draining is older than the batch's rest
     if (epoch == epoch_ && aborts != abort_seq_) abort_batch(p, batch.data(), i, n, epoch);

@@ -9,12 +9,12 @@ namespace spyre_dma::model {
 
 using namespace sc_core;
 
-std::uint64_t Controller::clock_ns() { return to_ps(sc_time_stamp()) / pcie::kPsPerNs; }
+std::uint64_t Controller::clock_ns() { return now_ps() / pcie::kPsPerNs; }
 
 // After a self-reset the device reads RESETTING until every aborted CB's RB has landed, then
 // FATAL (never READY) until the host resets it; a host that sees FATAL finds all those RBs.
 Controller::Condition Controller::condition() {
-  const Ps now = to_ps(sc_time_stamp());
+  const Ps now = now_ps();
   const bool shown = fatal_ && aborting_ == 0 && now >= fatal_visible_ps_;
   return Condition{fatal_ && !shown && now >= fatal_at_ps_, shown};
 }
@@ -33,7 +33,7 @@ void Controller::doorbell(hw::Pipeline p, std::uint32_t new_pi) {
   const std::uint32_t before = index(Reg::kCbPi, pipe);
   doorbells_.ring(p, new_pi, pipe.retired, regs_.cell(Reg::kCbPi, p));
   if (probe_) {  // ring indices wrap: the step is their difference modulo 2^32
-    probe_->add(observed_[static_cast<unsigned>(p)].queue_level, to_ps(sc_time_stamp()),
+    probe_->add(observed_[static_cast<unsigned>(p)].queue_level, now_ps(),
                 static_cast<std::int32_t>(index(Reg::kCbPi, pipe) - before));
   }
   pipe.kick.notify(SC_ZERO_TIME);
@@ -63,7 +63,7 @@ void Controller::reset() {
   requester_.bump_epoch();
   for (PipelineState& p : pipes_) {  // what was rung and not retired is dropped
     if (probe_) {
-      probe_->add(observed_[static_cast<unsigned>(p.id)].queue_level, to_ps(sc_time_stamp()),
+      probe_->add(observed_[static_cast<unsigned>(p.id)].queue_level, now_ps(),
                   -static_cast<std::int32_t>(index(Reg::kCbPi, p) - p.retired));
     }
   }

@@ -19,13 +19,13 @@ DeviceMemory::DeviceMemory(sc_module_name name, const DeviceConfig& config)
 }
 
 void DeviceMemory::b_transport(tlm::tlm_generic_payload& gp, sc_time& delay) {
-  const pcie::Ps t0 = to_ps(sc_time_stamp() + delay);
+  const pcie::Ps t0 = now_ps() + to_ps(delay);
   const std::uint64_t addr = gp.get_address(), len = gp.get_data_length();
   if (!storage_.contains(addr, len)) {
     gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
     return;
   }
-  if ((++accesses_ & 63) == 0) bus_.prune(to_ps(sc_time_stamp()));  // nothing books the past
+  if ((++accesses_ & 63) == 0) bus_.prune(now_ps());  // nothing books the past
   const DeviceMemoryCommand* cmd = gp.get_extension<DeviceMemoryCommand>();
   // Every access takes the bus time it needs in whatever gaps the bus has from t0 on, in any
   // grain: the bus serves its requesters interleaved, and gives none of its time away. An access

@@ -54,7 +54,7 @@ HostPort::Read HostLink::read(std::uint64_t iova, std::uint8_t* dst, std::uint64
   sc_core::sc_time delay = delay_until(at);
   link_(gp, delay);
   Read r;
-  r.done_ps = to_ps(sc_core::sc_time_stamp() + delay);
+  r.done_ps = now_ps() + to_ps(delay);
   r.status = ext.status;
   r.completed = !ext.drop_completion;
   r.replays = ext.replays;
@@ -89,7 +89,7 @@ HostPort::Write HostLink::post(std::uint64_t iova, const std::uint8_t* src, std:
   sc_core::sc_time delay = delay_until(at);
   link_(gp, delay);
   Write w;
-  w.sent_ps = to_ps(sc_core::sc_time_stamp() + delay);
+  w.sent_ps = now_ps() + to_ps(delay);
   w.landed_ps = ext.ready_ps;
   w.ok = gp.get_response_status() == tlm::TLM_OK_RESPONSE;
   w.replays = ext.replays;
@@ -131,7 +131,7 @@ Ps MemoryLink::access(tlm::tlm_command command, std::uint64_t phys, std::uint8_t
   }
   sc_core::sc_time delay = delay_until(at);
   memory_(gp, delay);
-  return to_ps(sc_core::sc_time_stamp() + delay);
+  return now_ps() + to_ps(delay);
 }
 
 Ps MemoryLink::read(std::uint64_t phys, std::uint8_t* dst, std::uint64_t len, Ps at) {

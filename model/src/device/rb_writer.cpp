@@ -11,7 +11,7 @@ namespace spyre_dma::model {
 using namespace sc_core;
 
 std::uint32_t Controller::rb_pi_visible(const PipelineState& p) const {
-  const Ps now = to_ps(sc_time_stamp());
+  const Ps now = now_ps();
   std::uint32_t pending = 0;
   for (auto it = p.rb_landed_ps.rbegin(); it != p.rb_landed_ps.rend() && *it > now; ++it) ++pending;
   return index(Reg::kRbPi, p) - pending;  // free-running, like the index itself

@@ -106,7 +106,7 @@ std::uint8_t* SystemcDataPath::poisoned_buffer(std::uint64_t bytes) {
 // CB would hold a shared uplink until it was over.
 void SystemcDataPath::keep_pace(Ps at, Ps run_ahead) {
   // Called per TLP: the time first, the process kind (a handle built and dropped) only on a wait.
-  const Ps now = to_ps(sc_core::sc_time_stamp());
+  const Ps now = now_ps();
   if (at <= now + run_ahead) return;
   if (sc_core::sc_get_current_process_handle().proc_kind() != sc_core::SC_THREAD_PROC_) return;
   sc_core::wait(from_ps(at - now - run_ahead / 2));

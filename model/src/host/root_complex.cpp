@@ -105,13 +105,13 @@ bool RootComplex::write_ordered(Requester& r, std::uint64_t iova, const std::uin
 void RootComplex::b_transport(int /*port*/, tlm::tlm_generic_payload& gp, sc_time& delay) {
   TlpExtension* ext = gp.get_extension<TlpExtension>();
   Requester& r = requesters_.at(ext ? ext->requester : 0);
-  const pcie::Ps arrival = to_ps(sc_time_stamp() + delay);
+  const pcie::Ps arrival = now_ps() + to_ps(delay);
   const std::uint64_t iova = gp.get_address();
   const std::size_t len = gp.get_data_length();
   gp.set_response_status(tlm::TLM_OK_RESPONSE);
   if (gp.is_read()) {
     ++r.read_requests_;
-    if ((++read_requests_ & 63) == 0) memory_.prune(to_ps(sc_time_stamp()));
+    if ((++read_requests_ & 63) == 0) memory_.prune(now_ps());
     std::uint8_t* host = reach(r, iova, len, false);
     // Memory serves requests interleaved, a cache line at a time: a read takes whatever memory
     // time is free from its arrival on, and is served once the last of it is done.
@@ -186,7 +186,7 @@ void RootComplex::b_transport(int /*port*/, tlm::tlm_generic_payload& gp, sc_tim
 }
 
 void RootComplex::deliver() {
-  const pcie::Ps now = to_ps(sc_time_stamp());
+  const pcie::Ps now = now_ps();
   while (!pending_.empty() && pending_.begin()->first <= now) {
     Pending p = std::move(pending_.begin()->second);
     pending_.erase(pending_.begin());

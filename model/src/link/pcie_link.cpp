@@ -132,8 +132,8 @@ Ps PcieLink::forward(tlm::tlm_generic_payload& gp, Ps first, Ps arrival) {
 void PcieLink::b_transport(tlm::tlm_generic_payload& gp, sc_time& delay) {
   // Nothing is ever booked before the present (decoupled initiators run ahead of it, never
   // behind), so history before it can go: it keeps the calendars short and their searches cheap.
-  if ((++counters_.transactions & 63) == 0) prune(to_ps(sc_time_stamp()));
-  const Ps t0 = to_ps(sc_time_stamp() + delay);
+  if ((++counters_.transactions & 63) == 0) prune(now_ps());
+  const Ps t0 = now_ps() + to_ps(delay);
   if (gp.is_read()) read(gp, t0, delay);
   else write(gp, t0, delay);
 }

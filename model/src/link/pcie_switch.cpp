@@ -25,7 +25,7 @@ PcieSwitch::PcieSwitch(sc_module_name name, const LinkConfig& below, const LinkC
 
 void PcieSwitch::b_transport(int port, tlm::tlm_generic_payload& gp, sc_time& delay) {
   TlpExtension* ext = gp.get_extension<TlpExtension>();
-  const Ps arrival = to_ps(sc_time_stamp() + delay);  // the last TLP is here
+  const Ps arrival = now_ps() + to_ps(delay);  // the last TLP is here
   const Ps first = ext->first_ps ? std::min<Ps>(ext->first_ps, arrival) : arrival;
   const std::uint64_t addr = gp.get_address(), len = gp.get_data_length();
   ++tlps_up_;
@@ -40,7 +40,7 @@ void PcieSwitch::b_transport(int port, tlm::tlm_generic_payload& gp, sc_time& de
     if (order_.size() <= static_cast<std::size_t>(port)) order_.resize(port + 1);
     PortOrder& o = order_[port];
     // Nothing arrives before now any more: what did is folded into the floor.
-    const Ps now = to_ps(sc_time_stamp());
+    const Ps now = now_ps();
     while (!o.sent_by_arrival.empty() && o.sent_by_arrival.begin()->first < now) {
       o.floor = std::max(o.floor, o.sent_by_arrival.begin()->second);
       o.sent_by_arrival.erase(o.sent_by_arrival.begin());
@@ -56,7 +56,7 @@ void PcieSwitch::b_transport(int port, tlm::tlm_generic_payload& gp, sc_time& de
     }
     sc_time up = delay_until(earliest);
     upstream->b_transport(gp, up);
-    const Ps sent = to_ps(sc_time_stamp() + up);
+    const Ps sent = now_ps() + to_ps(up);
     Ps& slot = o.sent_by_arrival[first];
     slot = std::max(slot, sent);
     ext->taken_ps = sent;  // out of this switch's receive buffer
@@ -65,7 +65,7 @@ void PcieSwitch::b_transport(int port, tlm::tlm_generic_payload& gp, sc_time& de
   // A read request: on up, its completions back down as they arrive from the uplink.
   sc_time up = delay_until(arrival + forward_ps_);
   upstream->b_transport(gp, up);
-  const Ps last = to_ps(sc_time_stamp() + up);  // the last completion is at this switch
+  const Ps last = now_ps() + to_ps(up);  // the last completion is at this switch
   if (ext->drop_completion || ext->status != CompletionStatus::kSuccess) {
     ext->ready_ps = last + forward_ps_;
     return;

@@ -130,7 +130,7 @@ void Nic::run() {
     auto [wr, iova] = std::move(queue_.front());
     queue_.pop_front();
     // Requests enter the send pipeline in order; each is then carried as far as its wires allow.
-    const Ps start = std::max(to_ps(sc_time_stamp()) + doorbell_ps_, pipeline_free_);
+    const Ps start = std::max(now_ps() + doorbell_ps_, pipeline_free_);
     pipeline_free_ = start;
     execute(wr, iova, start);
   }
@@ -159,7 +159,7 @@ Ps Nic::write_region(const Region& r, std::uint64_t offset, const std::uint8_t* 
   gp.set_streaming_width(static_cast<unsigned>(len));
   sc_time delay = delay_until(there);
   d.device->device_memory.access(gp, delay);
-  return to_ps(sc_time_stamp() + delay);
+  return now_ps() + to_ps(delay);
 }
 
 Ps Nic::read_region(const Region& r, std::uint64_t offset, std::uint8_t* dst, std::uint64_t len, Ps at) {
@@ -174,7 +174,7 @@ Ps Nic::read_region(const Region& r, std::uint64_t offset, std::uint8_t* dst, st
   gp.set_streaming_width(static_cast<unsigned>(len));
   sc_time delay = delay_until(asked);
   d.device->device_memory.access(gp, delay);
-  return cross(d.path, false, r.base + offset, len, to_ps(sc_time_stamp() + delay));
+  return cross(d.path, false, r.base + offset, len, now_ps() + to_ps(delay));
 }
 
 Ps Nic::completion_entry(Ps at) {
@@ -231,7 +231,7 @@ void Nic::execute(WorkRequest& wr, std::uint64_t local_iova, Ps start) {
       off += n;
     }
     if (wr.landed) {
-      pending_.emplace(std::max(landed, to_ps(sc_time_stamp())),
+      pending_.emplace(std::max(landed, now_ps()),
                        Done{{}, Status{}, 0, std::move(wr.landed), wr.peer, start, true, wr.bytes});
     }
     // The peer acknowledges the message once its last packet is in; the completion follows the ack.
@@ -256,7 +256,7 @@ void Nic::execute(WorkRequest& wr, std::uint64_t local_iova, Ps start) {
 }
 
 void Nic::finish(Ps at, WorkRequest& wr, Status status, std::uint64_t local_iova, Ps started) {
-  const Ps now = to_ps(sc_time_stamp());
+  const Ps now = now_ps();
   at = std::max(at, now);
   pending_.emplace(at, Done{std::move(wr.done), std::move(status), local_iova, {}, wr.peer, started,
                             wr.op == WorkRequest::Op::kWrite, wr.bytes});
@@ -264,7 +264,7 @@ void Nic::finish(Ps at, WorkRequest& wr, Status status, std::uint64_t local_iova
 }
 
 void Nic::deliver() {
-  const Ps now = to_ps(sc_time_stamp());
+  const Ps now = now_ps();
   while (!pending_.empty() && pending_.begin()->first <= now) {
     Done d = std::move(pending_.begin()->second);
     pending_.erase(pending_.begin());

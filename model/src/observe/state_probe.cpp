@@ -36,7 +36,7 @@ void StateProbe::start() {
 
 void StateProbe::add(int level, pcie::Ps at_ps, std::int64_t step) {
   start();
-  write_before(to_ps(sc_core::sc_time_stamp()));
+  write_before(now_ps());
   if (at_ps < open_from_) {
     ++late_;
     at_ps = open_from_;

@@ -28,7 +28,7 @@ DeviceModel::DeviceModel(sc_module_name name, const SimConfig& config, unsigned 
 }
 
 void DeviceModel::post_write(std::uint64_t offset, std::uint64_t value, unsigned width) {
-  const pcie::Ps now = std::max(to_ps(sc_time_stamp()), host_free_ps_);
+  const pcie::Ps now = std::max(now_ps(), host_free_ps_);
   const pcie::Ps at = now + write_cost_ps_;
   // A posted write on the downstream wire: it enters the link at the latest one link latency
   // before it lands (the rest of its cost is the host's own), and completions sent after that
@@ -40,12 +40,12 @@ void DeviceModel::post_write(std::uint64_t offset, std::uint64_t value, unsigned
 }
 
 void DeviceModel::host_copied(std::uint64_t bytes) {
-  const pcie::Ps start = std::max(to_ps(sc_time_stamp()), host_free_ps_);
+  const pcie::Ps start = std::max(now_ps(), host_free_ps_);
   host_free_ps_ = root_complex_.staging_copy(start, bytes);
 }
 
 void DeviceModel::apply_writes() {
-  const pcie::Ps now = to_ps(sc_time_stamp());
+  const pcie::Ps now = now_ps();
   while (!writes_.empty() && writes_.begin()->first <= now) {
     const Write w = writes_.begin()->second;
     writes_.erase(writes_.begin());

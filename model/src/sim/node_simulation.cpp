@@ -93,7 +93,7 @@ void NodeSimulation::take_writes() {
 void NodeSimulation::run_until(const std::function<bool()>& done) {
   while (!done()) {
     if (!sc_pending_activity()) return;
-    const pcie::Ps now = to_ps(sc_time_stamp());
+    const pcie::Ps now = now_ps();
     if (to_ps(sc_time_to_pending_activity()) >= kHorizonPs - now) horizon_reached();
     const WindowsClosedAfter closed{*this};
     sc_start(from_ps(kHorizonPs - now), SC_EXIT_ON_STARVATION);
@@ -104,11 +104,11 @@ void NodeSimulation::run_until(const std::function<bool()>& done) {
 // wait_for_interrupt()).
 void NodeSimulation::run_to(pcie::Ps at) {
   at = std::min(at, kHorizonPs);
-  for (pcie::Ps now = to_ps(sc_time_stamp()); now < at; now = to_ps(sc_time_stamp())) {
+  for (pcie::Ps now = now_ps(); now < at; now = now_ps()) {
     const WindowsClosedAfter closed{*this};
     sc_start(from_ps(at - now));
   }
-  if (to_ps(sc_time_stamp()) >= kHorizonPs) horizon_reached();
+  if (now_ps() >= kHorizonPs) horizon_reached();
 }
 
 // An sc_start() that pauses, or ends in an error, can leave a TLP's IOMMU window open; host threads
@@ -123,7 +123,7 @@ void NodeSimulation::horizon_reached() {
 
 // On the simulation thread: the simulation cannot go on. Every later call throws the same.
 void NodeSimulation::fail(const std::string& why) {
-  const std::string message = "sim: the simulation stopped at " + std::to_string(to_ps(sc_time_stamp()) / 1000) +
+  const std::string message = "sim: the simulation stopped at " + std::to_string(now_ps() / 1000) +
                               " ns of simulated time: " + why + "; a new device starts a fresh simulation";
   {
     std::lock_guard lock(mu_);
@@ -144,10 +144,10 @@ std::uint64_t NodeSimulation::read_register(unsigned d, std::uint64_t offset, un
     // The read's completion travels upstream behind the device's posted writes sent before it
     // (PCIe ordering): it returns once they have landed, so what it reports is in host memory.
     ProtocolChecker& checker = device.link.checker();
-    const pcie::Ps sent = to_ps(sc_time_stamp());
+    const pcie::Ps sent = now_ps();
     if (!hooks_.reads_pass_posted) run_to(checker.posted_arrival_bound(LinkDirection::kUp, sent));
     const std::uint64_t value = device.controller.read_register(offset, width);
-    checker.completion_order(LinkDirection::kUp, sent, to_ps(sc_time_stamp()), "BAR0 read completion");
+    checker.completion_order(LinkDirection::kUp, sent, now_ps(), "BAR0 read completion");
     return value;
   });
 }

@@ -49,11 +49,11 @@ bool SimCluster::run_until(const std::function<bool()>& done) {
 }
 
 void SimCluster::run_for(std::uint64_t ps) {
-  sim_->call([&] { sim_->run_to_time(to_ps(sc_core::sc_time_stamp()) + ps); });
+  sim_->call([&] { sim_->run_to_time(model::now_ps() + ps); });
 }
 
 std::uint64_t SimCluster::now_ps() {
-  return sim_->call([] { return to_ps(sc_core::sc_time_stamp()); });
+  return sim_->call([] { return model::now_ps(); });
 }
 
 void SimCluster::set_port_down(std::size_t node, bool down) {

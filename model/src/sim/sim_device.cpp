@@ -75,7 +75,7 @@ nlohmann::json SimDevice::statistics() {
                  {"credit_stall_ns", l.credit_stall_ps / 1000.0},
                  {"replays", l.replays}};
     ProtocolChecker& checker = t.link.checker();
-    checker.prune(to_ps(sc_time_stamp()));  // checks the credit bookings up to now
+    checker.prune(now_ps());  // checks the credit bookings up to now
     nlohmann::json by_rule = nlohmann::json::object();
     for (std::size_t r = 0; r < kNumProtocolRules; ++r) {
       const auto rule = static_cast<ProtocolRule>(r);

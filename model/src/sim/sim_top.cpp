@@ -116,7 +116,7 @@ void SimTop::add_nic(const SimConfig& config, Network& network, unsigned node,
 SimTop::~SimTop() {
   root_complex.release_windows();  // before the NIC, whose IOMMU a window may pin, goes
   try {
-    if (probe) probe->finish(to_ps(sc_time_stamp()));
+    if (probe) probe->finish(now_ps());
     if (wave) wave->close();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "spyre-dma: %s\n", e.what());
