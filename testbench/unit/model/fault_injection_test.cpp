@@ -144,8 +144,14 @@ TEST(FaultInjection, PoisonedReadCompletion) {
   expect_only(r, "poisoned", 1);
 }
 
-TEST(FaultInjection, PoisonedWriteLeavesHostMemoryUntouchedForItsTlp) {
-  const Outcome r = run(at_cb(kOps + 2, "poisoned"));  // the second D2H
+// The second D2H's first MWr is poisoned: that CB fails, host memory keeps its bytes for that TLP
+// and takes the rest, and everything else completes. At burst fidelity the D2H's bytes otherwise
+// move straight from device memory to host memory; a CB with poisoned MWrs carries them in a
+// buffer for the root complex to write all but those.
+void expect_poisoned_write_leaves_its_tlp_untouched(Fidelity fidelity) {
+  SimConfig c = at_cb(kOps + 2, "poisoned");
+  c.fidelity = fidelity;
+  const Outcome r = run(c);
   for (std::size_t k = 0; k < kOps; ++k) {
     EXPECT_TRUE(r.h2d[k].ok()) << r.h2d[k].to_string();
     if (k == 1) continue;
@@ -153,12 +159,20 @@ TEST(FaultInjection, PoisonedWriteLeavesHostMemoryUntouchedForItsTlp) {
     EXPECT_TRUE(data_ok(r, k)) << k;
   }
   expect_device_error(r.d2h[1], ErrorCode::kDeviceError, hw::ErrorKind::kPcieError, hw::CbField::kDmoHostIova);
-  const std::uint32_t mps = SimConfig{}.link.mps;
+  const std::uint32_t mps = c.link.mps;
   for (std::size_t i = 0; i < kBytes; ++i) {  // the first MWr was dropped, the rest landed
     ASSERT_EQ(r.out[1][i], i < mps ? kUntouched : pattern(1, i)) << i;
   }
   expect_only(r, "poisoned", 1);
   EXPECT_TRUE(r.after_reset_ok);
+}
+
+TEST(FaultInjection, PoisonedWriteLeavesHostMemoryUntouchedForItsTlp) {
+  expect_poisoned_write_leaves_its_tlp_untouched(Fidelity::kTlp);
+}
+
+TEST(FaultInjection, BurstPoisonedWriteLeavesHostMemoryUntouchedForItsTlp) {
+  expect_poisoned_write_leaves_its_tlp_untouched(Fidelity::kBurst);
 }
 
 TEST(FaultInjection, UnsupportedRequestCompletion) {
@@ -325,27 +339,6 @@ TEST(FaultInjection, RandomPoisonedTlpsFailTheirCbs) {
   EXPECT_GT(failed, 0u);
   EXPECT_GE(injected(r, "poisoned"), failed);  // a CB may take more than one
   EXPECT_EQ(r.stats["faults"]["affected_cbs"], failed);
-}
-
-// At burst fidelity the D2H's bytes move straight from device memory to host memory, except a CB
-// with poisoned MWrs, which carries them in a buffer for the root complex to write all but those.
-TEST(FaultInjection, BurstPoisonedWriteLeavesHostMemoryUntouchedForItsTlp) {
-  SimConfig c = at_cb(kOps + 2, "poisoned");  // the second D2H
-  c.fidelity = Fidelity::kBurst;
-  const Outcome r = run(c);
-  for (std::size_t k = 0; k < kOps; ++k) {
-    EXPECT_TRUE(r.h2d[k].ok()) << r.h2d[k].to_string();
-    if (k == 1) continue;
-    EXPECT_TRUE(r.d2h[k].ok()) << r.d2h[k].to_string();
-    EXPECT_TRUE(data_ok(r, k)) << k;
-  }
-  expect_device_error(r.d2h[1], ErrorCode::kDeviceError, hw::ErrorKind::kPcieError, hw::CbField::kDmoHostIova);
-  const std::uint32_t mps = c.link.mps;
-  for (std::size_t i = 0; i < kBytes; ++i) {  // the first MWr was dropped, the rest landed
-    ASSERT_EQ(r.out[1][i], i < mps ? kUntouched : pattern(1, i)) << i;
-  }
-  expect_only(r, "poisoned", 1);
-  EXPECT_TRUE(r.after_reset_ok);
 }
 
 TEST(FaultInjection, BurstFidelityFailsTheSameCbs) {
