@@ -40,13 +40,13 @@ void DeviceMemory::b_transport(tlm::tlm_generic_payload& gp, sc_time& delay) {
     if (cmd->kind == DeviceMemoryCommand::Kind::kFill32) storage_.fill32(addr, cmd->pattern, len);
     else storage_.copy(addr, cmd->source, len);
     bytes_written_ += len;
-  } else if (gp.get_data_ptr() == nullptr) {
-    // The access's time only (DeviceMemoryPort): no bytes move.
   } else if (gp.is_read()) {
-    storage_.read(addr, gp.get_data_ptr(), len);
+    // A null buffer: the access's time alone, its bytes moved another way (DeviceMemoryPort). It
+    // is counted all the same: it is the access.
+    if (gp.get_data_ptr() != nullptr) storage_.read(addr, gp.get_data_ptr(), len);
     bytes_read_ += len;
   } else {
-    storage_.write(addr, gp.get_data_ptr(), len);
+    if (gp.get_data_ptr() != nullptr) storage_.write(addr, gp.get_data_ptr(), len);
     bytes_written_ += len;
   }
   gp.set_response_status(tlm::TLM_OK_RESPONSE);

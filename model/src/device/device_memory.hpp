@@ -45,7 +45,9 @@ class DeviceMemory : public sc_core::sc_module {
 
  private:
   void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
-  unsigned transport_dbg(tlm::tlm_generic_payload& gp);  // untimed: the bytes as they are now
+  // Untimed and uncounted (the access that moves these bytes was booked and counted with a null
+  // buffer): the bytes as they are now.
+  unsigned transport_dbg(tlm::tlm_generic_payload& gp);
 
   device_core::SparseMemory storage_;
   pcie::Serializer bus_;

@@ -89,8 +89,9 @@ inline constexpr std::size_t kDeviceReadsInFlight = 64;
 inline constexpr std::uint64_t kDeviceReadBufferBytes = 8192;
 
 // Device memory behind the controller: each call returns when the access is done. A read or write
-// with a null buffer takes the access's time and moves no bytes (a failed read's data, which no
-// device memory receives).
+// with a null buffer takes the access's time and moves no bytes: they move another way (HostPort's
+// direct forms, read_functional), or not at all (a refused read's, which no device memory
+// receives).
 class DeviceMemoryPort {
  public:
   virtual Ps read(std::uint64_t phys, std::uint8_t* dst, std::uint64_t len, Ps at) = 0;
