@@ -189,8 +189,8 @@ CbExecution SystemcDataPath::h2d(const HostCopy& copy, Ps t, CbExecution run) {
     const Ps last_write = rate_for_gbps(config_.device.dram_gbps)
                               .ceil_ps(std::min<std::uint64_t>(bytes, config_.link.mrrs)) +
                           pcie::ns_to_ps(config_.device.dram_latency_ns);
-    // A refused read (no data, r.host null) books the write's time alone, as a TLP-fidelity CB's
-    // failed requests write nothing.
+    // A refused read (r.host null) writes nothing into device memory, as a failed request at TLP
+    // fidelity does; the write's time is booked all the same.
     done = std::max(r.done_ps + last_write, memory_.write(phys, r.host, bytes, first));
     done = std::max(done, run.done_ps);  // a lost completion's timer
   } else {
@@ -290,19 +290,13 @@ CbExecution SystemcDataPath::d2h(const HostCopy& copy, Ps t, CbExecution run) {
         fail_first(run, hw::ErrorKind::kPcieError, hw::CbField::kDmoHostIova, poisoned.front().addr);
       }
     }
-    // Device memory is read straight into host memory (the write's direct form; the two bookings
-    // are independent, so their order does not matter), unless TLPs are poisoned: the root
-    // complex then keeps those TLPs' bytes out of host memory, from the buffer.
-    Ps ready = 0;
-    HostPort::Write w;
-    if (poisoned.empty()) {
-      w = host_.write(iova, nullptr, bytes, first, true, false, &f);
-      ready = memory_.read(phys, w.host, bytes, t);  // refused (w.host null): the time only
-    } else {
-      std::uint8_t* const data = poisoned_buffer(bytes);
-      ready = memory_.read(phys, data, bytes, t);
-      w = host_.write(iova, data, bytes, first, true, false, &f);
-    }
+    // As each MWr at TLP fidelity (d2h_writes): the read and the writes are booked without data,
+    // and the bytes are read into host memory where the writes say they go; poisoned TLPs carry
+    // them in a buffer, for the root complex to write all but those.
+    std::uint8_t* const carried = poisoned.empty() ? nullptr : poisoned_buffer(bytes);
+    const Ps ready = memory_.read(phys, carried, bytes, t);
+    const HostPort::Write w = host_.write(iova, carried, bytes, first, true, false, &f);
+    if (w.host != nullptr) memory_.read_functional(phys, w.host, bytes);
     sent = std::max(ready, w.sent_ps);
     landed = w.landed_ps;
     ok = w.ok;

@@ -64,7 +64,7 @@ class StreamInitiator : public sc_core::sc_module {
         if (reads_) g = tags_.acquire(issue);
         sc_core::sc_time delay = delay_until(g.at_ps);
         socket->b_transport(gp, delay);
-        const pcie::Ps done = to_ps(sc_core::sc_time_stamp() + delay);
+        const pcie::Ps done = now_ps() + to_ps(delay);
         if (reads_) tags_.release(g.tag, done);
         result.last_done = std::max(result.last_done, done);
         issue = reads_ ? g.at_ps : done;  // writes: the next TLP follows when this one left
