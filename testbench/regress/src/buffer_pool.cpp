@@ -25,6 +25,13 @@ struct Pool {
   std::uint64_t bytes = 0;                              // both kinds
 };
 
+// The smallest power of two at least `bytes` (which is at least 1).
+std::uint64_t size_class(std::uint64_t bytes) {
+  std::uint64_t c = 4096;
+  while (c < bytes) c <<= 1;
+  return c;
+}
+
 std::size_t kind(PooledBuffer::Memory m) { return m == PooledBuffer::Memory::kHeap ? 0 : 1; }
 
 void release(std::uint8_t* data, PooledBuffer::Memory m) {
@@ -58,13 +65,15 @@ PooledBuffer::PooledBuffer(std::uint64_t bytes, Memory memory) : memory_(memory)
       return;
     }
   }
-  // Large buffers are made a whole number of huge pages. A heap buffer is also aligned to them and
-  // offered to the kernel's transparent huge pages (one fault per 2 MiB on first touch). For both
-  // kinds the rounding makes size classes: a test's buffers are a few bytes over 2 MiB, each a
-  // little different, and one made to the 4 KiB would fit no later ask a page larger (shareable
-  // buffers were fresh memory, faulted in and cleared a page at a time, in two tests of three).
-  const std::uint64_t align = want >= kHugePage ? kHugePage : 4096;
-  capacity_ = (want + align - 1) / align * align;
+  // Buffers are made in size classes, powers of two from 4 KiB, so that a buffer given back fits
+  // the next ask of its class. Made to the size asked, they fitted few later asks: a test's buffers
+  // are a few bytes over 2 MiB, each a little different, or twice its largest op, and every miss is
+  // fresh memory, faulted in and cleared by the kernel (with 2 MiB classes, 9% of a smoke run was
+  // that clearing, under the shadows' first writes). Only the bytes written are ever touched, so
+  // the rest of a class costs address space, not memory. A large heap buffer is also aligned to
+  // huge pages and offered to the kernel's transparent huge pages (one fault per 2 MiB).
+  capacity_ = size_class(want);
+  const std::uint64_t align = capacity_ >= kHugePage ? kHugePage : 4096;
   if (memory == Memory::kShareable) {
     try {
       data_ = static_cast<std::uint8_t*>(allocate_shareable(capacity_));

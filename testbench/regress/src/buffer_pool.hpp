@@ -17,7 +17,7 @@ class PooledBuffer {
     kShareable,  // spyre_dma::allocate_shareable's (a memfd): registered host buffers, which a
                  // device in another process (vfio-user) must be able to map
   };
-  // At least `bytes` (rounded up to 4 KiB, from 2 MiB on to 2 MiB), aligned to 4 KiB (heap: 2 MiB
+  // At least `bytes` (rounded up to a power of two from 4 KiB), aligned to 4 KiB (heap: 2 MiB
   // from 2 MiB on); contents undefined. Throws OutOfMemory when no memory can be had.
   explicit PooledBuffer(std::uint64_t bytes, Memory memory = Memory::kHeap);
   ~PooledBuffer();

@@ -4,9 +4,11 @@
 
 #include <fmt/format.h>
 
+#include "vector_clones.hpp"
+
 namespace spyre_dma::regress {
 
-std::uint64_t hash_bytes(const void* data, std::size_t n) noexcept {
+SPYRE_DMA_VECTOR_CLONES std::uint64_t hash_bytes(const void* data, std::size_t n) noexcept {
   // FNV-1a over 64-bit words in eight independent lanes: a lane's multiply waits on its last one,
   // and eight in flight keep the multiplier busy (1.5x four lanes' bytes per second).
   constexpr unsigned kLanes = 8;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "rng.hpp"
+#include "vector_clones.hpp"
 
 namespace spyre_dma::regress {
 namespace {
@@ -37,6 +38,15 @@ const std::uint8_t* real_bytes(const MemoryPort& port, std::uint64_t at, std::si
   return out;
 }
 
+// The region pattern's whole words in [at, end) (both multiples of 8): the word at offset w holds
+// mix64(salt + w). Made scalar, two 64-bit multiplies a word, this was most of a test's set-up.
+SPYRE_DMA_VECTOR_CLONES void fill_region_words(std::uint8_t* dst, std::uint64_t salt, std::uint64_t at, std::uint64_t end) {
+  for (std::uint64_t w = at; w < end; w += 8) {
+    const std::uint64_t v = mix64(salt + w);
+    std::memcpy(dst + w, &v, 8);
+  }
+}
+
 void fill_pattern(std::uint8_t* dst, std::uint64_t offset, std::size_t n, std::uint32_t pattern) {
   // A 32-bit little-endian pattern repeated from the fill's start (`offset` bytes into it): byte i
   // is the pattern's byte (offset + i) % 4, which repeats every 8 bytes too, so whole words of 8
@@ -58,16 +68,12 @@ int Scoreboard::add_region(std::string name, std::unique_ptr<MemoryPort> port, s
   // Each 8-byte word names its region and offset: no two places hold the same bytes, so a byte
   // that lands in the wrong place cannot match by accident.
   const std::uint64_t salt = mix64(seed ^ (0xA5A5ull << 32) ^ regions_.size());
-  // Whole words in a loop the compiler can vectorise, then the tail; each piece goes to the real
-  // memory straight after it is made.
+  // Whole words, then the tail; each piece goes to the real memory straight after it is made.
   std::uint8_t* shadow = r.shadow.data();
   for (std::uint64_t at = 0; at < bytes; at += kFillPiece) {
     const std::uint64_t end = std::min<std::uint64_t>(bytes, at + kFillPiece);  // kFillPiece % 8 == 0
     const std::uint64_t whole = end / 8 * 8;
-    for (std::uint64_t w = at; w < whole; w += 8) {
-      const std::uint64_t v = mix64(salt + w);
-      std::memcpy(shadow + w, &v, 8);
-    }
+    fill_region_words(shadow, salt, at, whole);
     if (whole < end) {
       const std::uint64_t v = mix64(salt + whole);
       std::memcpy(shadow + whole, &v, end - whole);

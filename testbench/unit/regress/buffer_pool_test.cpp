@@ -1,5 +1,5 @@
 // PooledBuffer: a buffer given back is handed to the next test that asks for as much or somewhat
-// less, aligned as promised; one far larger than asked is not; and the pool stays within its bound
+// less, or more within its size class, aligned as promised; one far larger than asked is not; and the pool stays within its bound
 // and empties when asked (before a soak measures the process).
 #include <gtest/gtest.h>
 
@@ -33,6 +33,22 @@ TEST(BufferPool, AGivenBackBufferIsReused) {
   PooledBuffer small(4096);  // far smaller: not that one
   EXPECT_NE(small.data(), first);
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(small.data()) % 4096, 0u);
+}
+
+// Buffers come in power-of-two size classes: one given back serves a later, larger ask of its
+// class (a test's big buffers are twice its largest op, a different size in every test), and the
+// bytes past the ask are usable.
+TEST(BufferPool, ABufferServesLargerAsksOfItsSizeClass) {
+  constexpr std::uint64_t kFirst = (33ull << 20) + 4096, kLater = (63ull << 20) + 123;  // both in the 64 MiB class
+  std::uint8_t* first = nullptr;
+  {
+    PooledBuffer b(kFirst);
+    first = b.data();
+    EXPECT_EQ(b.capacity(), 64ull << 20);
+  }
+  PooledBuffer again(kLater);
+  EXPECT_EQ(again.data(), first);
+  again.data()[kLater - 1] = 1;
 }
 
 // Shareable buffers (registered host memory) are pooled apart: a device in another process can map
