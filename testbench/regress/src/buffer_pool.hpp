@@ -1,8 +1,9 @@
 // Large buffers kept from one test for the next in the same process. A regression worker runs test
 // after test, each filling tens of megabytes of shadow copies and host buffers: fresh memory costs a
 // page fault per 4 KiB and the kernel's clearing of every page, which was most of a small test's
-// set-up. A buffer given back is handed to the next test that asks for as much or less; its
-// contents are whatever the last test left, so a taker writes every byte it reads.
+// set-up. A buffer given back is handed to the next test that asks for as much or less (down to a
+// sixteenth of it); its contents are whatever the last test left, so a taker writes every byte it
+// reads.
 #pragma once
 
 #include <cstddef>
