@@ -40,7 +40,8 @@ const std::uint8_t* real_bytes(const MemoryPort& port, std::uint64_t at, std::si
 
 // The region pattern's whole words in [at, end) (both multiples of 8): the word at offset w holds
 // mix64(salt + w). Made scalar, two 64-bit multiplies a word, this was most of a test's set-up.
-SPYRE_DMA_VECTOR_CLONES void fill_region_words(std::uint8_t* dst, std::uint64_t salt, std::uint64_t at, std::uint64_t end) {
+SPYRE_DMA_VECTOR_CLONES void fill_region_words(std::uint8_t* dst, std::uint64_t salt, std::uint64_t at,
+                                               std::uint64_t end) {
   for (std::uint64_t w = at; w < end; w += 8) {
     const std::uint64_t v = mix64(salt + w);
     std::memcpy(dst + w, &v, 8);

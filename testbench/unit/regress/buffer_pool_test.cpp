@@ -1,6 +1,6 @@
 // PooledBuffer: a buffer given back is handed to the next test that asks for as much or somewhat
-// less, or more within its size class, aligned as promised; one far larger than asked is not; and the pool stays within its bound
-// and empties when asked (before a soak measures the process).
+// less, or more within its size class, aligned as promised; one far larger than asked is not; and
+// the pool stays within its bound and empties when asked (before a soak measures the process).
 #include <gtest/gtest.h>
 
 #include <cstdint>
