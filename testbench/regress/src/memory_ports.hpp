@@ -35,6 +35,7 @@ class HostPort final : public MemoryPort {
     got = n;
     return base_ + off;
   }
+  std::uint8_t* writable(std::uint64_t off, std::size_t /*n*/) override { return base_ + off; }
 
  private:
   std::uint8_t* base_;

@@ -42,6 +42,10 @@ class MemoryPort {
     got = 0;
     return nullptr;
   }
+  // The n bytes at `offset` in place for writing, where they lie together in plain memory of this
+  // process (a host buffer), so set-up makes its pattern there rather than copying it in; null
+  // where only write() reaches them.
+  virtual std::uint8_t* writable(std::uint64_t /*offset*/, std::size_t /*n*/) { return nullptr; }
 };
 
 // What one op reads and writes. src_region < 0: a fill of `pattern`.

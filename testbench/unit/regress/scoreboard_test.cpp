@@ -15,7 +15,8 @@ namespace spyre_dma::regress {
 namespace {
 
 // Memory in a vector. `run` 0: reached only by copies; otherwise in place, in runs that end at
-// every multiple of `run` bytes.
+// every multiple of `run` bytes, and written in place by set-up where it all lies in one run (as a
+// host buffer is).
 class VectorPort final : public MemoryPort {
  public:
   VectorPort(std::vector<std::uint8_t>& mem, std::size_t run) : mem_(mem), run_(run) {}
@@ -24,6 +25,9 @@ class VectorPort final : public MemoryPort {
   const std::uint8_t* view(std::uint64_t off, std::size_t n, std::size_t& got) const override {
     got = run_ == 0 ? 0 : std::min<std::size_t>(n, run_ - off % run_);
     return run_ == 0 ? nullptr : mem_.data() + off;
+  }
+  std::uint8_t* writable(std::uint64_t off, std::size_t n) override {
+    return run_ != 0 && off / run_ == (off + n - 1) / run_ ? mem_.data() + off : nullptr;
   }
 
  private:
@@ -148,6 +152,23 @@ TEST_P(ScoreboardTest, CorruptFlipsARealByte) {
   sb.corrupt(d, 5);
   sb.verify_all();
   EXPECT_EQ(findings.total(), 1u);
+}
+
+// Set-up gives a region the same bytes whether it makes them in place or writes them, a last word
+// cut short by the region's end included.
+TEST_P(ScoreboardTest, SetUpWritesTheSameBytesInPlaceAndThroughWrites) {
+  const auto region_bytes = [](std::size_t run) {
+    Findings f;
+    Scoreboard board{f, 64};
+    std::vector<std::uint8_t> mem(8195, 0xAB);
+    (void)board.add_region("r", std::make_unique<VectorPort>(mem, run), mem.size(), 9);
+    board.verify_all();
+    EXPECT_TRUE(f.empty());
+    return mem;
+  };
+  const std::vector<std::uint8_t> written = region_bytes(0), here = region_bytes(GetParam());
+  EXPECT_EQ(here, written);
+  EXPECT_EQ(std::count(here.end() - 3, here.end(), 0xAB), 0);  // the tail was written too
 }
 
 // The memory digest hashes the same blocks however the port lays its memory out.
