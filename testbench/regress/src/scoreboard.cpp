@@ -31,18 +31,18 @@ const std::uint8_t* real_bytes(const MemoryPort& port, std::uint64_t at, std::si
   return out;
 }
 
-// The region pattern's bytes [at, end) into dst (dst[0] is byte at; at is a multiple of 8): the word
-// at offset w holds mix64(salt + w), and a last word cut by `end` its first bytes. Made scalar, two
-// 64-bit multiplies a word, this was most of a test's set-up.
-SPYRE_DMA_VECTOR_CLONES void fill_region(std::uint8_t* dst, std::uint64_t salt, std::uint64_t at, std::uint64_t end) {
-  const std::uint64_t whole = end / 8 * 8;
-  for (std::uint64_t w = at; w < whole; w += 8) {
+// A region's pattern, its first n bytes into dst: the word at offset w holds mix64(salt + w), and a
+// last word cut short by n its first bytes. Made scalar, two 64-bit multiplies a word, this was
+// most of a test's set-up.
+SPYRE_DMA_VECTOR_CLONES void fill_region(std::uint8_t* dst, std::uint64_t salt, std::uint64_t n) {
+  const std::uint64_t whole = n / 8 * 8;
+  for (std::uint64_t w = 0; w < whole; w += 8) {
     const std::uint64_t v = mix64(salt + w);
-    std::memcpy(dst + (w - at), &v, 8);
+    std::memcpy(dst + w, &v, 8);
   }
-  if (whole < end) {
+  if (whole < n) {
     const std::uint64_t v = mix64(salt + whole);
-    std::memcpy(dst + (whole - at), &v, end - whole);
+    std::memcpy(dst + whole, &v, n - whole);
   }
 }
 
@@ -67,15 +67,15 @@ int Scoreboard::add_region(std::string name, std::unique_ptr<MemoryPort> port, s
   // Each 8-byte word names its region and offset: no two places hold the same bytes, so a byte
   // that lands in the wrong place cannot match by accident.
   const std::uint64_t salt = mix64(seed ^ (0xA5A5ull << 32) ^ regions_.size());
-  // The shadow's, then the real memory's, made there too where the port offers it in place
-  // (making the pattern is quicker than reading it back), else written from the shadow in one
-  // write: the device memory behind such a port clears what the first write into each of its pages
-  // leaves, and a region in pieces left most of each page to the next piece (3.4% of a refdev smoke
-  // run was that clearing).
+  // The pattern goes into the shadow, and into the real memory too where the port offers it in
+  // place (making it is quicker than copying it); else the real memory is written from the shadow,
+  // in one write: the device memory behind such a port clears what the first write into each of its
+  // pages leaves, and a region written in pieces had most of each page cleared for the next piece
+  // to overwrite (3.4% of a refdev smoke run).
   std::uint8_t* shadow = r.shadow.data();
-  fill_region(shadow, salt, 0, bytes);
+  fill_region(shadow, salt, bytes);
   if (std::uint8_t* real = r.port->writable(0, static_cast<std::size_t>(bytes))) {
-    fill_region(real, salt, 0, bytes);
+    fill_region(real, salt, bytes);
   } else {
     r.port->write(0, shadow, static_cast<std::size_t>(bytes));
   }
