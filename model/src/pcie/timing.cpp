@@ -13,6 +13,27 @@ namespace {
 
 constexpr Ps kPsMax = std::numeric_limits<Ps>::max();
 
+// The misuse reports, out of line: kept apart from the hot paths that only test for them.
+[[noreturn]] __attribute__((cold, noinline)) void throw_over_capacity(const char* kind, std::uint32_t n,
+                                                                       std::uint32_t cap) {
+  throw std::invalid_argument("pcie: " + std::to_string(n) + " " + kind + " credits exceed the capacity " +
+                              std::to_string(cap));
+}
+
+[[noreturn]] __attribute__((cold, noinline)) void throw_bad_release(std::uint64_t id, const char* why) {
+  throw std::logic_error("pcie: credit grant " + std::to_string(id) + why);
+}
+
+[[noreturn]] __attribute__((cold, noinline)) void throw_release_before_grant(Ps at_ps, Ps grant_ps) {
+  throw std::logic_error("pcie: credits released at " + std::to_string(at_ps) + " ps, before their grant at " +
+                         std::to_string(grant_ps) + " ps");
+}
+
+[[noreturn]] __attribute__((cold, noinline)) void throw_short_for_ever(std::size_t open) {
+  throw std::logic_error("pcie: credits can only come from grants not yet released (" + std::to_string(open) +
+                         " open): release them first");
+}
+
 Ps checked_end(Ps start, Ps duration) {
   if (duration > kPsMax - start) throw std::overflow_error("pcie: time overflows 64 bits of ps");
   return start + duration;
@@ -59,6 +80,11 @@ Serializer::Serializer(std::size_t max_intervals) : max_intervals_(max_intervals
 
 Ps Serializer::find(Ps earliest_ps, Ps duration_ps, std::size_t* index) const {
   Ps t = std::max(earliest_ps, floor_);
+  if (busy_.empty() || busy_.back().end <= t) {  // after every booking: the common case, no search
+    checked_end(t, duration_ps);
+    *index = busy_.size();
+    return t;
+  }
   // First booking that ends after t; every earlier one is over by t.
   auto it = std::partition_point(busy_.begin(), busy_.end(),
                                  [t](const Interval& iv) { return iv.end <= t; });
@@ -177,19 +203,26 @@ std::optional<Ps> CreditPool::find(Ps earliest_ps, std::uint32_t h, std::uint32_
 
 std::optional<CreditGrant> CreditPool::try_acquire(Ps earliest_ps, std::uint32_t header,
                                                    std::uint32_t data) {
-  if (header_cap_ != 0 && header > header_cap_) {
-    throw std::invalid_argument("pcie: " + std::to_string(header) +
-                                " header credits exceed the capacity " +
-                                std::to_string(header_cap_));
-  }
-  if (data_cap_ != 0 && data > data_cap_) {
-    throw std::invalid_argument("pcie: " + std::to_string(data) +
-                                " data credits exceed the capacity " + std::to_string(data_cap_));
-  }
-  const std::uint32_t th = header_cap_ != 0 ? header : 0;
-  const std::uint32_t td = data_cap_ != 0 ? data : 0;
-  const std::optional<Ps> at = find(earliest_ps, th, td);
+  check_request(header, data);
+  const std::optional<Ps> at = find(earliest_ps, tracked_header(header), tracked_data(data));
   if (!at) return std::nullopt;
+  return grant(*at, header, data);
+}
+
+CreditGrant CreditPool::acquire(Ps earliest_ps, std::uint32_t header, std::uint32_t data) {
+  check_request(header, data);
+  const std::optional<Ps> at = find(earliest_ps, tracked_header(header), tracked_data(data));
+  if (!at) throw_short_for_ever(open_count_);
+  return grant(*at, header, data);
+}
+
+void CreditPool::check_request(std::uint32_t header, std::uint32_t data) const {
+  if (header_cap_ != 0 && header > header_cap_) throw_over_capacity("header", header, header_cap_);
+  if (data_cap_ != 0 && data > data_cap_) throw_over_capacity("data", data, data_cap_);
+}
+
+CreditGrant CreditPool::grant(Ps at, std::uint32_t header, std::uint32_t data) {
+  const std::uint32_t th = tracked_header(header), td = tracked_data(data);
   std::uint32_t slot;
   if (!free_slots_.empty()) {
     slot = free_slots_.back();
@@ -203,38 +236,23 @@ std::optional<CreditGrant> CreditPool::try_acquire(Ps earliest_ps, std::uint32_t
   }
   Open& open = open_[slot];
   ++open.generation;  // from 1: no id is 0
-  open.at_ps = *at;
+  open.at_ps = at;
   open.header = th;
   open.data = td;
   open.live = true;
   ++open_count_;
-  if (th != 0 || td != 0) add_event(*at, th, td);
-  return CreditGrant{*at, header, data, (std::uint64_t{open.generation} << 32) | slot};
-}
-
-CreditGrant CreditPool::acquire(Ps earliest_ps, std::uint32_t header, std::uint32_t data) {
-  std::optional<CreditGrant> grant = try_acquire(earliest_ps, header, data);
-  if (!grant) {
-    throw std::logic_error("pcie: credits can only come from grants not yet released (" +
-                           std::to_string(open_count_) + " open): release them first");
-  }
-  return *grant;
+  if (th != 0 || td != 0) add_event(at, th, td);
+  return CreditGrant{at, header, data, (std::uint64_t{open.generation} << 32) | slot};
 }
 
 void CreditPool::release(const CreditGrant& grant, Ps at_ps) {
   const std::uint64_t slot = grant.id & 0xffffffffu;
   if (slot >= open_.size() || !open_[slot].live || open_[slot].generation != grant.id >> 32) {
-    throw std::logic_error("pcie: credit grant " + std::to_string(grant.id) +
-                           " was never acquired or is already released");
+    throw_bad_release(grant.id, " was never acquired or is already released");
   }
   Open& open = open_[slot];
-  if (grant.at_ps != open.at_ps) {
-    throw std::logic_error("pcie: credit grant " + std::to_string(grant.id) + " does not match");
-  }
-  if (at_ps < open.at_ps) {
-    throw std::logic_error("pcie: credits released at " + std::to_string(at_ps) +
-                           " ps, before their grant at " + std::to_string(open.at_ps) + " ps");
-  }
+  if (grant.at_ps != open.at_ps) throw_bad_release(grant.id, " does not match");
+  if (at_ps < open.at_ps) throw_release_before_grant(at_ps, open.at_ps);
   open.live = false;
   free_slots_.push_back(static_cast<std::uint32_t>(slot));
   --open_count_;

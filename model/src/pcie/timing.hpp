@@ -145,6 +145,11 @@ class CreditPool {
     bool live = false;
   };
   std::optional<Ps> find(Ps earliest_ps, std::uint32_t header, std::uint32_t data) const;
+  void check_request(std::uint32_t header, std::uint32_t data) const;  // throws for more than the capacity
+  CreditGrant grant(Ps at, std::uint32_t header, std::uint32_t data);  // books a grant found at `at`
+  // The amounts that are tracked: 0 for an infinite kind.
+  std::uint32_t tracked_header(std::uint32_t header) const { return header_cap_ != 0 ? header : 0; }
+  std::uint32_t tracked_data(std::uint32_t data) const { return data_cap_ != 0 ? data : 0; }
   void add_event(Ps t, std::int64_t header, std::int64_t data);
   void fold_before(Ps t);
 

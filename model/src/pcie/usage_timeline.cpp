@@ -9,19 +9,34 @@ namespace spyre_dma::model::pcie {
 
 void UsageTimeline::Block::refresh() {
   sum = Usage{};
-  peak = Usage{changes[0].change.header, changes[0].change.data};
   for (std::size_t k = 0; k < count; ++k) {
     sum.header += changes[k].change.header;
     sum.data += changes[k].change.data;
-    peak.header = std::max(peak.header, sum.header);
-    peak.data = std::max(peak.data, sum.data);
   }
+  refresh_peak();
+}
+
+void UsageTimeline::Block::refresh_peak() const {
+  Usage run{};
+  peak_ = Usage{changes[0].change.header, changes[0].change.data};
+  for (std::size_t k = 0; k < count; ++k) {
+    run.header += changes[k].change.header;
+    run.data += changes[k].change.data;
+    peak_.header = std::max(peak_.header, run.header);
+    peak_.data = std::max(peak_.data, run.data);
+  }
+  peak_stale = false;
 }
 
 std::size_t UsageTimeline::block_for(Ps t) const {
-  const auto it = std::partition_point(blocks_.begin(), blocks_.end(), [t](const std::unique_ptr<Block>& b) {
-    return b->changes[b->count - 1].time < t;
-  });
+  // Changes land near the end (grants just before the releases still pending), so the last few
+  // blocks are looked at first; further back, a binary search.
+  std::size_t i = blocks_.size();
+  for (std::size_t steps = 0; steps < 4; ++steps, --i) {
+    if (i == 0 || blocks_[i - 1]->last_time() < t) return i;
+  }
+  const auto it = std::partition_point(blocks_.begin(), blocks_.begin() + static_cast<std::ptrdiff_t>(i),
+                                       [t](const std::unique_ptr<Block>& b) { return b->last_time() < t; });
   return static_cast<std::size_t>(it - blocks_.begin());
 }
 
@@ -34,7 +49,8 @@ std::unique_ptr<UsageTimeline::Block> UsageTimeline::new_block() {
     b = std::make_unique<Block>();
   }
   b->count = 0;
-  b->sum = b->peak = Usage{};
+  b->sum = b->peak_ = Usage{};
+  b->peak_stale = false;
   return b;
 }
 
@@ -48,27 +64,35 @@ void UsageTimeline::add(Ps t, std::int64_t header, std::int64_t data) {
   const Change c{t, Usage{header, data}};
   total_.header += header;
   total_.data += data;
-  const std::size_t i = block_for(t);
-  if (i == blocks_.size()) {  // after every change: the common case
+  // After every change (a release, mostly): no search.
+  const std::size_t i = blocks_.empty() || blocks_.back()->last_time() < t ? blocks_.size() : block_for(t);
+  if (i == blocks_.size()) {
     if (blocks_.empty() || blocks_.back()->count == kBlock) blocks_.emplace_back(new_block());
     Block& b = *blocks_.back();
     b.changes[b.count++] = c;
     b.sum.header += header;
     b.sum.data += data;
     if (b.count == 1) {
-      b.peak = b.sum;
-    } else {
-      b.peak.header = std::max(b.peak.header, b.sum.header);
-      b.peak.data = std::max(b.peak.data, b.sum.data);
+      b.peak_ = b.sum;
+    } else if (!b.peak_stale) {
+      b.peak_.header = std::max(b.peak_.header, b.sum.header);
+      b.peak_.data = std::max(b.peak_.data, b.sum.data);
     }
+    peak_bound_.header = std::max(peak_bound_.header, total_.header);
+    peak_bound_.data = std::max(peak_bound_.data, total_.data);
     ++size_;
     return;
   }
+  // Inside the timeline: every running use from t on moves by the change.
+  peak_bound_.header += std::max<std::int64_t>(header, 0);
+  peak_bound_.data += std::max<std::int64_t>(data, 0);
+  peak_exact_ = false;
   Block* b = blocks_[i].get();
   auto* first = b->changes.data();
-  std::size_t j = static_cast<std::size_t>(
-      std::lower_bound(first, first + b->count, t, [](const Change& x, Ps v) { return x.time < v; }) - first);
-  if (b->changes[j].time == t) {  // j < count: the block's last change is at or after t
+  // The first change at or after t (the block's last one is): near the end, as a rule.
+  std::size_t j = b->count - 1;
+  while (j > 0 && first[j - 1].time >= t) --j;
+  if (b->changes[j].time == t) {
     Usage& u = b->changes[j].change;
     u.header += header;
     u.data += data;
@@ -81,7 +105,9 @@ void UsageTimeline::add(Ps t, std::int64_t header, std::int64_t data) {
         return;
       }
     }
-    b->refresh();
+    b->sum.header += header;
+    b->sum.data += data;
+    b->peak_stale = true;
     return;
   }
   if (b->count == kBlock) {  // full: its upper half moves to a new block after it
@@ -92,27 +118,29 @@ void UsageTimeline::add(Ps t, std::int64_t header, std::int64_t data) {
     upper->count = kBlock - kHalf;
     b->count = kHalf;
     blocks_.emplace(blocks_.begin() + static_cast<std::ptrdiff_t>(i) + 1, std::move(owner));
+    b->refresh();
+    upper->refresh();
     if (j > kHalf) {
-      b->refresh();
       b = upper;
       j -= kHalf;
-    } else {
-      upper->refresh();
     }
     first = b->changes.data();
   }
-  std::copy_backward(first + j, first + b->count, first + b->count + 1);
-  b->changes[j] = c;
+  for (std::size_t k = b->count; k > j; --k) first[k] = first[k - 1];
+  first[j] = c;
   ++b->count;
   ++size_;
-  b->refresh();
+  b->sum.header += header;
+  b->sum.data += data;
+  b->peak_stale = true;
 }
 
 Usage UsageTimeline::take_through(Ps t) {
   Usage taken{};
+  const std::size_t size_before = size_;
   while (!blocks_.empty()) {
     Block& b = *blocks_.front();
-    if (b.changes[b.count - 1].time <= t) {
+    if (b.last_time() <= t) {
       taken.header += b.sum.header;
       taken.data += b.sum.data;
       size_ -= b.count;
@@ -134,13 +162,22 @@ Usage UsageTimeline::take_through(Ps t) {
   }
   total_.header -= taken.header;
   total_.data -= taken.data;
+  // The running uses left are counted from after what was taken.
+  if (blocks_.empty()) {
+    peak_bound_ = Usage{};
+    peak_exact_ = true;
+  } else if (taken.header != 0 || taken.data != 0 || size_ != size_before) {
+    peak_bound_.header = std::max<std::int64_t>(peak_bound_.header - taken.header, 0);
+    peak_bound_.data = std::max<std::int64_t>(peak_bound_.data - taken.data, 0);
+    peak_exact_ = false;
+  }
   return taken;
 }
 
 Usage UsageTimeline::sum_through(Ps t) const {
   Usage sum{};
   for (const auto& b : blocks_) {
-    if (b->changes[b->count - 1].time <= t) {
+    if (b->last_time() <= t) {
       sum.header += b->sum.header;
       sum.data += b->sum.data;
       continue;
@@ -159,6 +196,19 @@ std::optional<Ps> UsageTimeline::first_time() const {
   return blocks_.front()->changes[0].time;
 }
 
+void UsageTimeline::refresh_peak_bound() const {
+  Usage run{}, peak{};
+  for (const auto& b : blocks_) {
+    const Usage& p = b->peak();
+    peak.header = std::max(peak.header, run.header + p.header);
+    peak.data = std::max(peak.data, run.data + p.data);
+    run.header += b->sum.header;
+    run.data += b->sum.data;
+  }
+  peak_bound_ = peak;
+  peak_exact_ = true;
+}
+
 std::ptrdiff_t UsageTimeline::last_over_in(const Block& b, std::int64_t before, std::int64_t limit,
                                            std::int64_t Usage::*part) {
   std::ptrdiff_t last = -1;
@@ -170,49 +220,53 @@ std::ptrdiff_t UsageTimeline::last_over_in(const Block& b, std::int64_t before, 
   return last;
 }
 
-std::optional<Ps> UsageTimeline::earliest_within(Ps from, Usage before,
-                                                 std::optional<std::int64_t> header_limit,
-                                                 std::optional<std::int64_t> data_limit) const {
+// One part's search (header or data), from the last block back: the end of the last step of use
+// over the limit, found in the first block (from the back) whose peak reaches over it.
+struct UsageTimeline::PartSearch {
+  std::int64_t Usage::*field;
+  std::int64_t limit;
+  std::int64_t after;  // the use after the block being looked at
+  bool searching;
+  // Looks at block i; false once the part's answer is known (folded into answer / forever).
+  void look(const std::vector<std::unique_ptr<Block>>& blocks, std::size_t i, Ps& answer, bool& forever) {
+    const Block& b = *blocks[i];
+    const std::int64_t use_before = after - b.sum.*field;
+    if (use_before + b.peak().*field <= limit) {
+      after = use_before;
+      return;
+    }
+    const auto k = static_cast<std::size_t>(last_over_in(b, use_before, limit, field));
+    if (k + 1 < b.count) answer = std::max(answer, b.changes[k + 1].time);
+    else if (i + 1 < blocks.size()) answer = std::max(answer, blocks[i + 1]->changes[0].time);
+    else forever = true;  // over after the last change
+    searching = false;
+  }
+};
+
+std::optional<Ps> UsageTimeline::search(Ps from, Usage before, std::optional<std::int64_t> header_limit,
+                                        std::optional<std::int64_t> data_limit) const {
+  // The bound said no; if it is loose, the exact peak may still say yes.
+  if (!peak_exact_) {
+    refresh_peak_bound();
+    if (within(before, peak_bound_, header_limit, data_limit)) return from;
+  }
   // The answer is the end of the last step of use over a limit, if that is after `from`. Blocks
   // are searched from the last one back, each whose peak stays under the limit skipped, and the
   // search stops at the first block that ends at or before `from`: every step before it ends by
   // then. Both parts are searched in the same walk (each block is read once), each part until
   // its own answer. `answer` is the latest step end found so far.
-  struct Part {
-    std::int64_t Usage::*field;
-    std::optional<std::int64_t> limit;
-    std::int64_t after;  // the use after the block being looked at
-  };
-  Part parts[2] = {{&Usage::header, header_limit, before.header + total_.header},
-                   {&Usage::data, data_limit, before.data + total_.data}};
+  PartSearch header{&Usage::header, header_limit.value_or(0), before.header + total_.header, header_limit.has_value()};
+  PartSearch data{&Usage::data, data_limit.value_or(0), before.data + total_.data, data_limit.has_value()};
   Ps answer = from;
   bool forever = false;
-  bool searching[2] = {header_limit.has_value(), data_limit.has_value()};
-  for (std::size_t i = blocks_.size(); i-- > 0 && (searching[0] || searching[1]);) {
-    const Block& b = *blocks_[i];
-    for (int p = 0; p < 2; ++p) {
-      if (!searching[p]) continue;
-      Part& part = parts[p];
-      const std::int64_t use_before = part.after - b.sum.*part.field;
-      if (use_before + b.peak.*part.field > *part.limit) {
-        const auto k = static_cast<std::size_t>(last_over_in(b, use_before, *part.limit, part.field));
-        if (k + 1 < b.count) {
-          answer = std::max(answer, b.changes[k + 1].time);
-        } else if (i + 1 < blocks_.size()) {
-          answer = std::max(answer, blocks_[i + 1]->changes[0].time);
-        } else {
-          forever = true;  // over after the last change
-        }
-        searching[p] = false;
-        continue;
-      }
-      part.after = use_before;
-    }
-    if (b.changes[b.count - 1].time <= from) return forever ? std::nullopt : std::optional<Ps>(answer);
+  for (std::size_t i = blocks_.size(); i-- > 0 && (header.searching || data.searching);) {
+    if (header.searching) header.look(blocks_, i, answer, forever);
+    if (data.searching) data.look(blocks_, i, answer, forever);
+    if (blocks_[i]->last_time() <= from) return forever ? std::nullopt : std::optional<Ps>(answer);
   }
   // Only the step before the first change can still be over; it ends at the first change.
-  for (int p = 0; p < 2; ++p) {
-    if (!searching[p] || before.*parts[p].field <= *parts[p].limit) continue;
+  for (const PartSearch* part : {&header, &data}) {
+    if (!part->searching || before.*part->field <= part->limit) continue;
     if (blocks_.empty()) forever = true;
     else answer = std::max(answer, blocks_.front()->changes[0].time);
   }

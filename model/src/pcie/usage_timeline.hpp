@@ -7,8 +7,13 @@
 // changes and the highest running sum reached inside it: a search skips every block whose peak
 // stays under the limit and reads changes only inside the one block that holds the answer, so a
 // query costs a block per kBlock changes plus at most one block's changes, all in contiguous
-// memory. Changes arrive almost in time order, so inserts land in the last block. Blocks that
-// empty are kept for reuse: no allocation per change in steady state.
+// memory. Changes arrive almost in time order, so inserts land in the last blocks, found from the
+// back. Blocks that empty are kept for reuse: no allocation per change in steady state.
+//
+// Most queries need no search at all: while credits are to spare, the highest use anywhere on the
+// timeline is under the limit, and an upper bound of it, kept per change at no cost, says so. A
+// block's peak is found again only when a search reads it. With credits to spare a grant and its
+// release cost the same however many grants are in flight.
 #pragma once
 
 #include <array>
@@ -43,7 +48,12 @@ class UsageTimeline {
   // `data_limit` in its data part for ever after (nullopt limit: that part is not limited).
   // nullopt if the use after the last change is over a limit.
   std::optional<Ps> earliest_within(Ps from, Usage before, std::optional<std::int64_t> header_limit,
-                                    std::optional<std::int64_t> data_limit) const;
+                                    std::optional<std::int64_t> data_limit) const {
+    // Use within both limits everywhere (the common case, credits to spare): `from` itself, known
+    // from the peak bound without a search.
+    if (within(before, peak_bound_, header_limit, data_limit)) return from;
+    return search(from, before, header_limit, data_limit);
+  }
 
   std::size_t size() const { return size_; }
 
@@ -58,9 +68,19 @@ class UsageTimeline {
   struct Block {
     std::array<Change, kBlock> changes;
     std::size_t count = 0;
-    Usage sum;   // of the block's changes
-    Usage peak;  // highest running sum over the block's changes, from 0 before the first
-    void refresh();
+    Usage sum;  // of the block's changes, always up to date
+    // Highest running sum over the block's changes, from 0 before the first. Found again only
+    // when a search reads it: a change inside the block marks it stale, and most changes are
+    // never searched past (the peak bound answers first).
+    const Usage& peak() const {
+      if (peak_stale) refresh_peak();
+      return peak_;
+    }
+    void refresh();  // sum and peak from the changes
+    void refresh_peak() const;
+    Ps last_time() const { return changes[count - 1].time; }
+    mutable Usage peak_;
+    mutable bool peak_stale = false;
   };
 
   // Index of the first block whose last change is at or after t (blocks_.size() if none).
@@ -71,10 +91,27 @@ class UsageTimeline {
   // the block), exceeds limit in `part`; -1 if none.
   static std::ptrdiff_t last_over_in(const Block& b, std::int64_t before, std::int64_t limit,
                                      std::int64_t Usage::*part);
+  struct PartSearch;
+
+  // The highest running use over the whole timeline (from 0 before the first change), exact
+  // after refresh_peak_bound(); between refreshes an upper bound (a change inside the timeline
+  // raises it by what it adds). It answers the common query, credits to spare everywhere, with
+  // no search. Kept by the const query too: a cache, not state.
+  void refresh_peak_bound() const;
+  static bool within(Usage before, Usage peak, std::optional<std::int64_t> header_limit,
+                     std::optional<std::int64_t> data_limit) {
+    return (!header_limit || before.header + peak.header <= *header_limit) &&
+           (!data_limit || before.data + peak.data <= *data_limit);
+  }
+  // earliest_within() where the peak bound does not answer.
+  std::optional<Ps> search(Ps from, Usage before, std::optional<std::int64_t> header_limit,
+                           std::optional<std::int64_t> data_limit) const;
 
   std::vector<std::unique_ptr<Block>> blocks_;  // in time order, none empty
   std::vector<std::unique_ptr<Block>> spare_;
   Usage total_;  // sum of every change
+  mutable Usage peak_bound_;
+  mutable bool peak_exact_ = true;
   std::size_t size_ = 0;
 };
 
