@@ -106,10 +106,9 @@ std::uint8_t* SystemcDataPath::poisoned_buffer(std::uint64_t bytes) {
 // CB would hold a shared uplink until it was over.
 void SystemcDataPath::keep_pace(Ps at, Ps run_ahead) {
   // Called per TLP: the time first, the process kind (a handle built and dropped) only on a wait.
-  const Ps now = now_ps();
-  if (at <= now + run_ahead) return;
+  if (!ahead(at, run_ahead)) return;
   if (sc_core::sc_get_current_process_handle().proc_kind() != sc_core::SC_THREAD_PROC_) return;
-  sc_core::wait(from_ps(at - now - run_ahead / 2));
+  sc_core::wait(from_ps(at - now_ps() - run_ahead / 2));
 }
 
 Ps SystemcDataPath::through_dma_engine(Ps t, std::uint64_t bytes, Ps done) {
@@ -333,6 +332,18 @@ void SystemcDataPath::d2h_writes(std::uint64_t iova, std::uint64_t phys, std::ui
   std::size_t head = 0, count = 0;
   std::uint64_t buffered = 0;
   Ps requested = t;  // pieces are read in order
+  // The pieces' bytes, once their MWrs say where in host memory they go, are read there in runs:
+  // a run grows while the pieces lie end to end in device and in host memory, and is read before
+  // the thread yields (nothing else runs in between, so nothing can tell) or at the end.
+  struct Run {
+    std::uint64_t phys = 0;
+    std::uint8_t* host = nullptr;
+    std::uint64_t bytes = 0;
+  } pending;
+  const auto read_pending = [&] {
+    if (pending.bytes) memory_.read_functional(pending.phys, pending.host, pending.bytes);
+    pending.bytes = 0;
+  };
   for (std::uint64_t a = iova, left = bytes; left > 0;) {
     std::uint64_t n = pcie::request_step(a, left, mps);
     if (hooks_.writes_cross_4k) n = std::min<std::uint64_t>(left, a == iova ? hw::kFlitBytes : mps);
@@ -360,7 +371,14 @@ void SystemcDataPath::d2h_writes(std::uint64_t iova, std::uint64_t phys, std::ui
     std::uint8_t* const carried = f.poisoned ? poisoned_buffer(n) : nullptr;
     const Ps ready = memory_.read(phys + off, carried, n, requested);
     const HostPort::Write w = host_.write(a, carried, n, std::max(ready, sent), false, false, &f);
-    if (w.host != nullptr) memory_.read_functional(phys + off, w.host, n);
+    if (w.host != nullptr) {
+      if (pending.bytes == 0 || pending.phys + pending.bytes != phys + off || pending.host + pending.bytes != w.host) {
+        read_pending();
+        pending.phys = phys + off;
+        pending.host = w.host;
+      }
+      pending.bytes += n;
+    }
     sent = w.sent_ps;
     buffer[(head + count++) % buffer.size()] = Buffered{sent, n};
     buffered += n;
@@ -370,8 +388,10 @@ void SystemcDataPath::d2h_writes(std::uint64_t iova, std::uint64_t phys, std::ui
     ok = ok && w.ok;
     a += n;
     left -= n;
+    if (ahead(sent)) read_pending();
     keep_pace(sent);
   }
+  read_pending();
 }
 
 Ps SystemcDataPath::device_memory_work(const device_core::CbWork& w, Ps t) {

@@ -41,6 +41,9 @@ class SystemcDataPath final : public DataPath {
   CbExecution d2h(const HostCopy& copy, Ps start, CbExecution run);
   // Yields the calling SystemC thread while `at` lies more than `run_ahead` ahead of the kernel.
   void keep_pace(Ps at, Ps run_ahead = kRunAheadPs);
+  // Whether keep_pace(at, run_ahead) would yield: what the thread has kept to itself must be out
+  // before then.
+  static bool ahead(Ps at, Ps run_ahead = kRunAheadPs) { return at > now_ps() + run_ahead; }
   static constexpr Ps kRunAheadPs = 2'000'000;  // 2 us, the controller's quantum
   // The device's own data-path limit (dma_engine_gbps), when configured.
   Ps through_dma_engine(Ps t, std::uint64_t bytes, Ps done);
