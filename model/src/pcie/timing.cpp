@@ -194,9 +194,9 @@ CreditPool::CreditPool(std::uint32_t header_capacity, std::uint32_t data_capacit
 
 std::optional<Ps> CreditPool::find(Ps earliest_ps, std::uint32_t h, std::uint32_t d) const {
   const Ps start = std::max(earliest_ps, floor_);
-  std::optional<std::int64_t> header_limit, data_limit;
-  if (header_cap_ != 0) header_limit = static_cast<std::int64_t>(header_cap_) - h;
-  if (data_cap_ != 0) data_limit = static_cast<std::int64_t>(data_cap_) - d;
+  const std::int64_t header_limit =
+      header_cap_ != 0 ? static_cast<std::int64_t>(header_cap_) - h : UsageTimeline::kNoLimit;
+  const std::int64_t data_limit = data_cap_ != 0 ? static_cast<std::int64_t>(data_cap_) - d : UsageTimeline::kNoLimit;
   // nullopt: short of credits for ever, an unreleased grant holds them.
   return changes_.earliest_within(start, base_, header_limit, data_limit);
 }

@@ -243,8 +243,8 @@ struct UsageTimeline::PartSearch {
   }
 };
 
-std::optional<Ps> UsageTimeline::search(Ps from, Usage before, std::optional<std::int64_t> header_limit,
-                                        std::optional<std::int64_t> data_limit) const {
+std::optional<Ps> UsageTimeline::search(Ps from, const Usage& before, std::int64_t header_limit,
+                                        std::int64_t data_limit) const {
   // The bound said no; if it is loose, the exact peak may still say yes.
   if (!peak_exact_) {
     refresh_peak_bound();
@@ -255,8 +255,8 @@ std::optional<Ps> UsageTimeline::search(Ps from, Usage before, std::optional<std
   // search stops at the first block that ends at or before `from`: every step before it ends by
   // then. Both parts are searched in the same walk (each block is read once), each part until
   // its own answer. `answer` is the latest step end found so far.
-  PartSearch header{&Usage::header, header_limit.value_or(0), before.header + total_.header, header_limit.has_value()};
-  PartSearch data{&Usage::data, data_limit.value_or(0), before.data + total_.data, data_limit.has_value()};
+  PartSearch header{&Usage::header, header_limit, before.header + total_.header, header_limit != kNoLimit};
+  PartSearch data{&Usage::data, data_limit, before.data + total_.data, data_limit != kNoLimit};
   Ps answer = from;
   bool forever = false;
   for (std::size_t i = blocks_.size(); i-- > 0 && (header.searching || data.searching);) {

@@ -19,6 +19,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -45,10 +46,11 @@ class UsageTimeline {
 
   // The earliest time t >= from from which the running use (`before`, the use before the first
   // change, plus the changes up to t) stays within `header_limit` in its header part and
-  // `data_limit` in its data part for ever after (nullopt limit: that part is not limited).
+  // `data_limit` in its data part for ever after (kNoLimit: that part is not limited).
   // nullopt if the use after the last change is over a limit.
-  std::optional<Ps> earliest_within(Ps from, Usage before, std::optional<std::int64_t> header_limit,
-                                    std::optional<std::int64_t> data_limit) const {
+  static constexpr std::int64_t kNoLimit = std::numeric_limits<std::int64_t>::max();
+  std::optional<Ps> earliest_within(Ps from, const Usage& before, std::int64_t header_limit,
+                                    std::int64_t data_limit) const {
     // Use within both limits everywhere (the common case, credits to spare): `from` itself, known
     // from the peak bound without a search.
     if (within(before, peak_bound_, header_limit, data_limit)) return from;
@@ -98,14 +100,14 @@ class UsageTimeline {
   // raises it by what it adds). It answers the common query, credits to spare everywhere, with
   // no search. Kept by the const query too: a cache, not state.
   void refresh_peak_bound() const;
-  static bool within(Usage before, Usage peak, std::optional<std::int64_t> header_limit,
-                     std::optional<std::int64_t> data_limit) {
-    return (!header_limit || before.header + peak.header <= *header_limit) &&
-           (!data_limit || before.data + peak.data <= *data_limit);
+  // Plain integers, read field by field: a Usage or an optional limit copied whole right after
+  // its fields were written stalls on store forwarding, and this runs per TLP. kNoLimit holds
+  // every use (uses are sums of 32-bit credit amounts: far from overflow).
+  static bool within(const Usage& before, const Usage& peak, std::int64_t header_limit, std::int64_t data_limit) {
+    return before.header + peak.header <= header_limit && before.data + peak.data <= data_limit;
   }
   // earliest_within() where the peak bound does not answer.
-  std::optional<Ps> search(Ps from, Usage before, std::optional<std::int64_t> header_limit,
-                           std::optional<std::int64_t> data_limit) const;
+  std::optional<Ps> search(Ps from, const Usage& before, std::int64_t header_limit, std::int64_t data_limit) const;
 
   std::vector<std::unique_ptr<Block>> blocks_;  // in time order, none empty
   std::vector<std::unique_ptr<Block>> spare_;
