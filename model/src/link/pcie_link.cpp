@@ -1,7 +1,6 @@
 #include "link/pcie_link.hpp"
 
 #include <algorithm>
-#include <optional>
 
 #include "observe/state_probe.hpp"
 #include "observe/trace_writer.hpp"
@@ -237,20 +236,23 @@ void PcieLink::read(tlm::tlm_generic_payload& gp, Ps t0, sc_time& delay) {
 void PcieLink::write(tlm::tlm_generic_payload& gp, Ps t0, sc_time& delay) {
   TlpExtension* ext = gp.get_extension<TlpExtension>();
   const std::uint64_t addr = gp.get_address(), len = gp.get_data_length();
+  const bool single = !ext->burst || ext->msi;  // one TLP, not a burst's run of them
+  if (single) checker_.request(TlpType::kMWr, addr, len);
+  const std::uint32_t data = single ? static_cast<std::uint32_t>(pcie::data_credits(len)) : 0;
+  // Posted credits, held until the receiver takes the TLP. The deliberate bug neither waits for
+  // credits nor takes them. The grant is built in place: copied whole right after its fields
+  // were written, it stalled on store forwarding.
+  const bool credited = single && !hooks_.ignore_posted_credits;
+  const pcie::CreditGrant grant = credited ? posted_.acquire(t0, 1, data) : pcie::CreditGrant{};
   Ps sent, first;
-  std::optional<pcie::CreditGrant> grant;  // posted credits held until the receiver takes the TLP
-  std::uint32_t data = 0;
-  if (!ext->burst || ext->msi) {
-    checker_.request(TlpType::kMWr, addr, len);
-    data = static_cast<std::uint32_t>(pcie::data_credits(len));
+  if (single) {
     const std::uint64_t wire = mwr_overhead_ + len;
     std::uint32_t replays = replays_for(1);
     if (ext->force_replay) ++replays, ++counters_.replays;
     Ps start = t0;
-    if (!hooks_.ignore_posted_credits) {  // the deliberate bug neither waits for credits nor takes them
-      grant = posted_.acquire(t0, 1, data);
-      if (grant->at_ps > t0) ++counters_.credit_stalls, counters_.credit_stall_ps += grant->at_ps - t0;
-      start = grant->at_ps;
+    if (credited) {
+      if (grant.at_ps > t0) ++counters_.credit_stalls, counters_.credit_stall_ps += grant.at_ps - t0;
+      start = grant.at_ps;
     }
     sent = send_up(start, wire, ext->msi ? "MSI-X" : "MWr");
     if (replays) sent = send_up(sent + replay_ps_, wire, "MWr (replay)");
@@ -274,10 +276,10 @@ void PcieLink::write(tlm::tlm_generic_payload& gp, Ps t0, sc_time& delay) {
   // The receiver's buffer frees (and the credits start back) when it has passed the TLP on: at
   // once at the root complex, later at a switch whose uplink is busy.
   const Ps taken = forward(gp, first + latency_ps_, arrival);
-  if (grant) {
-    posted_.release(*grant, taken + credit_update_ps_);
-    credits_held(ProtocolChecker::Pool::kPosted, grant->at_ps, taken + credit_update_ps_, 1, data);
-  } else if (!ext->burst || ext->msi) {
+  if (credited) {
+    posted_.release(grant, taken + credit_update_ps_);
+    credits_held(ProtocolChecker::Pool::kPosted, grant.at_ps, taken + credit_update_ps_, 1, data);
+  } else if (single) {
     credits_held(ProtocolChecker::Pool::kPosted, t0, taken + credit_update_ps_, 1, data);
   }
   ext->ready_ps = std::max<Ps>(ext->ready_ps, arrival);  // when the write takes effect at the host

@@ -104,6 +104,14 @@ Ps Serializer::peek(Ps earliest_ps, Ps duration_ps) const {
 }
 
 std::size_t Serializer::book(std::size_t i, Ps start, Ps end) {
+  if (i == busy_.size()) {  // after every booking: the common case, without indexing the deque
+    if (!busy_.empty() && busy_.back().end == start) {
+      busy_.back().end = end;
+      return i - 1;
+    }
+    busy_.push_back(Interval{start, end});
+    return i;
+  }
   const bool join_prev = i > 0 && busy_[i - 1].end == start;
   const bool join_next = i < busy_.size() && busy_[i].start == end;
   if (join_prev && join_next) {
