@@ -68,7 +68,8 @@ HostPort::Write HostLink::write(std::uint64_t iova, const std::uint8_t* src, std
 }
 
 HostPort::Write HostLink::post(std::uint64_t iova, const std::uint8_t* src, std::uint64_t len, Ps at, bool burst,
-                               bool ordered, const TlpFaults* faults, std::optional<std::uint32_t> msi_vector) {
+                               bool ordered, const TlpFaults* faults,
+                               const std::optional<std::uint32_t>& msi_vector) {
   const PayloadPool::Lease lease(payloads_);
   tlm::tlm_generic_payload& gp = *lease;
   TlpExtension ext;

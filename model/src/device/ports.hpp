@@ -45,8 +45,10 @@ class HostLink final : public HostPort {
   void msi(std::uint32_t vector, Ps at);
 
  private:
+  // By reference: an optional passed by value is written as a byte and read back whole (a store
+  // forwarding stall per TLP).
   Write post(std::uint64_t iova, const std::uint8_t* src, std::uint64_t len, Ps at, bool burst, bool ordered,
-             const TlpFaults* faults, std::optional<std::uint32_t> msi_vector);
+             const TlpFaults* faults, const std::optional<std::uint32_t>& msi_vector);
 
   const SimConfig& config_;
   RootComplex::Requester& requester_;

@@ -98,8 +98,7 @@ void ProtocolChecker::sweep(std::size_t pool, std::uint64_t present_ps) {
   static const char* const kNames[2][2] = {{"posted header", "posted data"},
                                            {"non-posted header", "non-posted data"}};
   while (!b.pending.empty() && b.pending.front().from < present_ps) {
-    const Hold h = b.pending.front();
-    b.pending.pop_front();
+    const Hold& h = b.pending.front();  // popped once it is in `active`
     while (!b.active.empty() && b.active.front().until <= h.from) {
       b.header -= b.active.front().header;
       b.data -= b.active.front().data;
@@ -110,6 +109,7 @@ void ProtocolChecker::sweep(std::size_t pool, std::uint64_t present_ps) {
     if (b.header > b.cap_header && b.cap_header > 0) credits(b.header, b.cap_header, kNames[pool][0]);
     if (b.data > b.cap_data && b.cap_data > 0) credits(b.data, b.cap_data, kNames[pool][1]);
     insert_sorted(b.active, h, [](const Hold& x) { return x.until; });
+    b.pending.pop_front();
   }
 }
 

@@ -71,6 +71,16 @@ class ProtocolChecker {
                     std::uint32_t data) {
     CreditBook& b = books_[static_cast<std::size_t>(pool)];
     if (b.cap_header == 0 && b.cap_data == 0) return;
+    if (b.pending.empty() || b.pending.back().from <= from_ps) {
+      // In time order, the common case: written field by field in place (a Hold built aside and
+      // copied in whole stalled on store forwarding, once per TLP).
+      Hold& h = b.pending.emplace_back();
+      h.from = from_ps;
+      h.until = until_ps;
+      h.header = header;
+      h.data = data;
+      return;
+    }
     insert_sorted(b.pending, Hold{from_ps, until_ps, header, data}, [](const Hold& h) { return h.from; });
   }
 
