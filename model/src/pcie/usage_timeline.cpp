@@ -87,6 +87,7 @@ void UsageTimeline::add(Ps t, std::int64_t header, std::int64_t data) {
   peak_bound_.header += std::max<std::int64_t>(header, 0);
   peak_bound_.data += std::max<std::int64_t>(data, 0);
   peak_exact_ = false;
+  ++loosened_;
   Block* b = blocks_[i].get();
   auto* first = b->changes.data();
   // The first change at or after t (the block's last one is): near the end, as a rule.
@@ -166,10 +167,12 @@ Usage UsageTimeline::take_through(Ps t) {
   if (blocks_.empty()) {
     peak_bound_ = Usage{};
     peak_exact_ = true;
+    loosened_ = 0;
   } else if (taken.header != 0 || taken.data != 0 || size_ != size_before) {
     peak_bound_.header = std::max<std::int64_t>(peak_bound_.header - taken.header, 0);
     peak_bound_.data = std::max<std::int64_t>(peak_bound_.data - taken.data, 0);
     peak_exact_ = false;
+    ++loosened_;
   }
   return taken;
 }
@@ -207,6 +210,7 @@ void UsageTimeline::refresh_peak_bound() const {
   }
   peak_bound_ = peak;
   peak_exact_ = true;
+  loosened_ = 0;
 }
 
 std::ptrdiff_t UsageTimeline::last_over_in(const Block& b, std::int64_t before, std::int64_t limit,
@@ -245,8 +249,10 @@ struct UsageTimeline::PartSearch {
 
 std::optional<Ps> UsageTimeline::search(Ps from, const Usage& before, std::int64_t header_limit,
                                         std::int64_t data_limit) const {
-  // The bound said no; if it is loose, the exact peak may still say yes.
-  if (!peak_exact_) {
+  // The bound said no; if it is loose, the exact peak may still say yes. Finding it reads every
+  // block, so it is found again only once an eighth as many changes have loosened the bound: a
+  // long timeline short of credits (a shared link at saturation) pays for it rarely.
+  if (!peak_exact_ && loosened_ * 8 >= blocks_.size()) {
     refresh_peak_bound();
     if (within(before, peak_bound_, header_limit, data_limit)) return from;
   }

@@ -114,6 +114,7 @@ class UsageTimeline {
   Usage total_;  // sum of every change
   mutable Usage peak_bound_;
   mutable bool peak_exact_ = true;
+  mutable std::size_t loosened_ = 0;  // changes that loosened the bound since it was exact
   std::size_t size_ = 0;
 };
 
