@@ -115,8 +115,13 @@ void ProtocolChecker::sweep(std::size_t pool, std::uint64_t present_ps) {
 
 void ProtocolChecker::posted_write(LinkDirection dir, std::uint64_t sent_ps, std::uint64_t arrival_ps) {
   auto& q = posted_[static_cast<std::size_t>(dir)];
-  // Booked out of call order by decoupled initiators: kept sorted by send time.
-  insert_sorted(q, std::make_pair(sent_ps, arrival_ps), [](const auto& e) { return e.first; });
+  if (q.empty() || q.back().sent <= sent_ps) {  // in time order, the common case: written in place
+    Posted& p = q.emplace_back();
+    p.sent = sent_ps;
+    p.arrival = arrival_ps;
+  } else {  // booked out of call order by decoupled initiators: kept sorted by send time
+    insert_sorted(q, Posted{sent_ps, arrival_ps}, [](const Posted& e) { return e.sent; });
+  }
   if (q.size() > 8192) q.pop_front();  // bounded: the oldest can only matter to a late completion
 }
 
@@ -153,7 +158,7 @@ void ProtocolChecker::rb_violation(const char* pipeline, std::uint32_t tag, std:
 
 void ProtocolChecker::prune(std::uint64_t present_ps) {
   for (auto& q : posted_) {
-    while (!q.empty() && q.front().second <= present_ps) q.pop_front();
+    while (!q.empty() && q.front().arrival <= present_ps) q.pop_front();
   }
   sweep(0, present_ps);
   sweep(1, present_ps);

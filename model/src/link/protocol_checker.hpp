@@ -12,7 +12,6 @@
 
 #include <array>
 #include <cstdint>
-#include <deque>
 #include <iterator>
 #include <stdexcept>
 #include <string>
@@ -21,6 +20,7 @@
 #include <vector>
 
 #include "pcie/link_math.hpp"
+#include "pcie/ring.hpp"
 
 namespace spyre_dma::model {
 
@@ -125,14 +125,14 @@ class ProtocolChecker {
   };
   struct CreditBook {
     std::uint32_t cap_header = 0, cap_data = 0;
-    std::deque<Hold> pending;  // not yet swept, by start time
-    std::deque<Hold> active;   // swept and possibly still held, by release time
+    pcie::Ring<Hold> pending;  // not yet swept, by start time
+    pcie::Ring<Hold> active;   // swept and possibly still held, by release time
     std::int64_t header = 0, data = 0;  // held by `active`
   };
-  // Inserts into a deque sorted by key(): bookings come nearly in time order, so the place is
+  // Inserts into a ring sorted by key(): bookings come nearly in time order, so the place is
   // found from the back in a step or two.
   template <class T, class Key>
-  static void insert_sorted(std::deque<T>& q, const T& v, Key key) {
+  static void insert_sorted(pcie::Ring<T>& q, const T& v, Key key) {
     auto it = q.end();
     while (it != q.begin() && key(*std::prev(it)) > key(v)) --it;
     q.insert(it, v);
@@ -148,7 +148,10 @@ class ProtocolChecker {
   };
   std::vector<TagLife> tags_;
   std::array<CreditBook, 2> books_{};
-  std::array<std::deque<std::pair<std::uint64_t, std::uint64_t>>, 2> posted_{};  // (sent, arrival), by sent
+  struct Posted {
+    std::uint64_t sent, arrival;
+  };
+  std::array<pcie::Ring<Posted>, 2> posted_{};  // by sent
   std::uint64_t checked_ = 0;
   std::uint64_t cbs_checked_ = 0;
   std::uint64_t violations_ = 0;

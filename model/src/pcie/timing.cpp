@@ -104,7 +104,7 @@ Ps Serializer::peek(Ps earliest_ps, Ps duration_ps) const {
 }
 
 std::size_t Serializer::book(std::size_t i, Ps start, Ps end) {
-  if (i == busy_.size()) {  // after every booking: the common case, without indexing the deque
+  if (i == busy_.size()) {  // after every booking: the common case
     if (!busy_.empty() && busy_.back().end == start) {
       busy_.back().end = end;
       return i - 1;

@@ -12,13 +12,13 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <optional>
 #include <set>
 #include <vector>
 
 #include "pcie/link_math.hpp"
 #include "pcie/ps.hpp"
+#include "pcie/ring.hpp"
 #include "pcie/usage_timeline.hpp"
 
 namespace spyre_dma::model::pcie {
@@ -88,7 +88,7 @@ class Serializer {
   std::size_t book(std::size_t i, Ps start, Ps end);
   void keep_history();  // drops the oldest bookings beyond max_intervals_, raising the floor
 
-  std::deque<Interval> busy_;  // sorted, disjoint, not touching, all end > floor_
+  Ring<Interval> busy_;  // sorted, disjoint, not touching, all end > floor_
   std::size_t max_intervals_;
   Ps floor_ = 0;
   Ps busy_total_ = 0;
