@@ -231,7 +231,8 @@ struct UsageTimeline::PartSearch {
   std::int64_t limit;
   std::int64_t after;  // the use after the block being looked at
   bool searching;
-  // Looks at block i; false once the part's answer is known (folded into answer / forever).
+  // Looks at block i; once it holds the part's answer (folded into `answer`, or `forever`), the
+  // part's search is over.
   void look(const std::vector<std::unique_ptr<Block>>& blocks, std::size_t i, Ps& answer, bool& forever) {
     const Block& b = *blocks[i];
     const std::int64_t use_before = after - b.sum.*field;
