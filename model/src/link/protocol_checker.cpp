@@ -115,13 +115,8 @@ void ProtocolChecker::sweep(std::size_t pool, std::uint64_t present_ps) {
 
 void ProtocolChecker::posted_write(LinkDirection dir, std::uint64_t sent_ps, std::uint64_t arrival_ps) {
   auto& q = posted_[static_cast<std::size_t>(dir)];
-  if (q.empty() || q.back().sent <= sent_ps) {  // in time order, the common case: written in place
-    Posted& p = q.emplace_back();
-    p.sent = sent_ps;
-    p.arrival = arrival_ps;
-  } else {  // booked out of call order by decoupled initiators: kept sorted by send time
-    insert_sorted(q, Posted{sent_ps, arrival_ps}, [](const Posted& e) { return e.sent; });
-  }
+  // Booked out of call order by decoupled initiators: kept sorted by send time.
+  insert_sorted(q, Posted{sent_ps, arrival_ps}, [](const Posted& e) { return e.sent; });
   if (q.size() > 8192) q.pop_front();  // bounded: the oldest can only matter to a late completion
 }
 

@@ -71,16 +71,6 @@ class ProtocolChecker {
                     std::uint32_t data) {
     CreditBook& b = books_[static_cast<std::size_t>(pool)];
     if (b.cap_header == 0 && b.cap_data == 0) return;
-    if (b.pending.empty() || b.pending.back().from <= from_ps) {
-      // In time order, the common case: written field by field in place (a Hold built aside and
-      // copied in whole stalled on store forwarding, once per TLP).
-      Hold& h = b.pending.emplace_back();
-      h.from = from_ps;
-      h.until = until_ps;
-      h.header = header;
-      h.data = data;
-      return;
-    }
     insert_sorted(b.pending, Hold{from_ps, until_ps, header, data}, [](const Hold& h) { return h.from; });
   }
 
@@ -130,9 +120,13 @@ class ProtocolChecker {
     std::int64_t header = 0, data = 0;  // held by `active`
   };
   // Inserts into a ring sorted by key(): bookings come nearly in time order, so the place is
-  // found from the back in a step or two.
+  // the back, or found from the back in a step or two.
   template <class T, class Key>
   static void insert_sorted(pcie::Ring<T>& q, const T& v, Key key) {
+    if (q.empty() || key(q.back()) <= key(v)) {
+      q.push_back(v);
+      return;
+    }
     auto it = q.end();
     while (it != q.begin() && key(*std::prev(it)) > key(v)) --it;
     q.insert(it, v);

@@ -86,7 +86,6 @@ void UsageTimeline::add(Ps t, std::int64_t header, std::int64_t data) {
   // Inside the timeline: every running use from t on moves by the change.
   peak_bound_.header += std::max<std::int64_t>(header, 0);
   peak_bound_.data += std::max<std::int64_t>(data, 0);
-  peak_exact_ = false;
   ++loosened_;
   Block* b = blocks_[i].get();
   auto* first = b->changes.data();
@@ -166,12 +165,10 @@ Usage UsageTimeline::take_through(Ps t) {
   // The running uses left are counted from after what was taken.
   if (blocks_.empty()) {
     peak_bound_ = Usage{};
-    peak_exact_ = true;
     loosened_ = 0;
   } else if (taken.header != 0 || taken.data != 0 || size_ != size_before) {
     peak_bound_.header = std::max<std::int64_t>(peak_bound_.header - taken.header, 0);
     peak_bound_.data = std::max<std::int64_t>(peak_bound_.data - taken.data, 0);
-    peak_exact_ = false;
     ++loosened_;
   }
   return taken;
@@ -209,7 +206,6 @@ void UsageTimeline::refresh_peak_bound() const {
     run.data += b->sum.data;
   }
   peak_bound_ = peak;
-  peak_exact_ = true;
   loosened_ = 0;
 }
 
@@ -253,7 +249,7 @@ std::optional<Ps> UsageTimeline::search(Ps from, const Usage& before, std::int64
   // The bound said no; if it is loose, the exact peak may still say yes. Finding it reads every
   // block, so it is found again only once an eighth as many changes have loosened the bound: a
   // long timeline short of credits (a shared link at saturation) pays for it rarely.
-  if (!peak_exact_ && loosened_ * 8 >= blocks_.size()) {
+  if (loosened_ > 0 && loosened_ * 8 >= blocks_.size()) {
     refresh_peak_bound();
     if (within(before, peak_bound_, header_limit, data_limit)) return from;
   }

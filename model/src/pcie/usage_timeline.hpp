@@ -96,8 +96,8 @@ class UsageTimeline {
   struct PartSearch;
 
   // The highest running use over the whole timeline (from 0 before the first change), exact
-  // after refresh_peak_bound(); between refreshes an upper bound (a change inside the timeline
-  // raises it by what it adds). It answers the common query, credits to spare everywhere, with
+  // after refresh_peak_bound() (loosened_ == 0); between refreshes an upper bound (a change
+  // inside the timeline raises it by what it adds). It answers the common query, credits to spare everywhere, with
   // no search. Kept by the const query too: a cache, not state.
   void refresh_peak_bound() const;
   // Plain integers, read field by field: a Usage or an optional limit copied whole right after
@@ -113,8 +113,7 @@ class UsageTimeline {
   std::vector<std::unique_ptr<Block>> spare_;
   Usage total_;  // sum of every change
   mutable Usage peak_bound_;
-  mutable bool peak_exact_ = true;
-  mutable std::size_t loosened_ = 0;  // changes that loosened the bound since it was exact
+  mutable std::size_t loosened_ = 0;  // changes that loosened the bound since it was exact (0: exact)
   std::size_t size_ = 0;
 };
 
