@@ -110,8 +110,10 @@ class Controller final : private device_core::RegisterHooks {
 
   // pipeline_worker.cpp
   void worker_main(unsigned p);
-  bool can_fetch(unsigned p) const noexcept;
-  bool fetch_one(unsigned p);
+  // CB_PI as far as this pipeline may fetch now (device_core::fetch_limit and this device's own
+  // conditions), or nullopt.
+  std::optional<std::uint32_t> fetch_limit(unsigned p) const noexcept;
+  bool fetch_one(unsigned p, std::uint32_t cb_pi);
   bool barrier_clear(unsigned p, const Inflight& f);
   bool start(unsigned p, Inflight& f);
   bool complete_head(unsigned p);

@@ -15,19 +15,20 @@ using Clock = std::chrono::steady_clock;
 
 }  // namespace
 
-bool Controller::can_fetch(unsigned p) const noexcept {
-  return (regs_.get(Reg::kControl) & hw::kControlEnable) != 0 && !resetting_.load() && !fatal_.load() &&
-         !stopped_.load() && !workers_[p].broken.load() &&
-         (regs_.get(Reg::kQueueControl, pipe(p)) & hw::kQueueEnable) != 0 && regs_.get(Reg::kErrorStatus, pipe(p)) == 0;
+std::optional<std::uint32_t> Controller::fetch_limit(unsigned p) const noexcept {
+  const std::optional<std::uint32_t> cb_pi = device_core::fetch_limit(regs_, pipe(p));
+  if (!cb_pi || resetting_.load() || fatal_.load() || stopped_.load() || workers_[p].broken.load()) return std::nullopt;
+  return cb_pi;
 }
 
 void Controller::queue_fault(unsigned p) { regs_.set(Reg::kErrorStatus, pipe(p), device_core::kQueueFaultStatus); }
 
 // Copies the CB at CB_CI out of the ring and queues it, decoded, behind the worker's others.
-bool Controller::fetch_one(unsigned p) {
+// `cb_pi` is fetch_limit()'s reading: nothing rung after it is fetched.
+bool Controller::fetch_one(unsigned p, std::uint32_t cb_pi) {
   device_core::RingState ring = device_core::ring_state(regs_, pipe(p));
   ring.cb_ci = index(Reg::kCbCi, p, std::memory_order_relaxed);
-  ring.cb_pi = index(Reg::kCbPi, p, std::memory_order_acquire);
+  ring.cb_pi = cb_pi;
   if (ring.cb_pi == ring.cb_ci) return false;
   // Ring rules first: a fault consumes nothing and writes no RB (the tag is unknown).
   if (device_core::fetch_fault(ring, config_.depth[p])) {
@@ -257,7 +258,11 @@ void Controller::worker_main(unsigned p) {
     bool progress = false;
     // Fetch while there is room in the window, and hand CBs to the executor in index order (a
     // CB waiting for its barrier holds back those behind it).
-    while (w.inflight.size() < config_.window && can_fetch(p) && fetch_one(p)) progress = true;
+    while (w.inflight.size() < config_.window) {
+      const std::optional<std::uint32_t> cb_pi = fetch_limit(p);
+      if (!cb_pi || !fetch_one(p, *cb_pi)) break;
+      progress = true;
+    }
     for (Inflight& f : w.inflight) {
       if (f.submitted) continue;
       if (!start(p, f)) break;
@@ -270,7 +275,10 @@ void Controller::worker_main(unsigned p) {
     std::unique_lock<std::mutex> lock(w.mu);
     if (shutdown_.load() || resetting_.load()) continue;
     const bool busy = !w.inflight.empty();
-    if (!busy && index(Reg::kCbPi, p) != index(Reg::kCbCi, p) && can_fetch(p)) continue;
+    if (!busy) {
+      const std::optional<std::uint32_t> cb_pi = fetch_limit(p);
+      if (cb_pi && *cb_pi != index(Reg::kCbCi, p)) continue;
+    }
     w.cv.wait_for(lock, busy ? std::chrono::microseconds(20) : std::chrono::milliseconds(1));
   }
   (void)executor_->drain(p, config_.completion_timeout);

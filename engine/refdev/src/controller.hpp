@@ -22,6 +22,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "cb_executor.hpp"
@@ -117,10 +118,12 @@ class Controller final : private device_core::RegisterHooks {
 
   // Worker (pipeline_worker.cpp).
   void worker_main(hw::Pipeline p);
-  bool can_fetch(hw::Pipeline p) const noexcept;
+  // CB_PI as far as this pipeline may fetch now (device_core::fetch_limit and this device's own
+  // conditions), or nullopt.
+  std::optional<std::uint32_t> fetch_limit(hw::Pipeline p) const noexcept;
   bool has_work(hw::Pipeline p) const noexcept;
   void wait_for_work(hw::Pipeline p);
-  void process_one(hw::Pipeline p, std::uint64_t epoch);
+  void process_one(hw::Pipeline p, std::uint64_t epoch, std::uint32_t cb_pi);
   void queue_fault(hw::Pipeline p, Reg at_fault);
   bool wait_barrier(hw::Pipeline p, std::uint32_t index, std::uint64_t epoch);
   bool inject_error() noexcept;

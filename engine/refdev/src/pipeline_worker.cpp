@@ -13,14 +13,18 @@ namespace spyre_dma::refdev::detail {
 
 using device_core::CbOutcome;
 
-bool Controller::can_fetch(hw::Pipeline p) const noexcept {
-  return (regs_.get(Reg::kControl) & hw::kControlEnable) != 0 && !resetting_.load() && !fatal_.load() &&
-         !paused_.load() && !hang_.load() && !stopped_.load() && !workers_[static_cast<unsigned>(p)].broken.load() &&
-         (regs_.get(Reg::kQueueControl, p) & hw::kQueueEnable) != 0 && regs_.get(Reg::kErrorStatus, p) == 0;
+std::optional<std::uint32_t> Controller::fetch_limit(hw::Pipeline p) const noexcept {
+  const std::optional<std::uint32_t> cb_pi = device_core::fetch_limit(regs_, p);
+  if (!cb_pi || resetting_.load() || fatal_.load() || paused_.load() || hang_.load() || stopped_.load() ||
+      workers_[static_cast<unsigned>(p)].broken.load()) {
+    return std::nullopt;
+  }
+  return cb_pi;
 }
 
 bool Controller::has_work(hw::Pipeline p) const noexcept {
-  return index(Reg::kCbPi, p) != index(Reg::kCbCi, p) && can_fetch(p);
+  const std::optional<std::uint32_t> cb_pi = fetch_limit(p);
+  return cb_pi && *cb_pi != index(Reg::kCbCi, p);
 }
 
 void Controller::wait_for_work(hw::Pipeline p) {
@@ -48,9 +52,10 @@ void Controller::worker_main(hw::Pipeline p) {
     // busy (and waits) or is seen here (has_work fails), and the epoch read is the old one.
     w.busy.store(true);
     const std::uint64_t epoch = epoch_.load();
-    if (has_work(p) && !shutdown_.load()) {
+    const std::optional<std::uint32_t> cb_pi = fetch_limit(p);
+    if (cb_pi && *cb_pi != index(Reg::kCbCi, p) && !shutdown_.load()) {
       try {
-        process_one(p, epoch);
+        process_one(p, epoch, *cb_pi);
       } catch (const std::exception&) {  // nothing else should throw; never let it end the thread
         raise_fatal(hw::ErrorKind::kDeviceMemoryFault, 0);
       }
@@ -87,10 +92,10 @@ bool Controller::wait_barrier(hw::Pipeline p, std::uint32_t index_at, std::uint6
   });
 }
 
-void Controller::process_one(hw::Pipeline p, std::uint64_t epoch) {
+void Controller::process_one(hw::Pipeline p, std::uint64_t epoch, std::uint32_t cb_pi) {
   const std::uint32_t ci = index(Reg::kCbCi, p, std::memory_order_relaxed);  // only this worker writes it
   device_core::RingState ring = device_core::ring_state(regs_, p);
-  ring.cb_pi = index(Reg::kCbPi, p, std::memory_order_acquire);
+  ring.cb_pi = cb_pi;
   ring.cb_ci = ci;
   // Ring rules first: a fault here consumes nothing and writes no RB.
   if (const std::optional<Reg> fault = device_core::fetch_fault(ring, depth(p))) return queue_fault(p, *fault);

@@ -8,7 +8,7 @@ namespace spyre_dma::refdev::detail {
 // only if it sleeps and may fetch (one that may not is woken by whatever lifts that).
 void Controller::doorbell(hw::Pipeline p, std::uint32_t new_pi) {
   doorbells_.ring(p, new_pi, index(Reg::kRbPi, p, std::memory_order_acquire), reg(Reg::kCbPi, p));
-  if (worker(p).sleeping.load() && can_fetch(p)) wake(p);
+  if (worker(p).sleeping.load() && fetch_limit(p)) wake(p);
 }
 
 void Controller::stored(Reg r, hw::Pipeline p) {

@@ -20,9 +20,8 @@ constexpr std::uint64_t kCorruptRsvd = 0xBADC'0FFE'E0DD'F00Dull;
 }  // namespace
 
 bool Controller::fetchable(const PipelineState& p) const {
-  return (regs_.get(Reg::kControl) & hw::kControlEnable) && (regs_.get(Reg::kQueueControl, p.id) & hw::kQueueEnable) &&
-         !fatal_ && !broken(p) && !stopped_answering() && regs_.get(Reg::kErrorStatus, p.id) == 0 &&
-         index(Reg::kCbPi, p) != index(Reg::kCbCi, p);
+  const std::optional<std::uint32_t> cb_pi = device_core::fetch_limit(regs_, p.id);
+  return cb_pi && *cb_pi != index(Reg::kCbCi, p) && !fatal_ && !broken(p) && !stopped_answering();
 }
 
 void Controller::sync_to(Ps local) {

@@ -41,6 +41,21 @@ RingState ring_state(const RegisterFile<Word>& regs, hw::Pipeline p) noexcept {
   return s;
 }
 
+// How far a pipeline may fetch: CB_PI, or nullopt while the device (CONTROL) or the queue
+// (QUEUE_CONTROL) is disabled or the queue holds a fault (ERROR_STATUS). CB_PI is read before the
+// enables, and a fetch goes no further than that reading: a queue disabled before a doorbell then
+// never fetches that doorbell's CBs, even on a device whose pipelines run on threads of their own.
+// (Read the other way round, the enables can be seen before the disable and CB_PI after the
+// doorbell that followed it.) A backend adds its own conditions (reset, fatal, test controls).
+template <class Word>
+std::optional<std::uint32_t> fetch_limit(const RegisterFile<Word>& regs, hw::Pipeline p) noexcept {
+  const auto cb_pi = static_cast<std::uint32_t>(regs.get(Reg::kCbPi, p));
+  if ((regs.get(Reg::kControl) & hw::kControlEnable) == 0) return std::nullopt;
+  if ((regs.get(Reg::kQueueControl, p) & hw::kQueueEnable) == 0) return std::nullopt;
+  if (regs.get(Reg::kErrorStatus, p) != 0) return std::nullopt;
+  return cb_pi;
+}
+
 // Before a fetch: the first register that makes the rings unusable, in this order: CB ring size
 // (not a power of two, or above the depth), CB ring base (not 4 KiB aligned), the same two of the
 // RB ring, then CB_PI (an overrun: more CBs than the ring holds). nullopt: fetch.
