@@ -21,7 +21,7 @@ namespace spyre_dma::model::config {
 static_assert(sizeof(void*) != 8 || sizeof(Credits) == 24, "Credits changed: update fields()");
 static_assert(sizeof(void*) != 8 || sizeof(LinkConfig) == 104,
               "LinkConfig changed: update fields()");
-static_assert(sizeof(void*) != 8 || sizeof(HostConfig) == 48,
+static_assert(sizeof(void*) != 8 || sizeof(HostConfig) == 64,
               "HostConfig changed: update fields()");
 static_assert(sizeof(void*) != 8 || sizeof(DeviceConfig) == 80,
               "DeviceConfig changed: update fields()");
@@ -36,7 +36,7 @@ static_assert(sizeof(void*) != 8 || sizeof(FaultConfig) == 2 * sizeof(std::strin
 static_assert(sizeof(void*) != 8 || sizeof(NicConfig) == 40, "NicConfig changed: update fields()");
 static_assert(sizeof(void*) != 8 || sizeof(NetworkConfig) == 2 * sizeof(std::string) + 88,
               "NetworkConfig changed: update fields()");
-static_assert(sizeof(void*) != 8 || sizeof(SimConfig) == 5 * sizeof(std::string) + 504,
+static_assert(sizeof(void*) != 8 || sizeof(SimConfig) == 5 * sizeof(std::string) + 520,
               "SimConfig changed: update fields()");
 
 const char* type_name(ValueType type) {
@@ -114,6 +114,15 @@ Rule bandwidth_gbps() {
 // The same, or 0 for "no limit".
 Rule bandwidth_or_zero_gbps() {
   Rule r = bandwidth_gbps();
+  r.or_zero = true;
+  return r;
+}
+// A root port carries at least one direction of its link and at most both: [1, 2], or 0 for
+// "no limit".
+Rule root_port_ratio() {
+  Rule r = non_negative();
+  r.rlo = 1.0;
+  r.rhi = 2.0;
   r.or_zero = true;
   return r;
 }
@@ -396,8 +405,18 @@ std::vector<Field> build_fields() {
                     "Translation cost added per TLP; 0: IOMMU off or every lookup an IOTLB hit."));
   f.push_back(field("host.memory_gbps", SPYRE_FIELD(host.memory_gbps), bandwidth_gbps(), "GB/s",
                     "Host memory bandwidth available to DMA reads and the CPU's staging copies, shared "
-                    "by every device (posted writes are absorbed by the root complex's write "
-                    "buffers)."));
+                    "by every device."));
+  f.push_back(field("host.memory_write_gbps", SPYRE_FIELD(host.memory_write_gbps), bandwidth_or_zero_gbps(),
+                    "GB/s",
+                    "Host memory's rate for the devices' posted writes, which then share memory's time "
+                    "with the reads and staging copies; a write's posted credits come back once it is "
+                    "in memory. 0: posted writes are absorbed by the root complex's write buffers and "
+                    "take no memory time."));
+  f.push_back(field("host.root_port_ratio", SPYRE_FIELD(host.root_port_ratio), root_port_ratio(), "x raw",
+                    "What one root port carries between its link and the host, read completion data and "
+                    "posted write data together, as a multiple of its link's raw rate in one direction "
+                    "(1 to 2; its share of the root complex's fabric). 0: no limit beyond the link's "
+                    "rate in each direction."));
   f.push_back(field("host.iotlb_entries", SPYRE_FIELD(host.iotlb_entries), int_range(0, 1u << 20), "pages",
                     "Translations the IOMMU's IOTLB holds per device, least recently used out first; a "
                     "TLP on a page it does not hold waits host.iotlb_miss_ns. 0: no IOTLB modelled "

@@ -17,6 +17,9 @@ RootComplex::RootComplex(sc_module_name name, const SimConfig& config)
                                  config.host.iommu_ns)),
       interrupt_ps_(pcie::ns_to_ps(config.host_cost.interrupt_ns)),
       memory_rate_(rate_for_gbps(config.host.memory_gbps)),
+      memory_write_rate_(rate_for_gbps(config.host.memory_write_gbps > 0 ? config.host.memory_write_gbps : 1)),
+      writes_take_memory_(config.host.memory_write_gbps > 0),
+      port_ratio_(config.host.root_port_ratio),
       staging_gbps_(config.host_cost.staging_gbps),
       iotlb_entries_(config.host.iotlb_entries),
       iotlb_page_(config.host.iotlb_page_bytes),
@@ -63,10 +66,62 @@ pcie::Ps RootComplex::staging_copy(pcie::Ps start, std::uint64_t bytes) {
   for (std::uint64_t at = 0; at < bytes; at += kPiece) {
     const std::uint64_t n = std::min(kPiece, bytes - at);
     const pcie::Ps earliest = start + static_cast<pcie::Ps>(static_cast<double>(at) * ps_per_byte);
-    const pcie::Ps d = memory_rate_.ceil_ps(2 * n);
+    const pcie::Ps d =
+        writes_take_memory_ ? memory_rate_.ceil_ps(n) + memory_write_rate_.ceil_ps(n) : memory_rate_.ceil_ps(2 * n);
     end = std::max(end, memory_.reserve_spread(earliest, d));
   }
   return end;
+}
+
+void RootComplex::add_port(const pcie::LinkParams& link) {
+  Port& p = ports_.emplace_back();
+  p.rate = rate_for_gbps(port_ratio_ > 0 ? port_ratio_ * pcie::raw_bytes_per_ns(link) : 1);
+  p.link = pcie::tlp_ps_per_byte(link);
+}
+
+pcie::Ps RootComplex::port_time(int port, std::uint64_t len) const {
+  if (port_ratio_ <= 0 || static_cast<std::size_t>(port) >= ports_.size()) return 0;
+  return ports_[static_cast<std::size_t>(port)].rate.ceil_ps(len);
+}
+
+RootComplex::PortPass RootComplex::through_port(int port, std::uint64_t len, pcie::Ps at, bool run) {
+  const pcie::Ps d = port_time(port, len);
+  if (d == 0) return PortPass{at, at};
+  // Interleaved, as a port's reads and writes cross the fabric in cache lines.
+  Port& p = ports_[static_cast<std::size_t>(port)];
+  if (!run || len <= kPortPiece) {
+    const pcie::Ps end = p.calendar.reserve_spread(at, d);
+    return PortPass{end - d, end};
+  }
+  // A run of TLPs (burst fidelity) crosses the port as its TLPs cross the link, a piece at a
+  // time: booked whole from its first TLP on, it would hold the port for the run and keep the
+  // small reads booked after it (CB fetches) waiting.
+  PortPass pass{0, at};
+  for (std::uint64_t k = 0; k < len; k += kPortPiece) {
+    const pcie::Ps dk = p.rate.ceil_ps(std::min<std::uint64_t>(kPortPiece, len - k));
+    const pcie::Ps end = p.calendar.reserve_spread(at + p.link.ceil_ps(k), dk);
+    if (k == 0) pass.start = end - dk;
+    pass.end = std::max(pass.end, end);
+  }
+  return pass;
+}
+
+pcie::Ps RootComplex::take_in(int port, std::uint64_t len, pcie::Ps arrival, pcie::Ps landed, bool run) {
+  pcie::Ps in = std::max(landed, through_port(port, len, arrival, run).end);
+  if (writes_take_memory_) in = std::max(in, memory_.reserve_spread(arrival, memory_write_rate_.ceil_ps(len)));
+  return in;
+}
+
+std::vector<pcie::Ps> RootComplex::port_busy_ps() const {
+  std::vector<pcie::Ps> out;
+  for (const Port& p : ports_) out.push_back(p.calendar.busy_ps());
+  return out;
+}
+
+void RootComplex::prune(pcie::Ps now) {
+  memory_.prune(now);
+  for (Port& p : ports_) p.calendar.prune(now);
+  for (Requester& r : requesters_) r.posted_.prune(now);
 }
 
 pcie::Ps RootComplex::translated(Requester& r, std::uint64_t iova, std::uint64_t len, pcie::Ps at, bool run) {
@@ -102,7 +157,7 @@ bool RootComplex::write_ordered(Requester& r, std::uint64_t iova, const std::uin
   return true;
 }
 
-void RootComplex::b_transport(int /*port*/, tlm::tlm_generic_payload& gp, sc_time& delay) {
+void RootComplex::b_transport(int port, tlm::tlm_generic_payload& gp, sc_time& delay) {
   TlpExtension* ext = gp.get_extension<TlpExtension>();
   Requester& r = requesters_.at(ext ? ext->requester : 0);
   const pcie::Ps arrival = now_ps() + to_ps(delay);
@@ -111,13 +166,23 @@ void RootComplex::b_transport(int /*port*/, tlm::tlm_generic_payload& gp, sc_tim
   gp.set_response_status(tlm::TLM_OK_RESPONSE);
   if (gp.is_read()) {
     ++r.read_requests_;
-    if ((++read_requests_ & 63) == 0) memory_.prune(now_ps());
+    if ((++read_requests_ & 63) == 0) prune(now_ps());
     std::uint8_t* host = reach(r, iova, len, false);
+    // Not before the posted writes its device sent before it are in.
+    pcie::Ps start = arrival;
+    if (const pcie::Ps behind = r.posted_.clear_at(arrival); behind > start) {
+      ++r.read_holds_;
+      r.read_hold_ps_ += behind - start;
+      start = behind;
+    }
     // Memory serves requests interleaved, a cache line at a time: a read takes whatever memory
-    // time is free from its arrival on, and is served once the last of it is done.
+    // time is free from its arrival on, and is served once the last of it is done. Its data
+    // crosses the root port on the way out the same way, interleaved with the port's other
+    // traffic (and, for a burst's run, while it streams: the run starts once its share of the
+    // port's time is found).
     const pcie::Ps d = memory_rate_.ceil_ps(len);
-    const pcie::Ps served = memory_.reserve_spread(translated(r, iova, len, arrival, ext && ext->burst), d) - d;
-    ext->ready_ps = served + service_ps_;
+    const pcie::Ps served = memory_.reserve_spread(translated(r, iova, len, start, ext && ext->burst), d) - d;
+    ext->ready_ps = std::max(served, through_port(port, len, served, ext->burst).start) + service_ps_;
     if (!host) {
       ++r.iommu_faults_;
       ext->status = CompletionStatus::kUnsupportedRequest;
@@ -139,9 +204,18 @@ void RootComplex::b_transport(int /*port*/, tlm::tlm_generic_payload& gp, sc_tim
   if (direct && (!ext || ext->ordered_visible || ext->msi || ext->poisoned || ext->poisoned_ranges)) {
     throw std::logic_error("root complex: a write without data must be a plain posted write");
   }
-  // A write takes effect once its page is translated (an MSI-X message is not translated).
-  const pcie::Ps landed = ext && ext->msi ? arrival : translated(r, iova, len, arrival, ext && ext->burst);
-  if (ext) ext->ready_ps = landed;
+  // A write takes effect once its page is translated (an MSI-X message is not translated), and is
+  // taken out of the receive buffer once it has crossed its port and memory has taken it.
+  const bool msi = ext && ext->msi;
+  const pcie::Ps landed = msi ? arrival : translated(r, iova, len, arrival, ext && ext->burst);
+  if (ext) {
+    ext->ready_ps = landed;
+    // A run of TLPs (burst fidelity) comes in from its first TLP's arrival on.
+    const pcie::Ps from = ext->burst && ext->first_ps ? std::min<pcie::Ps>(ext->first_ps, arrival) : arrival;
+    const pcie::Ps in = msi ? landed : take_in(port, len, from, landed, ext->burst);
+    ext->taken_ps = in;
+    r.posted_.add(arrival, in);
+  }
   if (ext && (ext->ordered_visible || ext->msi)) {
     // Checked now (the device learns of a fault through its response), applied at arrival.
     if (!ext->msi && !r.iommu_.translate(iova, len, true)) {

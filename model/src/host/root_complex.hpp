@@ -6,6 +6,14 @@
 // the host must observe in simulated-time order (RBs, MSI-X) take effect at their arrival time,
 // through a time-ordered queue, so that a host reading memory between two simulation slices never
 // sees an RB "from the future".
+//
+// Reads and writes at once (docs/model-pcie.md, "Traffic in both directions"): a posted write is
+// taken out of the receive buffer (its credits start back) once it has crossed its root port and,
+// with host.memory_write_gbps, once host memory has taken it; a read request is served only after
+// the posted writes its device sent before it are in (PCIe ordering, pcie/posted_order.hpp), and
+// its completion data crosses the root port too. A root port carries both directions' data
+// together, host.root_port_ratio times its link's raw rate; host memory serves reads, writes and
+// staging copies from one calendar.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +27,7 @@
 #include <tlm_utils/multi_passthrough_target_socket.h>
 
 #include "host/iotlb.hpp"
+#include "pcie/posted_order.hpp"
 #include "pcie/timing.hpp"
 #include "spyre_dma/model/sim_config.hpp"
 #include "spyre_dma/device_core/iommu.hpp"
@@ -43,6 +52,9 @@ class RootComplex : public sc_core::sc_module {
     std::uint64_t read_requests() const noexcept { return read_requests_; }
     std::uint64_t write_requests() const noexcept { return write_requests_; }
     std::uint64_t iommu_faults() const noexcept { return iommu_faults_; }
+    // Read requests that waited for a posted write of this device to be in, and how long.
+    std::uint64_t read_holds() const noexcept { return read_holds_; }
+    pcie::Ps read_hold_ps() const noexcept { return read_hold_ps_; }
     const Iotlb& iotlb() const noexcept { return iotlb_; }
 
    private:
@@ -56,6 +68,9 @@ class RootComplex : public sc_core::sc_module {
     Iotlb iotlb_;
     std::uint64_t epoch_ = 0;
     std::uint64_t read_requests_ = 0, write_requests_ = 0, iommu_faults_ = 0;
+    std::uint64_t read_holds_ = 0;
+    pcie::Ps read_hold_ps_ = 0;
+    pcie::PostedOrder posted_;  // its posted writes: when each arrived, and when it was in
     device_core::Iommu::Window held_;  // the mapping its data TLPs went through, until release_windows()
   };
 
@@ -64,6 +79,9 @@ class RootComplex : public sc_core::sc_module {
   // A device behind this root complex, with its IOMMU domain; on_interrupt(vector) runs at the
   // simulated instant one of its MSI-X messages takes effect. The reference stays valid.
   Requester& attach(device_core::Iommu& iommu, std::function<void(std::uint32_t)> on_interrupt);
+  // The root port the next link bound to `socket` is on, and that link's parameters (its raw rate
+  // sets the port's, host.root_port_ratio). Call once per binding, in binding order.
+  void add_port(const pcie::LinkParams& link);
 
   // The CPU copied `bytes` between user memory and a staging buffer, from `start` at
   // HostCostConfig::staging_gbps: the copy reads and writes host memory, in step with its progress,
@@ -76,8 +94,11 @@ class RootComplex : public sc_core::sc_module {
   // can fall in between, and the host may unmap while the simulation waits.
   void release_windows();
 
-  // Host memory time booked so far (DMA reads and staging copies), in ps.
+  // Host memory time booked so far (DMA reads, staging copies and, with host.memory_write_gbps,
+  // posted writes), in ps.
   pcie::Ps memory_busy_ps() const noexcept { return memory_.busy_ps(); }
+  // Each root port's time booked so far (with host.root_port_ratio), in ps, by port.
+  std::vector<pcie::Ps> port_busy_ps() const;
 
  private:
   struct Pending {
@@ -99,6 +120,19 @@ class RootComplex : public sc_core::sc_module {
   // When a transaction of [iova, iova + len) arriving at `at` is translated, through r's IOTLB.
   // A run of TLPs (burst fidelity) walks while its data moves: it waits for its first page only.
   pcie::Ps translated(Requester& r, std::uint64_t iova, std::uint64_t len, pcie::Ps at, bool run);
+  // When `len` bytes that reach root port `port` at `at` are through it (host.root_port_ratio;
+  // `at` itself when ports are not limited); `run`: a burst's run of TLPs, which comes at its
+  // link's pace.
+  struct PortPass {
+    pcie::Ps start;  // its (first piece's) time at the port begins
+    pcie::Ps end;    // its last byte is through
+  };
+  PortPass through_port(int port, std::uint64_t len, pcie::Ps at, bool run);
+  pcie::Ps port_time(int port, std::uint64_t len) const;  // 0: not limited
+  // When a posted write of `len` bytes that arrived at `arrival` and was translated at `landed`
+  // has been taken in: through its port and, with host.memory_write_gbps, into host memory.
+  pcie::Ps take_in(int port, std::uint64_t len, pcie::Ps arrival, pcie::Ps landed, bool run);
+  void prune(pcie::Ps now);
 
   std::deque<Requester> requesters_;  // stable references
   pcie::Ps service_ps_;      // completer processing + memory latency per read request
@@ -108,6 +142,17 @@ class RootComplex : public sc_core::sc_module {
   // push the floor past the instant another device asks for memory, and hold that one back.
   pcie::Serializer memory_{std::size_t{1} << 17};
   pcie::PsPerByte memory_rate_;
+  pcie::PsPerByte memory_write_rate_;
+  bool writes_take_memory_;
+  // Each root port's share of the fabric (host.root_port_ratio), with the same long history.
+  struct Port {
+    pcie::Serializer calendar{std::size_t{1} << 17};
+    pcie::PsPerByte rate;  // its share of the fabric
+    pcie::PsPerByte link;  // its link's TLP rate: a burst's run comes at this pace
+  };
+  static constexpr std::uint64_t kPortPiece = 16u << 10;
+  std::deque<Port> ports_;
+  double port_ratio_;
   double staging_gbps_;
   std::uint32_t iotlb_entries_;
   std::uint64_t iotlb_page_;

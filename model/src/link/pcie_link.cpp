@@ -35,7 +35,7 @@ PcieLink::PcieLink(sc_module_name name, const SimConfig& config, const LinkConfi
       down_clock_(pcie::tlp_ps_per_byte(params_)),
       up_(shared ? kSharedHistory : pcie::Serializer::kDefaultMaxIntervals),
       down_(shared ? kSharedHistory : pcie::Serializer::kDefaultMaxIntervals),
-      up_requests_(shared ? kSharedHistory : pcie::Serializer::kDefaultMaxIntervals),
+      requests_(shared ? kSharedHistory : pcie::Serializer::kDefaultMaxIntervals),
       posted_(link.host_rx.posted_header, link.host_rx.posted_data,
               shared ? kSharedHistory : pcie::CreditPool::kDefaultMaxEvents),
       nonposted_(link.host_rx.nonposted_header, link.host_rx.nonposted_data,
@@ -46,6 +46,14 @@ PcieLink::PcieLink(sc_module_name name, const SimConfig& config, const LinkConfi
       cpld_overhead_(pcie::tlp_overhead_bytes(params_, TlpType::kCplD)),
       rng_(config.seed ^ 0x9e3779b97f4a7c15ull ^ (salt * 0xbf58476d1ce4e5b9ull)) {
   device_side.register_b_transport(this, &PcieLink::b_transport);
+  if (params_.dllp_overhead) {
+    // A symbol time carries one byte on each lane; a DLLP takes 8 bytes of the whole link.
+    const pcie::PsPerByte raw = pcie::raw_ps_per_byte(params_);
+    const double symbol_ps = raw.value() * params_.lanes;
+    dllps_per_ps_ = 1.0 / (pcie::ack_limit_symbols(params_.generation, params_.lanes, params_.mps) * symbol_ps) +
+                    1.0 / (pcie::fc_update_symbols(params_.generation, params_.lanes, params_.mps) * symbol_ps);
+    dllp_batch_ps_ = raw.ceil_ps(std::uint64_t{pcie::kDllpBytes} * kDllpBatch);
+  }
   checker_.set_capacity(ProtocolChecker::Pool::kPosted, link.host_rx.posted_header, link.host_rx.posted_data);
   checker_.set_capacity(ProtocolChecker::Pool::kNonPosted, link.host_rx.nonposted_header,
                         link.host_rx.nonposted_data);
@@ -53,7 +61,8 @@ PcieLink::PcieLink(sc_module_name name, const SimConfig& config, const LinkConfi
 
 void PcieLink::prune(Ps ps) {
   up_.prune(ps);
-  up_requests_.prune(ps);
+  requests_.prune(ps);
+  for (pcie::PostedOrder& o : posted_up_) o.prune(ps);
   down_.prune(ps);
   posted_.prune(ps);
   nonposted_.prune(ps);
@@ -83,32 +92,74 @@ void PcieLink::trace_tlps(TraceWriter& trace, const std::string& owner) {
   down_track_ = trace.thread(trace_pid_, "down (host to device)").tid;
 }
 
-// One TLP (or, in burst fidelity, a run of them) on one direction's wire from `earliest`; returns
-// the time it has fully left.
-Ps PcieLink::send(Direction& dir, Ps earliest, std::uint64_t wire_bytes, const char* what) {
+PcieLink::Direction PcieLink::up() noexcept {
+  return Direction{up_clock_, up_, counters_.up_bytes, up_track_, up_debt_, dllps_owed_up_, counters_.dllps_down,
+                   down_debt_, down_track_};
+}
+
+PcieLink::Direction PcieLink::down() noexcept {
+  return Direction{down_clock_, down_, counters_.down_bytes, down_track_, down_debt_, dllps_owed_down_,
+                   counters_.dllps_up, up_debt_, up_track_};
+}
+
+void PcieLink::owe(WireDebt& debt, Ps at, Ps d) {
+  if (debt.ps == 0 || at < debt.since) debt.since = at;
+  debt.ps += d;
+}
+
+Ps PcieLink::send(Direction& dir, Ps earliest, std::uint64_t wire_bytes, const char* what, Ps* busy) {
   const Ps d = dir.clock.duration_ps(wire_bytes);
+  if (busy) *busy = d;
   dir.wire_bytes += wire_bytes;
-  const Ps start = dir.wire.reserve(earliest, d);
+  // What went out between this wire's TLPs lately goes before this one (WireDebt).
+  Ps owed = 0;
+  if (dir.debt.ps != 0 && earliest + kDebtWindowPs >= dir.debt.since) {
+    if (earliest <= dir.debt.since + kDebtWindowPs) owed = dir.debt.ps;
+    dir.debt.ps = 0;
+  }
+  const Ps start = dir.wire.reserve(earliest, owed + d) + owed;
   if (trace_) {
     trace_->complete(what, "tlp", double(start) / 1000.0, double(d) / 1000.0, TraceTrack{trace_pid_, dir.track},
                      {{"wire_bytes", wire_bytes}});
   }
+  acknowledge(dir, d, start + d + latency_ps_);
   return start + d;
 }
 
-Ps PcieLink::send_up(Ps earliest, std::uint64_t wire_bytes, const char* what) {
-  Direction up{up_clock_, up_, counters_.up_bytes, up_track_};
-  return send(up, earliest, wire_bytes, what);
+void PcieLink::acknowledge(Direction& dir, Ps busy, Ps arrival) {
+  if (dllps_per_ps_ == 0) return;
+  dir.dllps_owed += static_cast<double>(busy) * dllps_per_ps_;
+  if (dir.dllps_owed < kDllpBatch) return;
+  const auto batches = static_cast<std::uint64_t>(dir.dllps_owed / kDllpBatch);
+  dir.dllps_owed -= static_cast<double>(batches * kDllpBatch);
+  dir.dllps_sent += batches * kDllpBatch;
+  owe(dir.reverse, arrival, batches * dllp_batch_ps_);
 }
 
-Ps PcieLink::send_request_up(Ps earliest, std::uint64_t wire_bytes, const char* what) {
-  Direction up{up_clock_, up_requests_, counters_.up_bytes, up_track_};
-  return send(up, earliest, wire_bytes, what);
+Ps PcieLink::send_up(Ps earliest, std::uint64_t wire_bytes, const char* what) {
+  Direction dir = up();
+  return send(dir, earliest, wire_bytes, what);
+}
+
+Ps PcieLink::send_request(Ps earliest, std::uint64_t wire_bytes, const char* what) {
+  // Timed on the requests' lane, which owes nothing itself: the writes owe its time (requests_).
+  WireDebt none;
+  Direction lane{up_clock_, requests_, counters_.up_bytes, up_track_, none, dllps_owed_up_, counters_.dllps_down,
+                 down_debt_, down_track_};
+  Ps d = 0;
+  const Ps sent = send(lane, earliest, wire_bytes, what, &d);
+  owe(up_debt_, sent - d, d);
+  return sent;
 }
 
 Ps PcieLink::send_down(Ps earliest, std::uint64_t wire_bytes, const char* what) {
-  Direction down{down_clock_, down_, counters_.down_bytes, down_track_};
-  return send(down, earliest, wire_bytes, what);
+  Direction dir = down();
+  return send(dir, earliest, wire_bytes, what);
+}
+
+pcie::PostedOrder& PcieLink::posted_up(std::uint16_t requester) {
+  if (posted_up_.size() <= requester) posted_up_.resize(std::size_t{requester} + 1);
+  return posted_up_[requester];
 }
 
 Ps PcieLink::carry(bool down, std::uint64_t addr, std::uint64_t len, Ps earliest) {
@@ -145,10 +196,17 @@ void PcieLink::read(tlm::tlm_generic_payload& gp, Ps t0, sc_time& delay) {
     checker_.request(TlpType::kMRd, addr, len);
     const pcie::CreditGrant g = nonposted_.acquire(t0, 1, 0);
     if (g.at_ps > t0) ++counters_.credit_stalls, counters_.credit_stall_ps += g.at_ps - t0;
-    Ps sent = send_request_up(g.at_ps, mrd_wire, "MRd");
+    // Behind the posted writes its device queued before it, on the same wire.
+    Ps earliest = g.at_ps;
+    if (const Ps behind = posted_up(ext->requester).clear_at(t0); behind > earliest) {
+      ++counters_.request_holds;
+      counters_.request_hold_ps += behind - earliest;
+      earliest = behind;
+    }
+    Ps sent = send_request(earliest, mrd_wire, "MRd");
     std::uint32_t replays = replays_for(1);
     if (ext->force_replay) ++replays, ++counters_.replays;
-    if (replays) sent = send_request_up(sent + replay_ps_, mrd_wire, "MRd (replay)");
+    if (replays) sent = send_request(sent + replay_ps_, mrd_wire, "MRd (replay)");
     const Ps arrival = sent + latency_ps_;
     nonposted_.release(g, arrival + credit_update_ps_);
     credits_held(ProtocolChecker::Pool::kNonPosted, g.at_ps, arrival + credit_update_ps_, 1, 0);
@@ -201,7 +259,7 @@ void PcieLink::read(tlm::tlm_generic_payload& gp, Ps t0, sc_time& delay) {
   ext->replays = replays;
   const Ps u1 = up_clock_.rate().ceil_ps(w1.upstream);
   const Ps d1 = down_clock_.rate().ceil_ps(w1.downstream);
-  const Ps up_end = send_request_up(t0, w.upstream, "MRd burst");
+  const Ps up_end = send_request(t0, w.upstream, "MRd burst");
   const Ps first_sent = up_end - up_clock_.rate().ceil_ps(w.upstream) + u1;
   const Ps arrival = first_sent + latency_ps_;
   counters_.mrd += n;
@@ -222,6 +280,8 @@ void PcieLink::read(tlm::tlm_generic_payload& gp, Ps t0, sc_time& delay) {
     counters_.down_bytes += w.downstream;
     const Ps start = down_.reserve(ext->ready_ps, d);
     last = start + d;
+    Direction dir = down();
+    acknowledge(dir, wire_time, start + latency_ps_);
     if (trace_) {
       trace_->complete("CplD burst", "tlp", double(start) / 1000.0, double(d) / 1000.0,
                        TraceTrack{trace_pid_, down_track_}, {{"wire_bytes", w.downstream}, {"tlps", w.downstream_tlps}});
@@ -256,6 +316,10 @@ void PcieLink::write(tlm::tlm_generic_payload& gp, Ps t0, sc_time& delay) {
     }
     sent = send_up(start, wire, ext->msi ? "MSI-X" : "MWr");
     if (replays) sent = send_up(sent + replay_ps_, wire, "MWr (replay)");
+    // Read requests its device queues from now on wait for it. (A burst's run is not recorded:
+    // its TLPs are queued as they go, so a request waits for at most one, which burst fidelity
+    // does not charge.)
+    posted_up(ext->requester).add(t0, sent);
     first = sent;
     ext->replays = replays;
     ++counters_.mwr;

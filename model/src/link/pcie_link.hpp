@@ -12,6 +12,12 @@
 // from decoupled initiators; the serializers fill the earliest free gap, so the schedule does not
 // depend on the order of calls within a quantum.
 //
+// Traffic both ways (docs/model-pcie.md, "Traffic in both directions"): a read request leaves on
+// the upstream wire behind the posted writes its device queued before it (pcie/posted_order.hpp),
+// in the same calendar as the writes; and the receiver of each direction sends its ACK and
+// UpdateFC DLLPs back on the other wire, at the spec's intervals, where they take time from
+// that wire's own TLPs.
+//
 // In burst fidelity one transaction stands for every TLP of a transfer; the same arithmetic is
 // applied to the run as a whole (see docs/model.md for the read formula and its agreement bound).
 #pragma once
@@ -28,6 +34,7 @@
 
 #include "link/protocol_checker.hpp"
 #include "pcie/link_math.hpp"
+#include "pcie/posted_order.hpp"
 #include "pcie/timing.hpp"
 #include "sim/debug_hooks.hpp"
 #include "spyre_dma/model/sim_config.hpp"
@@ -42,6 +49,9 @@ struct LinkCounters {
   pcie::Ps credit_stall_ps = 0;
   std::uint64_t replays = 0;
   std::uint64_t transactions = 0;   // b_transport calls
+  std::uint64_t dllps_up = 0, dllps_down = 0;  // ACK and UpdateFC DLLPs each wire carried
+  std::uint64_t request_holds = 0;  // read requests held behind a posted write queued before them
+  pcie::Ps request_hold_ps = 0;
 };
 
 class TraceWriter;
@@ -64,7 +74,8 @@ class PcieLink : public sc_core::sc_module {
   const LinkCounters& counters() const noexcept { return counters_; }
   ProtocolChecker& checker() noexcept { return checker_; }
   pcie::Ps latency_ps() const noexcept { return latency_ps_; }
-  pcie::Ps up_busy_ps() const noexcept { return up_.busy_ps() + up_requests_.busy_ps(); }
+  // Wire time booked: TLPs, the requests' time and the DLLPs each wire carried.
+  pcie::Ps up_busy_ps() const noexcept { return up_.busy_ps(); }
   pcie::Ps down_busy_ps() const noexcept { return down_.busy_ps(); }
   // Drops serializer and credit history before `ps` (nothing can be booked before now anyway).
   void prune(pcie::Ps ps);
@@ -85,18 +96,50 @@ class PcieLink : public sc_core::sc_module {
   void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
   void read(tlm::tlm_generic_payload& gp, pcie::Ps t0, sc_core::sc_time& delay);
   void write(tlm::tlm_generic_payload& gp, pcie::Ps t0, sc_core::sc_time& delay);
+  // The time of what goes out between a wire's TLPs (DLLPs, read requests), not yet taken from
+  // them. Each of those goes between two TLPs and the TLPs after it go later by its time; but the
+  // model books TLPs ahead of the kernel, out of time order, and a small booking in the middle of
+  // them would split their gaps into pieces too short for a TLP, wasting more time than it takes.
+  // So the next TLP the wire books takes it on, if it goes out within kDebtWindowPs of it (the
+  // data paths' run-ahead: the TLPs of that stretch are booked in any order); past that the wire
+  // had room for it and it cost nothing.
+  struct WireDebt {
+    pcie::Ps ps = 0;
+    pcie::Ps since = 0;  // when the oldest of it went out
+  };
+  static constexpr pcie::Ps kDebtWindowPs = 2'000'000;
+  // One wire, and where the DLLPs its receiver owes for its TLPs go: one ACK and one UpdateFC per
+  // ack_limit_symbols and fc_update_symbols symbol times of TLPs received, sent on the other wire
+  // in batches of kDllpBatch (an ACK acknowledges every TLP before it, so ACKs coalesce).
   struct Direction {
     pcie::WireClock& clock;
     pcie::Serializer& wire;
     std::uint64_t& wire_bytes;
     int track;
+    WireDebt& debt;
+    double& dllps_owed;        // due for this wire's TLPs and not yet sent
+    std::uint64_t& dllps_sent;  // counted on the wire that carries them
+    WireDebt& reverse;
+    int reverse_track;
   };
-  pcie::Ps send(Direction& dir, pcie::Ps earliest, std::uint64_t wire_bytes, const char* what);
+  static constexpr unsigned kDllpBatch = 8;
+  // One TLP (or a burst's run of them) on a wire from `earliest`; returns when it has fully left
+  // (`busy`: its wire time).
+  pcie::Ps send(Direction& dir, pcie::Ps earliest, std::uint64_t wire_bytes, const char* what,
+                pcie::Ps* busy = nullptr);
   // One TLP on the upstream (device to host) or downstream wire.
   pcie::Ps send_up(pcie::Ps earliest, std::uint64_t wire_bytes, const char* what);
-  // A read request upstream, in a lane of its own (see up_requests_).
-  pcie::Ps send_request_up(pcie::Ps earliest, std::uint64_t wire_bytes, const char* what);
   pcie::Ps send_down(pcie::Ps earliest, std::uint64_t wire_bytes, const char* what);
+  // A read request (or a burst's run of them) upstream: timed on the requests' lane, its wire
+  // time owed by the writes (see requests_).
+  pcie::Ps send_request(pcie::Ps earliest, std::uint64_t wire_bytes, const char* what);
+  static void owe(WireDebt& debt, pcie::Ps at, pcie::Ps d);
+  Direction up() noexcept;
+  Direction down() noexcept;
+  // The DLLPs `dir`'s receiver owes for `busy` ps of TLPs that arrive from `arrival` on.
+  void acknowledge(Direction& dir, pcie::Ps busy, pcie::Ps arrival);
+  // The posted writes a requester queued on the upstream wire (reads wait behind them).
+  pcie::PostedOrder& posted_up(std::uint16_t requester);
   // A TLP holds credits of `pool` from `from` until they are back: to the checker and the probe.
   void credits_held(ProtocolChecker::Pool pool, pcie::Ps from, pcie::Ps until, std::uint32_t header,
                     std::uint32_t data);
@@ -113,14 +156,21 @@ class PcieLink : public sc_core::sc_module {
   pcie::Ps service_ps_;  // the root complex's unloaded service time of one read (burst reads)
   pcie::WireClock up_clock_, down_clock_;
   pcie::Serializer up_, down_;
-  // The device's read requests (MRd) upstream. Its request arbiter puts a read request between
-  // two writes, so a request waits for at most the TLP on the wire; but the model books a CB's
-  // writes (and, through tag reuse, its requests) ahead of time, so on one calendar a request
-  // booked after a D2H CB's writes would queue behind all of them, and a run of future requests
-  // would fragment the writes' calendar. Requests serialize among themselves here; their wire
-  // time (an MRd header per up to MRRS bytes read, under 1% of the data they fetch) is not taken
-  // from the writes.
-  pcie::Serializer up_requests_;
+  // The device's read requests upstream. Its arbiter puts a request between two TLPs, behind the
+  // posted writes queued before it (posted_up_), so a request waits for those and at most the TLP
+  // on the wire; the TLPs after it go later by its time. The model books a CB's writes ahead of
+  // the kernel, so on the writes' calendar a request would wait for every write booked ahead of
+  // it, queued after it or not. Requests are timed here, serialized among themselves, and their
+  // wire time is owed by the writes (WireDebt). (A burst's run of requests the same way: it
+  // stands for requests spread over the whole CB.)
+  pcie::Serializer requests_;
+  WireDebt up_debt_, down_debt_;
+  std::vector<pcie::PostedOrder> posted_up_;  // by requester
+  // DLLPs owed for each wire's TLPs; how many fall due per ps of TLPs received (0: none, without
+  // link.dllp_overhead); the wire time of one batch, at the raw rate (a DLLP is no TLP).
+  double dllps_owed_up_ = 0, dllps_owed_down_ = 0;
+  double dllps_per_ps_ = 0;
+  pcie::Ps dllp_batch_ps_ = 0;
   pcie::CreditPool posted_, nonposted_;  // the root complex's receive buffers
   ProtocolChecker checker_;
   DebugHooks hooks_;

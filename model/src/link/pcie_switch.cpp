@@ -23,6 +23,13 @@ PcieSwitch::PcieSwitch(sc_module_name name, const LinkConfig& below, const LinkC
   downstream.register_b_transport(this, &PcieSwitch::b_transport);
 }
 
+pcie::PostedOrder& PcieSwitch::order(int port) {
+  if (order_.size() <= static_cast<std::size_t>(port)) order_.resize(port + 1);
+  pcie::PostedOrder& o = order_[port];
+  o.prune(now_ps());  // nothing arrives before now any more
+  return o;
+}
+
 void PcieSwitch::b_transport(int port, tlm::tlm_generic_payload& gp, sc_time& delay) {
   TlpExtension* ext = gp.get_extension<TlpExtension>();
   const Ps arrival = now_ps() + to_ps(delay);  // the last TLP is here
@@ -37,19 +44,8 @@ void PcieSwitch::b_transport(int port, tlm::tlm_generic_payload& gp, sc_time& de
     const Ps last_tlp = d / std::max<std::uint64_t>(1, w.upstream_tlps);
     // Cut-through: it starts once its first TLP is through, and cannot end before its last is.
     Ps earliest = std::max(first, arrival + last_tlp - std::min(arrival + last_tlp, d)) + forward_ps_;
-    if (order_.size() <= static_cast<std::size_t>(port)) order_.resize(port + 1);
-    PortOrder& o = order_[port];
-    // Nothing arrives before now any more: what did is folded into the floor.
-    const Ps now = now_ps();
-    while (!o.sent_by_arrival.empty() && o.sent_by_arrival.begin()->first < now) {
-      o.floor = std::max(o.floor, o.sent_by_arrival.begin()->second);
-      o.sent_by_arrival.erase(o.sent_by_arrival.begin());
-    }
-    Ps ahead = o.floor;  // the latest departure of a write of this port that arrived before this one
-    for (auto it = o.sent_by_arrival.upper_bound(first); it != o.sent_by_arrival.begin();) {
-      --it;
-      ahead = std::max(ahead, it->second);
-    }
+    pcie::PostedOrder& o = order(port);
+    const Ps ahead = o.clear_at(first);  // the writes of this port that arrived before this one
     if (ahead > earliest + d) {
       earliest = ahead - d;
       ++holds_;
@@ -57,13 +53,15 @@ void PcieSwitch::b_transport(int port, tlm::tlm_generic_payload& gp, sc_time& de
     sc_time up = delay_until(earliest);
     upstream->b_transport(gp, up);
     const Ps sent = now_ps() + to_ps(up);
-    Ps& slot = o.sent_by_arrival[first];
-    slot = std::max(slot, sent);
+    o.add(first, sent);
     ext->taken_ps = sent;  // out of this switch's receive buffer
     return;
   }
-  // A read request: on up, its completions back down as they arrive from the uplink.
-  sc_time up = delay_until(arrival + forward_ps_);
+  // A read request: on up behind the writes of its port that arrived before it, its completions
+  // back down as they arrive from the uplink.
+  const Ps ahead = order(port).clear_at(arrival);
+  if (ahead > arrival + forward_ps_) ++holds_;
+  sc_time up = delay_until(std::max(arrival + forward_ps_, ahead));
   upstream->b_transport(gp, up);
   const Ps last = now_ps() + to_ps(up);  // the last completion is at this switch
   if (ext->drop_completion || ext->status != CompletionStatus::kSuccess) {

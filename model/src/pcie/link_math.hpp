@@ -89,9 +89,10 @@ inline constexpr std::uint32_t kDllpBytes = 8;  // 2 framing + 4 DLLP + 2 CRC
 inline constexpr std::uint32_t kSkpIntervalSymbols = 1538;
 inline constexpr std::uint32_t kSkpSymbols = 4;
 
-// Fraction of the raw rate spent on DLLPs and SKPs: 8/ack + 8/fc + 4/1538 (0 without
-// dllp_overhead). Both directions lose the same fraction, whatever traffic they carry: that is how
-// pcie-bench charges it (it reduces the raw rate, it does not place ACKs on the reverse direction).
+// Fraction of the raw rate pcie-bench charges a direction for DLLPs and SKPs: 8/ack + 8/fc +
+// 4/1538 (0 without dllp_overhead), whatever traffic the direction carries. The model keeps it as
+// the one-way efficiency that measurements confirm, and sends the DLLPs themselves on the reverse
+// wire at their physical size (docs/model-pcie.md, "Rates" and "Traffic in both directions").
 double link_overhead_fraction(const LinkParams& p);
 
 // The rate left for TLPs: raw x (1 - overhead). Exact as a ratio.

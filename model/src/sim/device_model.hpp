@@ -39,6 +39,7 @@ class DeviceModel : public sc_core::sc_module {
   // RootComplex::staging_copy): later writes wait for it.
   void host_copied(std::uint64_t bytes);
   bool writes_pending() const noexcept { return !writes_.empty(); }
+  const RootComplex& root_complex() const noexcept { return root_complex_; }
   // Pause the simulation once every posted write has landed.
   void pause_when_written() noexcept { pause_when_written_ = true; }
 

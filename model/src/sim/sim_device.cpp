@@ -73,6 +73,9 @@ nlohmann::json SimDevice::statistics() {
                  {"busy_ns", {{"up", t.link.up_busy_ps() / 1000.0}, {"down", t.link.down_busy_ps() / 1000.0}}},
                  {"credit_stalls", l.credit_stalls},
                  {"credit_stall_ns", l.credit_stall_ps / 1000.0},
+                 {"dllps", {{"up", l.dllps_up}, {"down", l.dllps_down}}},
+                 {"request_holds", l.request_holds},
+                 {"request_hold_ns", l.request_hold_ps / 1000.0},
                  {"replays", l.replays}};
     ProtocolChecker& checker = t.link.checker();
     checker.prune(now_ps());  // checks the credit bookings up to now
@@ -106,9 +109,14 @@ nlohmann::json SimDevice::statistics() {
                        {"write_tlps", c.write_tlps},
                        {"interrupts", c.interrupts},
                        {"resets", c.resets}};
+    nlohmann::json port_busy_ns = nlohmann::json::array();  // every root port of the server
+    for (const pcie::Ps ps : t.root_complex().port_busy_ps()) port_busy_ns.push_back(ps / 1000.0);
     j["root_complex"] = {{"read_requests", t.requester.read_requests()},
                          {"write_requests", t.requester.write_requests()},
                          {"iommu_faults", t.requester.iommu_faults()},
+                         {"read_holds", t.requester.read_holds()},
+                         {"read_hold_ns", t.requester.read_hold_ps() / 1000.0},
+                         {"port_busy_ns", port_busy_ns},
                          {"iotlb", {{"hits", t.requester.iotlb().hits()}, {"misses", t.requester.iotlb().misses()}}}};
     j["device_memory"] = {{"bytes_read", t.device_memory.bytes_read()},
                           {"bytes_written", t.device_memory.bytes_written()},

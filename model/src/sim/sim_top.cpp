@@ -45,7 +45,7 @@ SimTop::SimTop(sc_module_name name, const SimConfig& config, const std::vector<d
   }
   for (unsigned k = 0; k < leaves + parents; ++k) {
     if (k < leaves && parents) uplinks[k]->host_side.bind(switches[leaves + k / per_port]->downstream);
-    else uplinks[k]->host_side.bind(root_complex.socket);
+    else bind_root_port(*uplinks[k]);
   }
   for (unsigned i = 0; i < t.devices; ++i) {
     RootComplex::Requester& r = root_complex.attach(*iommus[i], [on_interrupt, i](std::uint32_t v) { on_interrupt(i, v); });
@@ -55,7 +55,7 @@ SimTop::SimTop(sc_module_name name, const SimConfig& config, const std::vector<d
     devices.push_back(std::make_unique<DeviceModel>(("device" + std::to_string(i)).c_str(), config, i, r, root_complex,
                                                     beyond, trace.get(), label, probe.get()));
     if (per_switch) devices.back()->link.host_side.bind(switches[i / per_switch]->downstream);
-    else devices.back()->link.host_side.bind(root_complex.socket);
+    else bind_root_port(devices.back()->link);
   }
   if (network) add_nic(config, *network, node, std::move(nic_notify));
   if (probe) {
@@ -64,6 +64,11 @@ SimTop::SimTop(sc_module_name name, const SimConfig& config, const std::vector<d
   if (trace && config.trace_tlps) {
     for (unsigned k = 0; k < uplinks.size(); ++k) uplinks[k]->trace_tlps(*trace, "switch " + std::to_string(k) + " uplink");
   }
+}
+
+void SimTop::bind_root_port(PcieLink& link) {
+  root_complex.add_port(link.params());
+  link.host_side.bind(root_complex.socket);
 }
 
 void SimTop::add_nic(const SimConfig& config, Network& network, unsigned node,
@@ -78,7 +83,7 @@ void SimTop::add_nic(const SimConfig& config, Network& network, unsigned node,
   const pcie::Ps beyond = per_switch ? hop + (parents ? hop : 0) : 0;
   nic = std::make_unique<Nic>("nic", config, node, network, root_complex, beyond, std::move(notify));
   if (per_switch) nic->link().host_side.bind(switches[0]->downstream);
-  else nic->link().host_side.bind(root_complex.socket);
+  else bind_root_port(nic->link());
   // Peer-to-peer to each device: up from the NIC to the lowest point the two share (the same
   // switch, a parent switch, or the root complex), then down to the device.
   const PeerHop rc{nullptr, false, pcie::ns_to_ps(config.host.root_complex_ns)};

@@ -55,6 +55,8 @@ class SimTop : public sc_core::sc_module {
   std::unique_ptr<Nic> nic;
 
  private:
+  // Binds `link` to a root port of its own (RootComplex::add_port, then the socket).
+  void bind_root_port(PcieLink& link);
   void add_nic(const SimConfig& config, Network& network, unsigned node,
                std::function<void(std::function<void()>)> notify);
 };

@@ -99,6 +99,7 @@ inline StreamResult run_stream(const SimConfig& config, bool reads, std::uint64_
   PcieLink link("link", config, config.link);
   StreamInitiator init("init", config.link, reads, size, count, tags, iova, split);
   init.socket.bind(link.device_side);
+  rc.add_port(link.params());
   link.host_side.bind(rc.socket);
   sc_core::sc_start();  // a ProtocolError thrown in the initiator's thread surfaces here
   StreamResult r = init.result;

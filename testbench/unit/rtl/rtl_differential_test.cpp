@@ -349,6 +349,11 @@ struct CbSpan {
 std::vector<CbSpan> back_to_back(model::DataPathKind data_path, bool together = false) {
   model::SimConfig config = model::preset("spyre-gen5x16");
   config.data_path = data_path;
+  // The data paths are compared at the link. The root port's share of the host's fabric, which
+  // both directions' data cross together, is served in the order the data reaches it, and would
+  // turn the few nanoseconds by which the two data paths hand their TLPs over differently into
+  // shares of the port (docs/model-pcie.md, "Traffic in both directions").
+  config.host.root_port_ratio = 0;
   model::SimDevice dev(config);
   HostBuffer host(16 * MiB);
   const std::uint64_t iova = dev.map(host.data, host.bytes, DmaAccess::kBoth);
@@ -439,14 +444,17 @@ TEST(Timing, BackToBackCbsStartAndEndTogetherWithinFivePercent) {
 }
 
 // Both rings at once, the pipelines contending for the link and for device memory: every CB's
-// duration within 5% of the other data path's and its end within 0.5%. Measured: every duration
-// within 4.0% (the largest, a 16 KiB D2H at +4.0% and a 4 KiB D2H at +3.1%), every end within
-// 0.2% (docs/rtl.md). Before read requests had a ready of their own on the RTL's request port, a
-// DMAI read waited behind the DMAO writes there, and a 20 KiB fill behind an H2D started 22 ns
-// late (-5.3%).
+// duration within 5% of the other data path's and its end within 1.5%. Measured: every duration
+// within 4.0% (the largest, the last 2 MiB H2D at -4.0%, a 16 KiB H2D at +3.4%), every end within
+// 0.3% but that H2D's, -1.1% (docs/rtl.md). It runs while the D2H ring writes, and its read
+// requests leave behind the writes queued before them (PCIe ordering): the two data paths hand
+// their writes to the link at slightly different times, so their requests wait differently.
+// Before that rule every end was within 0.2%. Before read requests had a ready of their own on
+// the RTL's request port, a DMAI read waited behind the DMAO writes there, and a 20 KiB fill
+// behind an H2D started 22 ns late (-5.3%).
 TEST(Timing, BothPipelinesAtOnceAgreeWithinFivePercent) {
   compare_spans(back_to_back(model::DataPathKind::kSystemC, true), back_to_back(model::DataPathKind::kRtl, true), 0.05,
-                0.005);
+                0.015);
 }
 
 // A CB that writes device memory an older CB of the pipeline is still writing waits for it: an

@@ -43,6 +43,16 @@ struct HostConfig {
   double root_complex_ns = 100.0;       // completer processing per read request
   double iommu_ns = 0.0;                // added per TLP when translation is charged
   double memory_gbps = 100.0;           // GB/s for DMA reads and staging copies, all devices together
+  // Host memory's rate for the devices' posted writes, GB/s: they then share memory's time with the
+  // reads and the staging copies, and a write's credits come back once it is in memory. 0: posted
+  // writes are absorbed by the root complex's write buffers and take no memory time.
+  double memory_write_gbps = 0.0;
+  // What one root port carries between its link and the host, the completion data of reads and
+  // the data of posted writes together, as a multiple of its link's raw rate in one direction (its
+  // share of the root complex's internal fabric). 1.4: what the two Gen5 x16 hosts measured with
+  // nvbandwidth's bidirectional copies carried both ways together (docs/model-pcie.md, "Traffic in
+  // both directions"). 0: nothing beyond the link's own rate in each direction.
+  double root_port_ratio = 1.4;
   // The IOMMU's translation cache, per device: the pages (iotlb_page_bytes) whose translations
   // it holds, least recently used out first; a TLP on a page it does not hold waits
   // iotlb_miss_ns for the page walk. 0 entries: no IOTLB modelled (iommu_ns is the whole cost).
