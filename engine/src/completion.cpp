@@ -273,6 +273,8 @@ void EngineCore::maybe_complete(OpState& op, Work& work) {
 void EngineCore::complete(OpState& op, Status status, Work& work) {
   if (op.finished) return;  // exactly once
   op.finished = true;
+  // What the host has done for it (a staged D2H's copy-out) is done by now.
+  if (host_clock_) op.host_end_ns = device_->host_time_ns();
   op.final_status = std::move(status);
   ++stats_.ops_completed;
   if (!op.final_status.ok()) ++stats_.ops_failed;
@@ -314,6 +316,9 @@ void EngineCore::retire(StreamState& s, Work& work) {
       complete(*front, Status(), work);
     }
     if (front->device_work()) s.retired_end_ns = std::max(s.retired_end_ns, front->end_ns);
+    // A staged D2H is over when its bytes are out of staging, as a pageable cudaMemcpyAsync is
+    // over for an event recorded after it (the call returns once they are).
+    if (front->kind == OpKind::kD2H && front->staged) s.retired_end_ns = std::max(s.retired_end_ns, front->host_end_ns);
     publish(*front, work);  // every op before it is done: in submission order
     front->stream = nullptr;
     s.window.pop_front();

@@ -85,4 +85,9 @@ void DeviceGuard::host_copied(std::uint64_t bytes) {
   (void)attempt("host_copied", true, [&] { inner_->host_copied(bytes); return true; });
 }
 
+std::uint64_t DeviceGuard::host_time_ns() {
+  if (failed()) return 0;
+  return attempt("host_time_ns", std::uint64_t{0}, [&] { return inner_->host_time_ns(); });
+}
+
 }  // namespace spyre_dma::detail

@@ -35,6 +35,7 @@ class DeviceGuard final : public Device {
   std::uint32_t wait_for_interrupt(std::chrono::nanoseconds timeout) override;
   void wake_waiter() noexcept override { inner_->wake_waiter(); }
   void host_copied(std::uint64_t bytes) override;
+  std::uint64_t host_time_ns() override;
 
  private:
   void fail(const char* call) noexcept;  // in a catch block: records the exception in flight

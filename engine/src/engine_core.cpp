@@ -103,7 +103,9 @@ void EngineCore::start() {
   d.write32(kControl, hw::kControlEnable);
   if (device_->failed()) throw DeviceFault("Engine::open: the device failed: " + device_->failure());
 
-  const Progress progress = d.describe().progress;
+  const DeviceDescription description = d.describe();
+  const Progress progress = description.progress;
+  host_clock_ = description.host_clock;
   caller_driven_ = options_.completion == CompletionMode::kCallerDriven ||
                    (options_.completion == CompletionMode::kAuto && progress == Progress::kHostDriven);
   if (!caller_driven_) {
@@ -309,6 +311,7 @@ std::shared_ptr<OpState> EngineCore::make_op(OpKind kind) {
   auto op = std::allocate_shared<OpState>(OpPoolAllocator<OpState>());
   op->kind = kind;
   op->core = weak_from_this();
+  if (host_clock_) op->host_start_ns = device_->host_time_ns();
   return op;
 }
 

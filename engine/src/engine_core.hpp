@@ -262,6 +262,7 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   EngineOptions options_;
   DeviceLimits limits_;
   bool caller_driven_ = false;
+  bool host_clock_ = false;  // the device gives the host's present on its clock (host_time_ns)
 
   std::mutex mu_;
   std::condition_variable done_cv_;  // an op completed, or progress happened

@@ -94,6 +94,9 @@ struct OpState {
   // timestamps are written before `done` is released.
   OpStatus final_status;
   std::uint64_t start_ns = 0, end_ns = 0;
+  // The host's side (Op::host_start_ns): the device's clock at the API call and when the engine
+  // saw the op complete, its staging copies done. 0 on a device without a host clock.
+  std::uint64_t host_start_ns = 0, host_end_ns = 0;
 
   bool device_work() const noexcept {
     return kind == OpKind::kH2D || kind == OpKind::kD2H || kind == OpKind::kD2D ||

@@ -263,6 +263,10 @@ std::uint64_t Op::device_start_ns() const noexcept {
 std::uint64_t Op::device_end_ns() const noexcept {
   return state_ && state_->done.load(std::memory_order_acquire) ? state_->end_ns : 0;
 }
+std::uint64_t Op::host_start_ns() const noexcept { return state_ ? state_->host_start_ns : 0; }
+std::uint64_t Op::host_end_ns() const noexcept {
+  return state_ && state_->done.load(std::memory_order_acquire) ? state_->host_end_ns : 0;
+}
 
 // --- Event ------------------------------------------------------------------------------------
 

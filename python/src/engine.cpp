@@ -451,6 +451,11 @@ void bind_engine(py::module_& m) {
                              "Device time of the op's first CB start (ns; 0 without device timestamps).")
       .def_property_readonly("device_end_ns", [](const PyOp& o) { return o.op.device_end_ns(); },
                              "Device time of the op's last CB end (ns; 0 without device timestamps).")
+      .def_property_readonly("host_start_ns", [](const PyOp& o) { return o.op.host_start_ns(); },
+                             "The call that submitted the op, on the device's clock (ns; 0 without a host clock).")
+      .def_property_readonly("host_end_ns", [](const PyOp& o) { return o.op.host_end_ns(); },
+                             "When the engine saw the op complete, its staging copies done, on the device's clock\n"
+                             "(ns; 0 without a host clock).")
       .def("__repr__", [](const PyOp& o) {
         return fmt::format("<spyre_dma.Op {} {}>", o.op.id(), o.op.done() ? "done" : "pending");
       });

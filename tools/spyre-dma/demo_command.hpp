@@ -24,6 +24,7 @@ struct DemoOptions {
   std::vector<std::string> directions{"h2d", "d2h"};
   std::vector<std::string> memory{"registered", "pageable"};
   double timeout_s = 10;
+  std::string timing;  // "device", "host"; empty: device time where the device has a clock, else wall
 };
 
 // Adds the `demo` subcommand to `app`; its options are stored into `options`.

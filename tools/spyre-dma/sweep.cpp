@@ -152,17 +152,18 @@ Sweep::Timing Sweep::transfer(Direction d, HostMemory mem, std::uint64_t bytes, 
   const auto wall = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
   transfer_wall_ns_ += wall;
   Timing t;
-  if (!config_.device_clock) {
+  if (config_.time_base == TimeBase::kWall) {
     t.all_ns = wall;
     t.device_ns.assign(lanes_.size(), wall);
     return t;
   }
+  const bool host = config_.time_base == TimeBase::kHost;
   std::uint64_t first = UINT64_MAX, last = 0;
   for (const Lane& lane : lanes_) {
     std::uint64_t f = UINT64_MAX, e = 0;
     for (const spyre_dma::Op& op : lane.ops) {
-      f = std::min(f, op.device_start_ns());
-      e = std::max(e, op.device_end_ns());
+      f = std::min(f, host ? op.host_start_ns() : op.device_start_ns());
+      e = std::max(e, host ? op.host_end_ns() : op.device_end_ns());
     }
     t.device_ns.push_back(e > f ? e - f : 0);
     first = std::min(first, f);

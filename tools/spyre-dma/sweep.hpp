@@ -19,6 +19,7 @@ namespace spyre_dma_cli {
 
 enum class Direction { kH2D, kD2H };
 enum class HostMemory { kRegistered, kPageable };
+enum class TimeBase { kWall, kDevice, kHost };
 std::string_view to_string(Direction d) noexcept;   // "H2D", "D2H"
 std::string_view to_string(HostMemory m) noexcept;  // "registered", "pageable"
 
@@ -29,9 +30,12 @@ struct SweepConfig {
   int repeat = 5;
   int streams = 1;  // each transfer's bytes are split across this many streams
   std::chrono::nanoseconds timeout = std::chrono::seconds(10);  // per transfer
-  // Time runs on the device's clock (first CB start to last CB end, from the RBs) instead of the
-  // wall clock: what a simulated device's figures mean.
-  bool device_clock = false;
+  // What a run's time is (docs/engine.md, "Timing"): the wall clock from the first submission to
+  // the last stream synchronized; device time, the first CB's start to the last CB's end (the
+  // RBs' timestamps); or host time on the device's clock, the first op's call to the last op's
+  // completion as the engine saw it, staging copies included. Device and host time are what a
+  // simulated device's figures mean.
+  TimeBase time_base = TimeBase::kWall;
 };
 
 struct PointResult {
@@ -39,9 +43,8 @@ struct PointResult {
   Direction direction = Direction::kH2D;
   HostMemory memory = HostMemory::kRegistered;
   int streams_used = 0;
-  std::vector<std::uint64_t> run_ns;  // wall clock (first submission to last stream synchronized),
-                                      // or the device clock when SweepConfig::device_clock; over
-                                      // every device: the first start to the last end
+  std::vector<std::uint64_t> run_ns;  // by SweepConfig::time_base; over every device: the first
+                                      // start to the last end
   std::uint64_t median_ns = 0;
   double gb_per_s = 0;                // all devices' bytes / median, in 1e9 bytes per second
   // Several devices: each device's own median time (device clock: its first start to its last

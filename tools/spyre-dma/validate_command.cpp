@@ -158,6 +158,8 @@ int run_validate(const ValidateOptions& o) {
   fmt::print("spyre-dma validate: {} ({}), {} sizes {}..{}, {} runs per point, streams {}, model {}\n", o.backend.name,
              device->describe().name, sizes.size(), format_size(sizes.front()), format_size(sizes.back()), o.repeat,
              fmt::join(o.streams, ","), model.preset);
+  fmt::print("timing: device (first CB start to last CB end): what the trace's durations and the model's "
+             "replay compare\n");
   {
     const std::uint64_t largest = *std::max_element(sizes.begin(), sizes.end());
     const int most_streams = *std::max_element(o.streams.begin(), o.streams.end());
@@ -183,7 +185,7 @@ int run_validate(const ValidateOptions& o) {
     sc.sizes = sizes;
     sc.repeat = o.repeat;
     sc.streams = streams;
-    sc.device_clock = true;
+    sc.time_base = TimeBase::kDevice;  // what the trace and the model's replay compare
     sc.timeout = to_timeout(o.timeout_s);
     sc.memories.clear();
     for (const auto& m : o.memory) sc.memories.push_back(m == "registered" ? HostMemory::kRegistered : HostMemory::kPageable);

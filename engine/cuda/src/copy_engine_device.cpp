@@ -26,7 +26,7 @@ DeviceDescription CopyEngineDevice::describe() const {
   name << c.name << ": contract on a copy executor (" << state_->executor().describe() << "), "
        << (state_->executor().device_memory_bytes() >> 20) << " MiB device memory, window " << c.window
        << " CBs per pipeline";
-  return DeviceDescription{c.name, name.str(), Progress::kSelfTimed};
+  return DeviceDescription{c.name, name.str(), Progress::kSelfTimed, /*host_clock=*/true};
 }
 
 std::uint64_t CopyEngineDevice::bar0_read(std::uint64_t offset, unsigned width) { return state_->read(offset, width); }
@@ -62,6 +62,8 @@ void CopyEngineDevice::unmap(std::uint64_t iova) {
 std::uint32_t CopyEngineDevice::wait_for_interrupt(std::chrono::nanoseconds timeout) {
   return state_->wait_for_interrupt(timeout);
 }
+
+std::uint64_t CopyEngineDevice::host_time_ns() { return state_->executor().now_ns(); }
 
 void CopyEngineDevice::wake_waiter() noexcept { state_->wake_waiter(); }
 

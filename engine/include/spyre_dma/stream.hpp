@@ -66,6 +66,13 @@ class Op {
   // the device reports them (hw::kCapTimestamps); 0 otherwise.
   std::uint64_t device_start_ns() const noexcept;
   std::uint64_t device_end_ns() const noexcept;
+  // Host time on the device's clock (docs/engine.md, "Timing"): the API call that submitted the op
+  // and the moment the engine saw it complete, its staging copies included (a pageable H2D's
+  // copy-in, a pageable D2H's copy-out). What a host timer around a synchronous call measures;
+  // device time (above) is what the device spent on its CBs. 0 on a device without a host clock
+  // (DeviceDescription::host_clock: sim, rtl, refdev and cuda have one).
+  std::uint64_t host_start_ns() const noexcept;
+  std::uint64_t host_end_ns() const noexcept;
 
   explicit Op(std::shared_ptr<detail::OpState> state) : state_(std::move(state)) {}
 

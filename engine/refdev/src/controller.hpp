@@ -88,6 +88,7 @@ class Controller final : private device_core::RegisterHooks {
   }
 
   const RefDeviceConfig& config() const noexcept { return config_; }
+  std::uint64_t clock_now_ns() const noexcept { return now_ns(); }  // TIMESTAMP_NS's clock
   SparseMemory& memory() noexcept { return memory_; }
   Iommu& iommu() noexcept { return iommu_; }
 

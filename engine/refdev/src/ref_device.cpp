@@ -37,7 +37,7 @@ DeviceDescription RefDevice::describe() const {
   name << c.name << ": functional reference controller, " << (c.device_memory_bytes >> 20)
        << " MiB device memory, depths COMPUTE " << c.depth[0] << " / DMAI " << c.depth[1]
        << " / DMAO " << c.depth[2];
-  return DeviceDescription{"refdev", name.str(), Progress::kSelfTimed};
+  return DeviceDescription{"refdev", name.str(), Progress::kSelfTimed, /*host_clock=*/true};
 }
 
 std::uint64_t RefDevice::bar0_read(std::uint64_t offset, unsigned width) { return core_->read(offset, width); }
@@ -50,6 +50,8 @@ device_core::Iommu& RefDevice::device_iommu() { return core_->iommu(); }
 std::uint32_t RefDevice::wait_for_interrupt(std::chrono::nanoseconds timeout) {
   return core_->wait_for_interrupt(timeout);
 }
+
+std::uint64_t RefDevice::host_time_ns() { return core_->clock_now_ns(); }
 
 void RefDevice::wake_waiter() noexcept { core_->wake_waiter(); }
 

@@ -16,8 +16,9 @@ RootComplex::RootComplex(sc_module_name name, const SimConfig& config)
       service_ps_(pcie::ns_to_ps(config.host.root_complex_ns + config.host.memory_latency_ns +
                                  config.host.iommu_ns)),
       interrupt_ps_(pcie::ns_to_ps(config.host_cost.interrupt_ns)),
-      memory_rate_(rate_for_gbps(config.host.memory_gbps)),
-      memory_write_rate_(rate_for_gbps(config.host.memory_write_gbps > 0 ? config.host.memory_write_gbps : 1)),
+      memory_(rate_for_gbps(config.host.memory_gbps),
+              rate_for_gbps(config.host.memory_write_gbps > 0 ? config.host.memory_write_gbps : config.host.memory_gbps),
+              std::size_t{1} << 17),
       writes_take_memory_(config.host.memory_write_gbps > 0),
       port_ratio_(config.host.root_port_ratio),
       staging_gbps_(config.host_cost.staging_gbps),
@@ -62,65 +63,60 @@ pcie::Ps RootComplex::staging_copy(pcie::Ps start, std::uint64_t bytes) {
   // as it does on a host instead of blocking the devices' reads in one block.
   constexpr std::uint64_t kPiece = 64u << 10;
   const double ps_per_byte = 1000.0 / staging_gbps_;
+  const pcie::FairShare::Class writes = writes_take_memory_ ? pcie::FairShare::kWrite : pcie::FairShare::kRead;
   pcie::Ps end = start + pcie::ns_to_ps(static_cast<double>(bytes) / staging_gbps_);
   for (std::uint64_t at = 0; at < bytes; at += kPiece) {
     const std::uint64_t n = std::min(kPiece, bytes - at);
     const pcie::Ps earliest = start + static_cast<pcie::Ps>(static_cast<double>(at) * ps_per_byte);
-    const pcie::Ps d =
-        writes_take_memory_ ? memory_rate_.ceil_ps(n) + memory_write_rate_.ceil_ps(n) : memory_rate_.ceil_ps(2 * n);
-    end = std::max(end, memory_.reserve_spread(earliest, d));
+    end = std::max(end, memory_.book(pcie::FairShare::kRead, earliest, n, now_ps()).end);
+    end = std::max(end, memory_.book(writes, earliest, n, now_ps()).end);
   }
   return end;
 }
 
 void RootComplex::add_port(const pcie::LinkParams& link) {
-  Port& p = ports_.emplace_back();
-  p.rate = rate_for_gbps(port_ratio_ > 0 ? port_ratio_ * pcie::raw_bytes_per_ns(link) : 1);
-  p.link = pcie::tlp_ps_per_byte(link);
+  const pcie::PsPerByte rate = rate_for_gbps(port_ratio_ > 0 ? port_ratio_ * pcie::raw_bytes_per_ns(link) : 1);
+  ports_.push_back(Port{pcie::FairShare(rate, rate, std::size_t{1} << 17), pcie::tlp_ps_per_byte(link)});
 }
 
-pcie::Ps RootComplex::port_time(int port, std::uint64_t len) const {
-  if (port_ratio_ <= 0 || static_cast<std::size_t>(port) >= ports_.size()) return 0;
-  return ports_[static_cast<std::size_t>(port)].rate.ceil_ps(len);
-}
-
-RootComplex::PortPass RootComplex::through_port(int port, std::uint64_t len, pcie::Ps at, bool run) {
-  const pcie::Ps d = port_time(port, len);
-  if (d == 0) return PortPass{at, at};
-  // Interleaved, as a port's reads and writes cross the fabric in cache lines.
-  Port& p = ports_[static_cast<std::size_t>(port)];
-  if (!run || len <= kPortPiece) {
-    const pcie::Ps end = p.calendar.reserve_spread(at, d);
-    return PortPass{end - d, end};
-  }
+pcie::FairShare::Pass RootComplex::through_port(int port, pcie::FairShare::Class c, std::uint64_t len, pcie::Ps at,
+                                                bool run) {
+  if (port_ratio_ <= 0 || static_cast<std::size_t>(port) >= ports_.size()) return pcie::FairShare::Pass{at, at};
+  pcie::FairShare& fabric = ports_[static_cast<std::size_t>(port)].fabric;
+  if (!run || len <= kPortPiece) return fabric.book(c, at, len, now_ps());
   // A run of TLPs (burst fidelity) crosses the port as its TLPs cross the link, a piece at a
   // time: booked whole from its first TLP on, it would hold the port for the run and keep the
   // small reads booked after it (CB fetches) waiting.
-  PortPass pass{0, at};
+  const pcie::PsPerByte link = ports_[static_cast<std::size_t>(port)].link;
+  pcie::FairShare::Pass pass{0, at};
   for (std::uint64_t k = 0; k < len; k += kPortPiece) {
-    const pcie::Ps dk = p.rate.ceil_ps(std::min<std::uint64_t>(kPortPiece, len - k));
-    const pcie::Ps end = p.calendar.reserve_spread(at + p.link.ceil_ps(k), dk);
-    if (k == 0) pass.start = end - dk;
-    pass.end = std::max(pass.end, end);
+    const pcie::FairShare::Pass p = fabric.book(c, at + link.ceil_ps(k), std::min<std::uint64_t>(kPortPiece, len - k), now_ps());
+    if (k == 0) pass.start = p.start;
+    pass.end = std::max(pass.end, p.end);
   }
   return pass;
 }
 
+pcie::Ps RootComplex::port_alone_ps(int port, std::uint64_t len) const {
+  if (port_ratio_ <= 0 || static_cast<std::size_t>(port) >= ports_.size()) return 0;
+  return ports_[static_cast<std::size_t>(port)].fabric.alone_ps(pcie::FairShare::kRead, len);
+}
+
 pcie::Ps RootComplex::take_in(int port, std::uint64_t len, pcie::Ps arrival, pcie::Ps landed, bool run) {
-  pcie::Ps in = std::max(landed, through_port(port, len, arrival, run).end);
-  if (writes_take_memory_) in = std::max(in, memory_.reserve_spread(arrival, memory_write_rate_.ceil_ps(len)));
+  pcie::Ps in = std::max(landed, through_port(port, pcie::FairShare::kWrite, len, arrival, run).end);
+  if (writes_take_memory_) in = std::max(in, memory_.book(pcie::FairShare::kWrite, arrival, len, now_ps()).end);
   return in;
 }
 
 std::vector<pcie::Ps> RootComplex::port_busy_ps() const {
   std::vector<pcie::Ps> out;
-  for (const Port& p : ports_) out.push_back(p.calendar.busy_ps());
+  for (const Port& p : ports_) out.push_back(p.fabric.busy_ps());
   return out;
 }
 
 void RootComplex::prune(pcie::Ps now) {
   memory_.prune(now);
-  for (Port& p : ports_) p.calendar.prune(now);
+  for (Port& p : ports_) p.fabric.prune(now);
   for (Requester& r : requesters_) r.posted_.prune(now);
 }
 
@@ -180,9 +176,14 @@ void RootComplex::b_transport(int port, tlm::tlm_generic_payload& gp, sc_time& d
     // crosses the root port on the way out the same way, interleaved with the port's other
     // traffic (and, for a burst's run, while it streams: the run starts once its share of the
     // port's time is found).
-    const pcie::Ps d = memory_rate_.ceil_ps(len);
-    const pcie::Ps served = memory_.reserve_spread(translated(r, iova, len, start, ext && ext->burst), d) - d;
-    ext->ready_ps = std::max(served, through_port(port, len, served, ext->burst).start) + service_ps_;
+    const pcie::Ps served =
+        memory_.book(pcie::FairShare::kRead, translated(r, iova, len, start, ext && ext->burst), len, now_ps()).start;
+    // A read's data is on its way once all of it but what the port passes at its full rate has
+    // crossed (a burst's run streams: it starts with its first piece).
+    const bool run = ext && ext->burst;
+    const pcie::FairShare::Pass out = through_port(port, pcie::FairShare::kRead, len, served, run);
+    const pcie::Ps crossed = run ? out.start : out.end - std::min(out.end - out.start, port_alone_ps(port, len));
+    ext->ready_ps = std::max(served, crossed) + service_ps_;
     if (!host) {
       ++r.iommu_faults_;
       ext->status = CompletionStatus::kUnsupportedRequest;

@@ -12,8 +12,9 @@
 // with host.memory_write_gbps, once host memory has taken it; a read request is served only after
 // the posted writes its device sent before it are in (PCIe ordering, pcie/posted_order.hpp), and
 // its completion data crosses the root port too. A root port carries both directions' data
-// together, host.root_port_ratio times its link's raw rate; host memory serves reads, writes and
-// staging copies from one calendar.
+// together, host.root_port_ratio times its link's raw rate; host memory serves the reads (the
+// devices' and the staging copies') and the writes. Both serve reads and writes in turn
+// (pcie::FairShare).
 #pragma once
 
 #include <cstdint>
@@ -27,6 +28,7 @@
 #include <tlm_utils/multi_passthrough_target_socket.h>
 
 #include "host/iotlb.hpp"
+#include "pcie/fair_share.hpp"
 #include "pcie/posted_order.hpp"
 #include "pcie/timing.hpp"
 #include "spyre_dma/model/sim_config.hpp"
@@ -123,12 +125,8 @@ class RootComplex : public sc_core::sc_module {
   // When `len` bytes that reach root port `port` at `at` are through it (host.root_port_ratio;
   // `at` itself when ports are not limited); `run`: a burst's run of TLPs, which comes at its
   // link's pace.
-  struct PortPass {
-    pcie::Ps start;  // its (first piece's) time at the port begins
-    pcie::Ps end;    // its last byte is through
-  };
-  PortPass through_port(int port, std::uint64_t len, pcie::Ps at, bool run);
-  pcie::Ps port_time(int port, std::uint64_t len) const;  // 0: not limited
+  pcie::FairShare::Pass through_port(int port, pcie::FairShare::Class c, std::uint64_t len, pcie::Ps at, bool run);
+  pcie::Ps port_alone_ps(int port, std::uint64_t len) const;  // 0: ports not limited
   // When a posted write of `len` bytes that arrived at `arrival` and was translated at `landed`
   // has been taken in: through its port and, with host.memory_write_gbps, into host memory.
   pcie::Ps take_in(int port, std::uint64_t len, pcie::Ps arrival, pcie::Ps landed, bool run);
@@ -140,15 +138,12 @@ class RootComplex : public sc_core::sc_module {
   // Host memory bandwidth seen by DMA. Its history holds every device's reads a whole CB ahead
   // (the data paths book a CB's requests at once): with the default history a device's run would
   // push the floor past the instant another device asks for memory, and hold that one back.
-  pcie::Serializer memory_{std::size_t{1} << 17};
-  pcie::PsPerByte memory_rate_;
-  pcie::PsPerByte memory_write_rate_;
+  pcie::FairShare memory_;
   bool writes_take_memory_;
   // Each root port's share of the fabric (host.root_port_ratio), with the same long history.
   struct Port {
-    pcie::Serializer calendar{std::size_t{1} << 17};
-    pcie::PsPerByte rate;  // its share of the fabric
-    pcie::PsPerByte link;  // its link's TLP rate: a burst's run comes at this pace
+    pcie::FairShare fabric;  // its share of the fabric, reads and writes at one rate
+    pcie::PsPerByte link;    // its link's TLP rate: a burst's run comes at this pace
   };
   static constexpr std::uint64_t kPortPiece = 16u << 10;
   std::deque<Port> ports_;

@@ -40,6 +40,7 @@ class DeviceModel : public sc_core::sc_module {
   void host_copied(std::uint64_t bytes);
   bool writes_pending() const noexcept { return !writes_.empty(); }
   const RootComplex& root_complex() const noexcept { return root_complex_; }
+  pcie::Ps host_free_ps() const noexcept { return host_free_ps_; }  // its host staging copies end
   // Pause the simulation once every posted write has landed.
   void pause_when_written() noexcept { pause_when_written_ = true; }
 

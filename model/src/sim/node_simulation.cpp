@@ -35,6 +35,7 @@ NodeSimulation::NodeSimulation(SimConfig config, std::string trace_path, std::st
     const std::uint32_t devices = config_.topology.devices * config_.network.nodes;
     for (std::uint32_t d = 0; d < devices; ++d) iommus_.push_back(std::make_unique<device_core::Iommu>());
     irq_mask_.assign(iommus_.size(), 0);
+    host_clock_ = std::make_unique<HostClock[]>(iommus_.size());
     thread_ = std::thread([this] { loop(); });
     call([this] {  // elaboration done, or its exception rethrown here
       if (elaboration_error_) std::rethrow_exception(elaboration_error_);
@@ -72,6 +73,22 @@ void NodeSimulation::post_write(unsigned d, std::uint64_t offset, std::uint64_t 
 void NodeSimulation::host_copied(unsigned d, std::uint64_t bytes) {
   std::lock_guard lock(mu_);
   writes_.push_back({d, 0, bytes, 0});
+  host_clock_[d].copies_queued.store(true, std::memory_order_relaxed);
+}
+
+std::uint64_t NodeSimulation::host_time_ns(unsigned d) {
+  if (host_clock_[d].copies_queued.load(std::memory_order_acquire)) call([this] { take_writes(); });
+  const std::uint64_t ps = std::max(stopped_at_ps_.load(std::memory_order_acquire),
+                                    host_clock_[d].free_ps.load(std::memory_order_acquire));
+  return ps / 1000;
+}
+
+void NodeSimulation::publish_clock() noexcept {
+  if (tops_.size() != config_.network.nodes) return;  // still elaborating, or it failed
+  stopped_at_ps_.store(now_ps(), std::memory_order_release);
+  for (unsigned d = 0; d < size(); ++d) {
+    host_clock_[d].free_ps.store(device(d).host_free_ps(), std::memory_order_release);
+  }
 }
 
 // On the simulation thread: hands every device's queued register writes to the model at the
@@ -81,6 +98,8 @@ void NodeSimulation::take_writes() {
   {
     std::lock_guard lock(mu_);
     w.swap(writes_);
+    // Every queued copy is in `w` now: charged below, before anyone reads the clock again.
+    for (unsigned d = 0; d < size(); ++d) host_clock_[d].copies_queued.store(false, std::memory_order_relaxed);
   }
   for (const QueuedWrite& q : w) {
     DeviceModel& device = this->device(q.device);

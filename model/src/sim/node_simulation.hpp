@@ -46,6 +46,10 @@ class NodeSimulation {
   void post_write(unsigned d, std::uint64_t offset, std::uint64_t value, unsigned width);
   // Device `d`'s host staging copy, queued with its writes.
   void host_copied(unsigned d, std::uint64_t bytes);
+  // The host's present for device d in simulated time, ns: the kernel's time when the simulation
+  // last stopped, or when d's host staging copies end if later. Reads what the simulation thread
+  // published, so it costs a call into the simulation only when staging copies are queued.
+  std::uint64_t host_time_ns(unsigned d);
   // A read first lets device d's earlier writes land, and returns behind its posted writes.
   std::uint64_t read_register(unsigned d, std::uint64_t offset, unsigned width);
   // Runs the model until device d has raised an interrupt (or nothing is left to simulate);
@@ -90,6 +94,7 @@ class NodeSimulation {
   };
   void loop();
   void take_writes();
+  void publish_clock() noexcept;  // on the simulation thread: what host_time_ns() reads
   void run_until(const std::function<bool()>& done);
   void run_to(pcie::Ps at);
   void release_windows() noexcept;
@@ -123,6 +128,14 @@ class NodeSimulation {
   std::deque<std::function<void()>> commands_;
   std::atomic<bool> queued_{false};  // commands_ is not empty (read without the lock by the spin)
   std::vector<QueuedWrite> writes_;
+  // What host_time_ns() reads: the kernel's time at the end of the last call into the simulation,
+  // and per device when its host staging copies end and whether some are queued and not charged.
+  struct HostClock {
+    std::atomic<std::uint64_t> free_ps{0};
+    std::atomic<bool> copies_queued{false};
+  };
+  std::atomic<std::uint64_t> stopped_at_ps_{0};
+  std::unique_ptr<HostClock[]> host_clock_;
   std::exception_ptr elaboration_error_;
   std::string failure_;  // why the simulation stopped for good (empty: it did not); under mu_
   bool stop_ = false;
@@ -146,6 +159,12 @@ auto NodeSimulation::call(F&& f) -> decltype(f()) {
   // From the simulation thread itself (a NIC's completion that posts the next transfer): at once.
   if (std::this_thread::get_id() == thread_.get_id()) return f();
   std::packaged_task<R()> task([this, &f]() -> R {
+    // The clock host_time_ns() reads is published before the result is: the caller may go on
+    // the moment it is.
+    struct Publish {
+      NodeSimulation& sim;
+      ~Publish() { sim.publish_clock(); }
+    } publish{*this};
     try {
       return f();
     } catch (const sc_core::sc_report& r) {

@@ -25,7 +25,7 @@ DeviceDescription SimDevice::describe() const {
                            std::string(rtl ? "SystemC model with the RTL data path" : "SystemC model") + ", preset " + c.preset + ", PCIe Gen" + std::to_string(c.link.generation) +
                                " x" + std::to_string(c.link.lanes) +
                                (c.fidelity == Fidelity::kTlp ? ", TLP fidelity" : ", burst fidelity"),
-                           Progress::kHostDriven};
+                           Progress::kHostDriven, /*host_clock=*/true};
 }
 
 std::uint64_t SimDevice::bar0_read(std::uint64_t offset, unsigned width) { return sim_->read_register(index_, offset, width); }
@@ -43,6 +43,8 @@ std::uint32_t SimDevice::wait_for_interrupt(std::chrono::nanoseconds timeout) {
 }
 
 const SimConfig& SimDevice::config() const noexcept { return sim_->config(); }
+
+std::uint64_t SimDevice::host_time_ns() { return sim_->host_time_ns(index_); }
 
 double SimDevice::now_ns() {
   return sim_->call([] { return sc_time_stamp().to_seconds() * 1e9; });

@@ -46,6 +46,9 @@ struct DeviceDescription {
   std::string backend;  // "refdev", "sim", "rtl", "vfio", ...
   std::string name;     // a human-readable description of the instance
   Progress progress = Progress::kSelfTimed;
+  // host_time_ns() gives the host's present on the device's clock, at the cost of a clock read
+  // (not a register read).
+  bool host_clock = false;
 };
 
 class Device {
@@ -97,6 +100,11 @@ class Device {
   // took real time already); a simulated device charges the copy's time on its own clock before
   // the next register write takes effect, so staged copies cost what they would on a real host.
   virtual void host_copied(std::uint64_t bytes) { (void)bytes; }
+  // The host's present on the device's clock (the clock of the RBs' timestamps and of
+  // TIMESTAMP_NS): when what the host does now reaches the device, after the host work charged so
+  // far (host_copied). What an op's host times are measured with (Op::host_start_ns). Meaningful
+  // only where DeviceDescription::host_clock; 0 otherwise (the default).
+  virtual std::uint64_t host_time_ns() { return 0; }
 };
 
 }  // namespace spyre_dma

@@ -52,6 +52,8 @@ class SimDevice final : public device_core::IommuDevice,
   std::uint32_t wait_for_interrupt(std::chrono::nanoseconds timeout) override;
   // Charges bytes / HostCostConfig::staging_gbps of simulated time before the next register write.
   void host_copied(std::uint64_t bytes) override;
+  // Simulated time now, or when the host's staging copies charged so far are done if later.
+  std::uint64_t host_time_ns() override;
 
   const SimConfig& config() const noexcept;
   // Simulated time now, in ns (backend::SimulatedClock).

@@ -66,6 +66,8 @@ class CopyEngineDevice final : public device_core::Bar0Device,
   std::uint64_t map_at(void* host, std::size_t bytes, DmaAccess access, std::uint64_t iova) override;
   void unmap(std::uint64_t iova) override;
   std::uint32_t wait_for_interrupt(std::chrono::nanoseconds timeout) override;
+  // The executor's clock, which its RB timestamps use.
+  std::uint64_t host_time_ns() override;
   void wake_waiter() noexcept override;
 
   CopyExecutor& executor() noexcept;

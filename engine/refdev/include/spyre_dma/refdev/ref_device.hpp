@@ -104,6 +104,8 @@ class RefDevice final : public device_core::IommuDevice,
 
   DeviceDescription describe() const override;  // backend "refdev", Progress::kSelfTimed
   std::uint32_t wait_for_interrupt(std::chrono::nanoseconds timeout) override;
+  // The clock of its TIMESTAMP_NS and RB timestamps (the host's steady clock since it opened).
+  std::uint64_t host_time_ns() override;
   void wake_waiter() noexcept override;
 
   const RefDeviceConfig& config() const noexcept;
