@@ -215,7 +215,9 @@ int run_trace_calibrate(const TraceAnalysisOptions& o) {
     std::vector<const traces::Trace*> ranks{&t};
     for (const traces::Trace& m : more) ranks.push_back(&m);
     if (!o.fit_ranks.empty() && ranks.size() == 1) throw BadInput("--fit-ranks: give the other ranks' traces too");
+    if (o.node > 1 && ranks.size() > 1) throw BadInput("--node: one trace (the rank the node's profile is of)");
     co.fit_ranks = o.fit_ranks;
+    co.node_devices = o.node;
     if (ranks.size() > 1) {
       fmt::print("fitting {} ranks together, rank i on device i of a server of {} arranged as the configuration's "
                  "topology\n", ranks.size(), ranks.size());
@@ -279,6 +281,10 @@ void add_trace_analysis_commands(CLI::App& trace) {
   cal->add_option("--param", o.params, "Configuration key to fit (repeatable; default: what the trace determines)");
   cal->add_option("--max-replays", o.max_replays, "Replay budget of the fit")->check(CLI::Range(4, 1000));
   cal->add_option("--fit-copies", o.fit_copies, "Copies of each size the fit replays (0: all)");
+  cal->add_option("--node", o.node,
+                  "The trace is one rank of a node of N devices: it runs on device 0 of a server of N arranged as the "
+                  "configuration's topology, the same profile on the others as the other ranks' traffic")
+      ->check(CLI::Range(0, 16));
   cal->add_option("--staging-buffer", o.staging_buffer,
                   "Staging piece of the replay's engine when it is not fitted (--param engine.staging_buffer_bytes fits it)");
   cal->add_option("--preset", o.preset, "Base preset (default: from the trace's link)");

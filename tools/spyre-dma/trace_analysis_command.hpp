@@ -40,6 +40,7 @@ struct TraceAnalysisOptions {
   std::vector<std::string> params;
   std::size_t max_replays = 60;
   std::size_t fit_copies = 2;
+  std::size_t node = 0;  // the trace is one rank of a node of this many devices (0: alone)
 };
 
 // Adds the three verbs to `trace`, with options of their own that live as long as the program.

@@ -16,6 +16,8 @@
 
 #include "spyre_dma/model/backend.hpp"
 #include "spyre_dma/model/config_loader.hpp"
+#include "fit_bounds.hpp"
+#include "fit_uncertainty.hpp"
 #include "spyre_dma/traces/output_file.hpp"
 #include "spyre_dma/traces/trace_io.hpp"
 #include "text_input.hpp"
@@ -51,6 +53,57 @@ bool is_staging_piece(const FitParameter& p) { return p.key == kStagingPieceKey;
 
 // The staging piece is a whole number of 4 KiB pages (the engine needs a multiple of 128 bytes).
 double round_piece(double bytes) { return std::max(4096.0, 4096.0 * std::round(bytes / 4096.0)); }
+
+// A parameter the fit copies move by less than this (d ln time / d ln value, root mean square
+// over the copies it governs) is one they cannot determine: a 10% step moves them by under 0.2%.
+constexpr double kMinSensitivity = 0.02;
+
+constexpr double kZ90 = 1.6448536269514722;  // the two-sided kPredictionLevel quantile of a normal
+
+// A parameter's interval at kPredictionLevel's confidence from its standard error, or nulls.
+json interval_json(const FitParameter& p) {
+  if (!std::isfinite(p.se_log)) return json::array({nullptr, nullptr});
+  const double w = kZ90 * p.se_log;
+  return json::array({p.value * std::exp(-w), p.value * std::exp(w)});
+}
+
+// Whether the fit copies leave a parameter so loose that its interval spans more than a factor of
+// ten: its value then says little, and predictions that lean on it get wide intervals.
+bool undetermined(const FitParameter& p) { return !(p.se_log * kZ90 <= std::log(10.0) / 2); }
+
+// The value a step of 10% away from `v` takes, up unless that leaves the search range.
+double step_of(const FitParameter& p, double v) {
+  double y = std::min(v * 1.1, p.hi);
+  if (y <= v) y = std::max(v / 1.1, p.lo);
+  if (p.key == kStagingPieceKey) {
+    y = round_piece(y);
+    if (y == v) y = v + 4096;
+  }
+  return y;
+}
+
+// A parameter to fit: its start, search range, why it is fitted and the copies that judge it.
+FitParameter parameter(std::string key, double initial, double lo, double hi, std::string why,
+                       std::uint64_t min_bytes = 0, std::uint64_t max_bytes = UINT64_MAX, bool pageable = false,
+                       std::vector<std::string> paths = {}) {
+  FitParameter p;
+  p.key = std::move(key);
+  p.initial = p.value = initial;
+  p.lo = lo;
+  p.hi = hi;
+  p.why = std::move(why);
+  p.min_bytes = min_bytes;
+  p.max_bytes = max_bytes;
+  p.pageable = pageable;
+  p.paths = std::move(paths);
+  return p;
+}
+
+// d ln(simulated time) / d ln(value) of compared copy j between `at` and a step away.
+double sensitivity(const OpComparison& at, const OpComparison& stepped, double dlog) {
+  if (at.simulated_ns <= 0 || stepped.simulated_ns <= 0 || dlog == 0) return 0;
+  return std::log(stepped.simulated_ns / at.simulated_ns) / dlog;
+}
 
 model::SimConfig with_values(const model::SimConfig& base, const std::vector<FitParameter>& params,
                              const std::vector<double>& values) {
@@ -145,96 +198,6 @@ using detail::trim;
 
 }  // namespace
 
-std::uint64_t parse_bytes(const std::string& text) {
-  static const std::regex re(R"(^\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*$)");
-  std::smatch m;
-  if (!std::regex_match(text, m, re)) throw std::invalid_argument(fmt::format("\"{}\" is not a size", text));
-  const double v = std::stod(m[1].str());
-  const std::string unit = m[2].str();
-  static const std::map<std::string, double> kUnits = {
-      {"", 1},           {"B", 1},           {"K", 1024.0},     {"KiB", 1024.0},    {"M", 1048576.0},
-      {"MiB", 1048576.0}, {"G", 1073741824.0}, {"GiB", 1073741824.0}, {"kB", 1e3},  {"KB", 1e3},
-      {"MB", 1e6},       {"GB", 1e9}};
-  auto it = kUnits.find(unit);
-  if (it == kUnits.end())
-    throw std::invalid_argument(fmt::format("\"{}\": unknown unit \"{}\" (KiB, MiB, GiB binary; kB, MB, GB decimal)", text, unit));
-  return static_cast<std::uint64_t>(std::llround(v * it->second));
-}
-
-OpSelection parse_selection(const std::string& raw) {
-  const std::string text = trim(raw);
-  OpSelection s;
-  s.text = text;
-  if (text == "all" || text.empty()) return s;
-  if (text == "even" || text == "odd") {
-    s.half = text == "even" ? 0 : 1;
-    return s;
-  }
-  auto parse_bytes = [&](const std::string& size) {  // a size that is not one: name the selection too
-    try {
-      return traces::parse_bytes(size);
-    } catch (const std::invalid_argument& e) {
-      throw std::invalid_argument(fmt::format("\"{}\": {}", text, e.what()));
-    }
-  };
-  const auto colon = text.find(':');
-  const std::string kind = text.substr(0, colon);
-  const std::string rest = colon == std::string::npos ? "" : text.substr(colon + 1);
-  if (kind == "below" && !rest.empty()) {
-    s.hi = parse_bytes(rest);
-  } else if (kind == "atleast" && !rest.empty()) {
-    s.lo = parse_bytes(rest);
-  } else if (kind == "range" && rest.find(':') != std::string::npos) {
-    s.lo = parse_bytes(rest.substr(0, rest.find(':')));
-    s.hi = parse_bytes(rest.substr(rest.find(':') + 1));
-    if (s.hi <= s.lo) throw std::invalid_argument(fmt::format("\"{}\": the range is empty", text));
-  } else {
-    throw std::invalid_argument(fmt::format(
-        "\"{}\" is not a selection (all, below:SIZE, atleast:SIZE, range:LO:HI, even, odd)", text));
-  }
-  return s;
-}
-
-std::vector<bool> select_ops(const Trace& trace, const OpSelection& sel) {
-  std::vector<std::uint64_t> sizes;
-  for (const Op& op : trace.ops)
-    if (is_copy(op)) sizes.push_back(op.bytes);
-  std::sort(sizes.begin(), sizes.end());
-  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
-  std::vector<bool> out(trace.ops.size(), false);
-  for (std::size_t i = 0; i < trace.ops.size(); ++i) {
-    const Op& op = trace.ops[i];
-    if (!is_copy(op)) continue;
-    if (sel.half >= 0) {
-      const auto rank = std::lower_bound(sizes.begin(), sizes.end(), op.bytes) - sizes.begin();
-      out[i] = static_cast<int>(rank % 2) == sel.half;
-    } else {
-      out[i] = op.bytes >= sel.lo && op.bytes < sel.hi;
-    }
-  }
-  return out;
-}
-
-Trace sub_trace(const Trace& trace, const std::vector<bool>& keep) {
-  Trace out;
-  out.header = trace.header;
-  std::unordered_set<std::uint64_t> kept_ids, allocs;
-  for (std::size_t i = 0; i < trace.ops.size(); ++i) {
-    const Op& op = trace.ops[i];
-    if (is_copy(op) && !keep[i]) continue;
-    Op o = op;
-    o.deps.erase(std::remove_if(o.deps.begin(), o.deps.end(), [&](std::uint64_t d) { return !kept_ids.count(d); }),
-                 o.deps.end());
-    kept_ids.insert(o.id);
-    if (o.src_alloc) allocs.insert(o.src_alloc);
-    if (o.dst_alloc) allocs.insert(o.dst_alloc);
-    out.ops.push_back(std::move(o));
-  }
-  for (const Allocation& a : trace.allocations)
-    if (allocs.count(a.id)) out.allocations.push_back(a);
-  return out;
-}
-
 model::SimConfig base_for_header(const Header& header, std::string* note) {
   static const std::regex re(R"(Gen\s*([1-5])\s*x\s*([0-9]+))", std::regex::icase);
   std::smatch m;
@@ -291,16 +254,16 @@ std::vector<FitParameter> default_parameters(const Trace& t, const model::SimCon
   const double staged_gbps = max_gbps(t, true, 1u << 20);
   const double memory_gbps = max_memory_gbps(t, 1u << 20);
   if (direct_gbps > 0) {
-    out.push_back({"device.dma_engine_gbps", direct_gbps, direct_gbps, direct_gbps / 2, direct_gbps * 2,
+    out.push_back(parameter("device.dma_engine_gbps", direct_gbps, direct_gbps / 2, direct_gbps * 2,
                    "the bandwidth of the largest registered host copies; judged by registered H2D and D2H copies "
                    ">= 256 KiB",
-                   kBandwidthBytes, UINT64_MAX, false, {"h2d registered", "d2h registered"}});
+                   kBandwidthBytes, UINT64_MAX, false, {"h2d registered", "d2h registered"}));
   }
   if (memory_gbps > 0 && cfg.contains(pointer("device.dram_gbps"))) {
-    out.push_back({"device.dram_gbps", memory_gbps, memory_gbps, memory_gbps / 2, memory_gbps * 2,
+    out.push_back(parameter("device.dram_gbps", memory_gbps, memory_gbps / 2, memory_gbps * 2,
                    "the bytes device memory moved in the largest device copies and fills (a copy reads and "
                    "writes); judged by D2D copies and fills >= 1 MiB",
-                   1u << 20, UINT64_MAX, false, {"d2d", "fill"}});
+                   1u << 20, UINT64_MAX, false, {"d2d", "fill"}));
   }
   if (pageable && staged_gbps > 0 && cfg.contains(pointer("host_cost.staging_gbps"))) {
     // A driver that stages in pieces starts the device after its first piece: the device time
@@ -314,29 +277,29 @@ std::vector<FitParameter> default_parameters(const Trace& t, const model::SimCon
     if (pageable_line(t, 1u << 20, &a, &b) && a < 0 && b > inv_dma) {
       const double gbps = 1 / b;
       const double piece = std::clamp(round_piece(-a / (b - inv_dma)), 65536.0, 16.0 * 1048576);
-      out.push_back({"host_cost.staging_gbps", gbps, gbps, gbps / 4, gbps * 4,
-                     "the slope of device time against size of the pageable copies >= 1 MiB", 1u << 20,
-                     UINT64_MAX, true, {"h2d", "d2h"}});
-      out.push_back({kStagingPieceKey, piece, piece, 65536.0, 16.0 * 1048576,
-                     "the intercept of that line: the device starts after the first piece", 1u << 20, UINT64_MAX,
-                     true, {"h2d", "d2h"}});
+      out.push_back(parameter("host_cost.staging_gbps", gbps, gbps / 4, gbps * 4,
+                              "the slope of device time against size of the pageable copies >= 1 MiB", 1u << 20,
+                              UINT64_MAX, true, {"h2d", "d2h"}));
+      out.push_back(parameter(kStagingPieceKey, piece, 65536.0, 16.0 * 1048576,
+                              "the intercept of that line: the device starts after the first piece", 1u << 20,
+                              UINT64_MAX, true, {"h2d", "d2h"}));
     } else {
-      out.push_back({"host_cost.staging_gbps", staged_gbps, staged_gbps, staged_gbps / 4, staged_gbps * 4,
-                     "the bandwidth of the largest pageable copies >= 1 MiB", 1u << 20, UINT64_MAX, true,
-                     {"h2d", "d2h"}});
+      out.push_back(parameter("host_cost.staging_gbps", staged_gbps, staged_gbps / 4, staged_gbps * 4,
+                              "the bandwidth of the largest pageable copies >= 1 MiB", 1u << 20, UINT64_MAX, true,
+                              {"h2d", "d2h"}));
     }
   }
   if (small) {
     const double v = std::max(1.0, base.device.cb_overhead_ns);
-    out.push_back({"device.cb_overhead_ns", v, v, 1, 50000,
-                   "the duration of small copies (fixed cost per CB); judged by copies < 256 KiB", 0, 256u << 10, false,
-                   {}});
+    out.push_back(parameter("device.cb_overhead_ns", v, 1, 50000,
+                            "the duration of small copies (fixed cost per CB); judged by copies < 256 KiB", 0,
+                            256u << 10));
   }
   if (small_h2d) {
     const double v = std::max(1.0, base.link.latency_ns);
-    out.push_back({"link.latency_ns", v, v, 1, 20000,
-                   "the duration of small reads (round trip); judged by H2D copies < 64 KiB", 0, 64u << 10, false,
-                   {"h2d"}});
+    out.push_back(parameter("link.latency_ns", v, 1, 20000,
+                            "the duration of small reads (round trip); judged by H2D copies < 64 KiB", 0, 64u << 10,
+                            false, {"h2d"}));
   }
   return out;
 }
@@ -379,7 +342,9 @@ std::vector<FitParameter> ranks_parameters(const std::vector<Trace>& fit_traces,
   return params;
 }
 
-CalibrationResult calibrate_ranks(const std::vector<const Trace*>& ranks, const CalibrateOptions& options) {
+// `compared`: the ranks (from 0) whose copies are compared and held out; the others are load only.
+CalibrationResult calibrate_ranks(const std::vector<const Trace*>& ranks, const CalibrateOptions& options,
+                                  std::size_t compared = SIZE_MAX) {
   CalibrationResult result;
   result.fit_selection = options.fit.text;
   // Per rank: the copies the fit uses, and the trace of those it replays (the first
@@ -434,8 +399,7 @@ CalibrationResult calibrate_ranks(const std::vector<const Trace*>& ranks, const 
         auto d = std::find_if(defaults.begin(), defaults.end(), [&](const FitParameter& p) { return p.key == key; });
         const double v = options.staging_buffer_bytes ? static_cast<double>(options.staging_buffer_bytes) : 4.0 * 1048576;
         params.push_back(d != defaults.end() ? *d
-                                             : FitParameter{key, v, v, 65536.0, 16.0 * 1048576, "named on the command line", 0,
-                                                                          UINT64_MAX, false, {}});
+                                             : parameter(key, v, 65536.0, 16.0 * 1048576, "named on the command line"));
         continue;
       }
       if (!cfg.contains(pointer(key)) || !cfg[pointer(key)].is_number())
@@ -445,11 +409,28 @@ CalibrationResult calibrate_ranks(const std::vector<const Trace*>& ranks, const 
         params.push_back(*d);
       } else {
         const double v = std::max(1e-3, cfg[pointer(key)].get<double>());
-        params.push_back({key, v, v, v / 100, v * 100, "named on the command line", 0, UINT64_MAX, false, {}});
+        params.push_back(parameter(key, v, v / 100, v * 100, "named on the command line"));
       }
     }
   }
   if (params.empty()) result.notes.push_back("the fit copies determine no parameter: the base is kept");
+  // Physical bounds: the search range and the start stay inside them.
+  for (FitParameter& p : params) {
+    if (const std::optional<detail::PhysicalBounds> b = detail::physical_bounds(p.key, base)) {
+      p.physical_lo = b->lo;
+      p.physical_hi = b->hi;
+      p.bounds = b->why;
+      p.lo = std::max(p.lo, b->lo);
+      p.hi = std::min(p.hi, b->hi);
+      if (p.lo > p.hi) p.lo = b->lo, p.hi = b->hi;  // the start the capture suggested lies outside them
+    } else {
+      p.physical_lo = p.lo;
+      p.physical_hi = p.hi;
+      result.notes.push_back(
+          fmt::format("{}: no physical bounds known; the search keeps to {:.4g}..{:.4g}", p.key, p.lo, p.hi));
+    }
+    p.initial = std::clamp(p.initial, p.lo, p.hi);
+  }
 
   auto replay_options = [&](const std::vector<double>& x) {
     ReplayOptions ro;
@@ -479,6 +460,42 @@ CalibrationResult calibrate_ranks(const std::vector<const Trace*>& ranks, const 
   std::vector<double> x;
   for (const auto& p : params) x.push_back(p.initial);
   result.initial_rms_log_error = std::sqrt(objective(x, nullptr));
+
+  // Which parameters the fit copies can determine at all: a step of each from the start. One they
+  // hardly move stays at the base's value (a fit would move it at random, and a prediction would
+  // inherit that).
+  if (replayed(x)) {
+    const Comparison start = *replayed(x);
+    std::vector<FitParameter> seen;
+    std::vector<double> seen_x;
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      std::vector<double> y = x;
+      y[i] = step_of(params[i], x[i]);
+      const std::optional<Comparison>& c = replayed(y);
+      double ss = 0;
+      std::size_t n = 0;
+      for (std::size_t j = 0; c && j < start.ops.size(); ++j) {
+        if (start.ops[j].bound || !governs(params[i], start.ops[j])) continue;
+        const double s = sensitivity(start.ops[j], c->ops[j], std::log(y[i] / x[i]));
+        ss += s * s;
+        ++n;
+      }
+      if (n > 0 && std::sqrt(ss / static_cast<double>(n)) >= kMinSensitivity) {
+        seen.push_back(params[i]);
+        seen_x.push_back(x[i]);
+        continue;
+      }
+      result.unidentified.push_back(params[i].key);
+      result.notes.push_back(fmt::format("{}: the fit copies cannot determine it (a 10% step moves the copies it "
+                                         "governs by under 0.2%); left at {:.4g}",
+                                         params[i].key, params[i].initial));
+    }
+    if (seen.size() != params.size()) {
+      params = std::move(seen);
+      x = std::move(seen_x);
+      cache.clear();  // its candidates were of the longer list
+    }
+  }
 
   // The fixed cost per CB starts from a one-step correction: the median gap between captured and
   // simulated durations of the small copies, which it adds to almost one to one.
@@ -541,19 +558,86 @@ CalibrationResult calibrate_ranks(const std::vector<const Trace*>& ranks, const 
     result.notes.push_back("replay with the fitted configuration" + who + ": data mismatch: " + r[k].data_error);
   }
   for (Comparison* c : {&result.fit, &result.holdout}) c->source.clear();
+  std::vector<Comparison> at_result;  // per rank
+  std::vector<std::unordered_set<std::uint64_t>> fit_ids(ranks.size());
   for (std::size_t k = 0; k < ranks.size(); ++k) {
-    const Comparison all = compare(*ranks[k], r[k]);
-    std::unordered_set<std::uint64_t> fit_ids;
+    at_result.push_back(compare(*ranks[k], r[k]));
+    const Comparison& all = at_result.back();
     for (std::size_t i = 0; i < ranks[k]->ops.size(); ++i)
-      if (fit_masks[k][i]) fit_ids.insert(ranks[k]->ops[i].id);
+      if (fit_masks[k][i]) fit_ids[k].insert(ranks[k]->ops[i].id);
+    if (k >= compared) continue;  // load only
     for (Comparison* c : {&result.fit, &result.holdout}) {
       c->source += (k ? " + " : "") + all.source;
       c->resolution_ns = std::max(c->resolution_ns, all.resolution_ns);
     }
-    for (const auto& o : all.ops) (fit_ids.count(o.id) ? result.fit : result.holdout).ops.push_back(o);
+    for (const auto& o : all.ops) (fit_ids[k].count(o.id) ? result.fit : result.holdout).ops.push_back(o);
   }
   result.fit.groups = group_stats(result.fit.ops);
   result.holdout.groups = group_stats(result.holdout.ops);
+
+  // How well the parameters are known, and how far each copy's time may be off: the whole traces
+  // replayed once per parameter a step from the result give every copy's sensitivities; the fit
+  // copies' (with their errors) the parameters' covariance, every copy its interval.
+  std::vector<std::vector<Comparison>> stepped;  // [parameter][rank]
+  std::vector<double> dlog;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    std::vector<double> y = x;
+    y[i] = step_of(params[i], x[i]);
+    dlog.push_back(std::log(y[i] / x[i]));
+    ReplayOptions ro = replay_options(y);
+    const std::vector<ReplayResult> ry = replay_ranks(ranks, with_values(base, params, y), ro);
+    ++result.replays;
+    stepped.emplace_back();
+    for (std::size_t k = 0; k < ranks.size(); ++k) stepped.back().push_back(compare(*ranks[k], ry[k]));
+  }
+  const auto small = [](const OpComparison& o) { return o.bytes < (64u << 10); };
+  detail::Scatter scatter;  // of the fit copies' log errors, by kind
+  for (std::size_t k = 0; k < ranks.size() && k < compared; ++k) {
+    for (const OpComparison& o : at_result[k].ops) {
+      if (!o.bound && fit_ids[k].count(o.id))
+        scatter.add(o.direction, small(o), std::log(std::max(o.simulated_ns, 1e-3) / o.captured_ns));
+    }
+  }
+  detail::Linearised fit_lin;
+  std::vector<std::vector<double>> rows;  // per interval below
+  for (std::size_t k = 0; k < ranks.size() && k < compared; ++k) {
+    for (std::size_t j = 0; j < at_result[k].ops.size(); ++j) {
+      const OpComparison& o = at_result[k].ops[j];
+      if (o.bound) continue;
+      std::vector<double> s;
+      for (std::size_t i = 0; i < params.size(); ++i) s.push_back(sensitivity(o, stepped[i][k].ops[j], dlog[i]));
+      const bool fit = fit_ids[k].count(o.id) > 0;
+      if (fit) {
+        fit_lin.sensitivity.push_back(s);
+        fit_lin.variance.push_back(scatter.variance(o.direction, small(o)));
+      }
+      rows.push_back(std::move(s));
+      result.intervals.push_back(PredictionInterval{k, o.id, fit, o.bytes, o.direction, o.captured_ns,
+                                                    o.simulated_ns, 0, 0});
+    }
+  }
+  const detail::Uncertainty u = detail::estimate(fit_lin, params.size());
+  for (std::size_t i = 0; i < params.size(); ++i) result.parameters[i].se_log = u.se_log(i);
+  if (!u.determined() && !params.empty())
+    result.notes.push_back("the fit copies cannot tell the parameters apart (their sensitivities are dependent): "
+                           "no uncertainty or intervals");
+  std::size_t in_fit = 0, fit_n = 0, in_holdout = 0, holdout_n = 0;
+  for (std::size_t m = 0; m < result.intervals.size(); ++m) {
+    PredictionInterval& iv = result.intervals[m];
+    const double w = kZ90 * std::sqrt(u.prediction_variance(rows[m], scatter.variance(iv.direction, iv.bytes < (64u << 10))));
+    iv.lo_ns = std::isfinite(w) ? iv.simulated_ns * std::exp(-w) : 0;
+    iv.hi_ns = std::isfinite(w) ? iv.simulated_ns * std::exp(w) : std::numeric_limits<double>::infinity();
+    (iv.fit ? fit_n : holdout_n) += 1;
+    (iv.fit ? in_fit : in_holdout) += iv.inside() ? 1 : 0;
+  }
+  result.fit_coverage = fit_n ? static_cast<double>(in_fit) / static_cast<double>(fit_n) : 0;
+  result.holdout_coverage = holdout_n ? static_cast<double>(in_holdout) / static_cast<double>(holdout_n) : 0;
+  for (const FitParameter& p : result.parameters) {
+    if (p.value <= p.physical_lo * (1 + 1e-9) || p.value >= p.physical_hi * (1 - 1e-9))
+      result.notes.push_back(fmt::format("{} ended on its physical bound ({:.4g}): the copies ask for more than "
+                                         "what it stands for allows, so something the model does not have is in them",
+                                         p.key, p.value));
+  }
   return result;
 }
 
@@ -564,7 +648,17 @@ CalibrationResult calibrate(const Trace& trace, const CalibrateOptions& options)
     throw std::invalid_argument("calibrate: fit_ranks chooses among several ranks' traces (calibrate_together); "
                                 "one trace is all fitted");
   }
-  return calibrate_ranks({&trace}, options);
+  if (options.node_devices <= 1) return calibrate_ranks({&trace}, options);
+  CalibrateOptions o = options;
+  o.fit_ranks = {0};
+  o.base.topology.devices = static_cast<std::uint32_t>(options.node_devices);
+  (void)model::config_from_json(model::to_json(o.base), "<calibration>");  // a node the model can build
+  const std::vector<const Trace*> node(options.node_devices, &trace);
+  CalibrationResult r = calibrate_ranks(node, o, 1);
+  r.notes.push_back(fmt::format("fitted as rank 0 of a node of {} devices, the same profile on the others as "
+                                "their traffic",
+                                options.node_devices));
+  return r;
 }
 
 CalibrationResult calibrate_together(const std::vector<const Trace*>& ranks, const CalibrateOptions& options) {
@@ -616,12 +710,35 @@ void CalibrationResult::write_config_file(const std::string& path, const std::st
   });
 }
 
+
+
 json CalibrationResult::to_json() const {
   json params = json::array();
-  for (const auto& p : parameters)
-    params.push_back({{"key", p.key}, {"initial", p.initial}, {"value", p.value}, {"lo", p.lo}, {"hi", p.hi}, {"why", p.why}});
+  for (const auto& p : parameters) {
+    params.push_back({{"key", p.key},
+                      {"initial", p.initial},
+                      {"value", p.value},
+                      {"lo", p.lo},
+                      {"hi", p.hi},
+                      {"physical_bounds", {p.physical_lo, p.physical_hi}},
+                      {"bounds_why", p.bounds},
+                      {"se_log", std::isfinite(p.se_log) ? json(p.se_log) : json(nullptr)},
+                      {"interval_90", interval_json(p)},
+                      {"why", p.why}});
+  }
+  json iv = json::array();
+  for (const auto& i : intervals) {
+    iv.push_back({{"rank", i.rank}, {"id", i.id}, {"fit", i.fit}, {"bytes", i.bytes}, {"direction", i.direction},
+                  {"captured_ns", i.captured_ns}, {"simulated_ns", i.simulated_ns}, {"lo_ns", i.lo_ns},
+                  {"hi_ns", std::isfinite(i.hi_ns) ? json(i.hi_ns) : json(nullptr)}, {"inside", i.inside()}});
+  }
   return {{"fit_selection", fit_selection},
           {"parameters", params},
+          {"unidentified", unidentified},
+          {"prediction_level", kPredictionLevel},
+          {"intervals", iv},
+          {"fit_coverage", fit_coverage},
+          {"holdout_coverage", holdout_coverage},
           {"replays", replays},
           {"staging_buffer_bytes", staging_buffer_bytes},
           {"rms_log_error", rms_log_error},
@@ -636,10 +753,24 @@ json CalibrationResult::to_json() const {
 std::string CalibrationResult::summary() const {
   std::string out = fmt::format("fit on \"{}\": {} replays, rms log error {:.4f} (from {:.4f})\n", fit_selection,
                                 replays, rms_log_error, initial_rms_log_error);
-  for (const auto& p : parameters)
-    out += fmt::format("  {:<28} {:>12.4g} (from {:.4g}; {})\n", p.key, p.value, p.initial, p.why);
+  for (const auto& p : parameters) {
+    const json i = interval_json(p);
+    const std::string known =
+        i[0].is_null() ? "undetermined"
+                       : fmt::format("90%: {:.4g}..{:.4g}{}", i[0].get<double>(), i[1].get<double>(),
+                                     undetermined(p) ? ", wider than x10: the copies hardly determine it" : "");
+    out += fmt::format("  {:<28} {:>12.4g} ({}; bounds {:.4g}..{:.4g}; from {:.4g}; {})\n", p.key, p.value, known,
+                       p.physical_lo, p.physical_hi, p.initial, p.why);
+  }
+  for (const auto& k : unidentified) out += fmt::format("  {:<28} not determined by the fit copies: base value kept\n", k);
   out += "fit copies:\n" + fit.table();
   if (!holdout.ops.empty()) out += "held-out copies (predicted):\n" + holdout.table();
+  std::size_t n_fit = 0, n_holdout = 0;
+  for (const auto& i : intervals) (i.fit ? n_fit : n_holdout) += 1;
+  out += fmt::format("{:.0f}% prediction intervals: {:.0f}% of {} fit copies inside", kPredictionLevel * 100,
+                     fit_coverage * 100, n_fit);
+  if (n_holdout) out += fmt::format(", {:.0f}% of {} held-out copies", holdout_coverage * 100, n_holdout);
+  out += "\n";
   for (const auto& n : notes) out += "note: " + n + "\n";
   return out;
 }

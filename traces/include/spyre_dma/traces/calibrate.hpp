@@ -44,7 +44,7 @@ struct FitParameter {
   std::string key;       // dotted configuration key, "device.dma_engine_gbps"
   double initial = 0;
   double value = 0;
-  double lo = 0, hi = 0;  // search range
+  double lo = 0, hi = 0;  // search range: inside the physical bounds, where the key has some
   std::string why;       // what in the capture determines it
   // The fit copies whose error this parameter's steps minimise: those of bytes in
   // [min_bytes, max_bytes), pageable ones only when `pageable`. A parameter is judged by the
@@ -59,7 +59,28 @@ struct FitParameter {
   // by host copies, its memory by device copies and fills, so that a profile's HBM-speed
   // device copies do not pull the host copies' bandwidth up (or the other way round).
   std::vector<std::string> paths;
+  // What its physics allows (docs/traces.md, "Calibrate"); `bounds` says why, and is empty for a
+  // key without known bounds (its search range stands in).
+  double physical_lo = 0, physical_hi = 0;
+  std::string bounds;
+  // How well the fit copies determine it: the standard error of ln(value), from the fit
+  // linearised around its result (infinity: the copies cannot tell it from the others).
+  double se_log = 0;
 };
+
+// A predicted (or fitted) copy's time with the interval the calibration's uncertainty gives it:
+// the parameters' covariance carried through the copy's sensitivities, and the fit copies' own
+// scatter about the model.
+struct PredictionInterval {
+  std::size_t rank = 0;  // which trace (calibrate_together), 0 for one
+  std::uint64_t id = 0;  // the op
+  bool fit = false;      // a fit copy; else held out
+  std::uint64_t bytes = 0;
+  std::string direction;
+  double captured_ns = 0, simulated_ns = 0, lo_ns = 0, hi_ns = 0;
+  bool inside() const noexcept { return captured_ns >= lo_ns && captured_ns <= hi_ns; }
+};
+inline constexpr double kPredictionLevel = 0.90;  // of every PredictionInterval
 
 struct CalibrateOptions {
   spyre_dma::model::SimConfig base;  // the starting point (a preset or a configuration file)
@@ -79,6 +100,12 @@ struct CalibrateOptions {
   // every rank. The other ranks replay whole alongside every candidate (their traffic is the
   // node's) and all their copies are held out: fit on one rank, predict another.
   std::vector<std::size_t> fit_ranks;
+  // calibrate(): the trace is one rank of a node of this many devices (0 or 1: it runs alone). It
+  // runs on device 0 of a server of them, arranged as `base`'s topology, and the same profile on
+  // every other device stands for the other ranks' traffic (data-parallel ranks copy what it
+  // copies, when it does), so that what the node's shared switches and host memory take from it
+  // is not put on its own parameters. Only rank 0's copies are compared.
+  std::size_t node_devices = 0;
 };
 
 // The fit parameter of the replay's staging piece (ReplayOptions::staging_buffer_bytes), not a
@@ -98,6 +125,13 @@ struct CalibrationResult {
   Comparison fit;             // the fitted configuration on the fit copies
   Comparison holdout;         // ... on the other copies (no ops when the fit used all)
   std::string fit_selection;
+  // The parameters the fit copies could not determine (a step moves them too little), left at the
+  // base's values.
+  std::vector<std::string> unidentified;
+  // Every compared copy (not bounds) with its kPredictionLevel interval; the share of held-out and
+  // of fit copies whose captured time lies inside (0 when there are none).
+  std::vector<PredictionInterval> intervals;
+  double holdout_coverage = 0, fit_coverage = 0;
   std::vector<std::string> notes;
 
   // A configuration file: the base preset's name and every key whose value differs from it
@@ -128,10 +162,11 @@ spyre_dma::model::SimConfig base_for_header(const Header& header, std::string* n
 spyre_dma::model::SimConfig model_config_for(const std::string& preset, const std::string& config_path,
                                              const Header* header, const std::string& fidelity, std::string* note);
 
-// Fits, then replays the whole trace once with the result for the fit and holdout comparisons.
-// Throws TraceError when the selection leaves no copy with a captured duration above resolution,
-// std::invalid_argument for an unknown parameter key or fit_ranks given (that is
-// calibrate_together's).
+// Fits, then replays the whole trace once with the result for the fit and holdout comparisons
+// (on a node of options.node_devices, with the other ranks' traffic). Throws TraceError when the
+// selection leaves no copy with a captured duration above resolution, std::invalid_argument for
+// an unknown parameter key or fit_ranks given (that is calibrate_together's), ConfigError for a
+// node the model cannot build.
 CalibrationResult calibrate(const Trace& trace, const CalibrateOptions& options);
 
 // Fits one configuration to several ranks' profiles of one node, replayed together: trace i on

@@ -1,0 +1,116 @@
+// Which copies a calibration fits and which it holds out (calibrate.hpp: OpSelection,
+// parse_selection, select_ops, sub_trace).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <regex>
+#include <stdexcept>
+#include <unordered_set>
+
+#include "spyre_dma/traces/calibrate.hpp"
+#include "text_input.hpp"
+
+namespace spyre_dma::traces {
+namespace {
+
+bool is_copy(const Op& op) {
+  return op.kind == OpKind::kH2D || op.kind == OpKind::kD2H || op.kind == OpKind::kD2D || op.kind == OpKind::kFill;
+}
+
+using detail::trim;
+
+}  // namespace
+
+std::uint64_t parse_bytes(const std::string& text) {
+  static const std::regex re(R"(^\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*$)");
+  std::smatch m;
+  if (!std::regex_match(text, m, re)) throw std::invalid_argument(fmt::format("\"{}\" is not a size", text));
+  const double v = std::stod(m[1].str());
+  const std::string unit = m[2].str();
+  static const std::map<std::string, double> kUnits = {
+      {"", 1},           {"B", 1},           {"K", 1024.0},     {"KiB", 1024.0},    {"M", 1048576.0},
+      {"MiB", 1048576.0}, {"G", 1073741824.0}, {"GiB", 1073741824.0}, {"kB", 1e3},  {"KB", 1e3},
+      {"MB", 1e6},       {"GB", 1e9}};
+  auto it = kUnits.find(unit);
+  if (it == kUnits.end())
+    throw std::invalid_argument(fmt::format("\"{}\": unknown unit \"{}\" (KiB, MiB, GiB binary; kB, MB, GB decimal)", text, unit));
+  return static_cast<std::uint64_t>(std::llround(v * it->second));
+}
+
+OpSelection parse_selection(const std::string& raw) {
+  const std::string text = trim(raw);
+  OpSelection s;
+  s.text = text;
+  if (text == "all" || text.empty()) return s;
+  if (text == "even" || text == "odd") {
+    s.half = text == "even" ? 0 : 1;
+    return s;
+  }
+  auto parse_bytes = [&](const std::string& size) {  // a size that is not one: name the selection too
+    try {
+      return traces::parse_bytes(size);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(fmt::format("\"{}\": {}", text, e.what()));
+    }
+  };
+  const auto colon = text.find(':');
+  const std::string kind = text.substr(0, colon);
+  const std::string rest = colon == std::string::npos ? "" : text.substr(colon + 1);
+  if (kind == "below" && !rest.empty()) {
+    s.hi = parse_bytes(rest);
+  } else if (kind == "atleast" && !rest.empty()) {
+    s.lo = parse_bytes(rest);
+  } else if (kind == "range" && rest.find(':') != std::string::npos) {
+    s.lo = parse_bytes(rest.substr(0, rest.find(':')));
+    s.hi = parse_bytes(rest.substr(rest.find(':') + 1));
+    if (s.hi <= s.lo) throw std::invalid_argument(fmt::format("\"{}\": the range is empty", text));
+  } else {
+    throw std::invalid_argument(fmt::format(
+        "\"{}\" is not a selection (all, below:SIZE, atleast:SIZE, range:LO:HI, even, odd)", text));
+  }
+  return s;
+}
+
+std::vector<bool> select_ops(const Trace& trace, const OpSelection& sel) {
+  std::vector<std::uint64_t> sizes;
+  for (const Op& op : trace.ops)
+    if (is_copy(op)) sizes.push_back(op.bytes);
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  std::vector<bool> out(trace.ops.size(), false);
+  for (std::size_t i = 0; i < trace.ops.size(); ++i) {
+    const Op& op = trace.ops[i];
+    if (!is_copy(op)) continue;
+    if (sel.half >= 0) {
+      const auto rank = std::lower_bound(sizes.begin(), sizes.end(), op.bytes) - sizes.begin();
+      out[i] = static_cast<int>(rank % 2) == sel.half;
+    } else {
+      out[i] = op.bytes >= sel.lo && op.bytes < sel.hi;
+    }
+  }
+  return out;
+}
+
+Trace sub_trace(const Trace& trace, const std::vector<bool>& keep) {
+  Trace out;
+  out.header = trace.header;
+  std::unordered_set<std::uint64_t> kept_ids, allocs;
+  for (std::size_t i = 0; i < trace.ops.size(); ++i) {
+    const Op& op = trace.ops[i];
+    if (is_copy(op) && !keep[i]) continue;
+    Op o = op;
+    o.deps.erase(std::remove_if(o.deps.begin(), o.deps.end(), [&](std::uint64_t d) { return !kept_ids.count(d); }),
+                 o.deps.end());
+    kept_ids.insert(o.id);
+    if (o.src_alloc) allocs.insert(o.src_alloc);
+    if (o.dst_alloc) allocs.insert(o.dst_alloc);
+    out.ops.push_back(std::move(o));
+  }
+  for (const Allocation& a : trace.allocations)
+    if (allocs.count(a.id)) out.allocations.push_back(a);
+  return out;
+}
+
+}  // namespace spyre_dma::traces
