@@ -624,7 +624,11 @@ CalibrationResult calibrate_ranks(const std::vector<const Trace*>& ranks, const 
   std::size_t in_fit = 0, fit_n = 0, in_holdout = 0, holdout_n = 0;
   for (std::size_t m = 0; m < result.intervals.size(); ++m) {
     PredictionInterval& iv = result.intervals[m];
-    const double w = kZ90 * std::sqrt(u.prediction_variance(rows[m], scatter.variance(iv.direction, iv.bytes < (64u << 10))));
+    // A kind estimated from few fit copies gets Student's wider multiplier.
+    const bool small_copy = iv.bytes < (64u << 10);
+    const std::size_t seen = scatter.copies(iv.direction, small_copy);
+    const double w = detail::t90(seen > 1 ? seen - 1 : 1) *
+                     std::sqrt(u.prediction_variance(rows[m], scatter.variance(iv.direction, small_copy)));
     iv.lo_ns = std::isfinite(w) ? iv.simulated_ns * std::exp(-w) : 0;
     iv.hi_ns = std::isfinite(w) ? iv.simulated_ns * std::exp(w) : std::numeric_limits<double>::infinity();
     (iv.fit ? fit_n : holdout_n) += 1;

@@ -1,7 +1,9 @@
 #include "fit_uncertainty.hpp"
 
 #include <cmath>
+#include <iterator>
 #include <limits>
+#include <utility>
 
 namespace spyre_dma::traces::detail {
 namespace {
@@ -50,6 +52,30 @@ double Scatter::variance(const std::string& path, bool small) const {
   if (const auto p = by_path_.find(path); p != by_path_.end() && p->second.n >= 2)
     return p->second.ss / static_cast<double>(p->second.n);
   return all_.n ? all_.ss / static_cast<double>(all_.n) : 0;
+}
+
+std::size_t Scatter::copies(const std::string& path, bool small) const {
+  if (const auto k = by_kind_.find(kind(path, small)); k != by_kind_.end() && k->second.n >= 2) return k->second.n;
+  if (const auto p = by_path_.find(path); p != by_path_.end() && p->second.n >= 2) return p->second.n;
+  return all_.n;
+}
+
+double t90(std::size_t df) {
+  // Student's t, 0.95 quantile, at these degrees of freedom; between them, linear in 1/df.
+  static const std::pair<double, double> kTable[] = {{1, 6.314}, {2, 2.920}, {3, 2.353}, {4, 2.132}, {5, 2.015},
+                                                     {6, 1.943}, {7, 1.895}, {8, 1.860}, {9, 1.833}, {10, 1.812},
+                                                     {12, 1.782}, {15, 1.753}, {20, 1.725}, {30, 1.697},
+                                                     {60, 1.671}, {120, 1.658}};
+  const double d = static_cast<double>(std::max<std::size_t>(df, 1));
+  if (d >= 120) return 1.658 + (1.6448536269514722 - 1.658) * (1 - 120 / d);
+  for (std::size_t i = 1; i < std::size(kTable); ++i) {
+    if (d > kTable[i].first) continue;
+    const auto [d0, t0] = kTable[i - 1];
+    const auto [d1, t1] = kTable[i];
+    const double f = (1 / d0 - 1 / d) / (1 / d0 - 1 / d1);
+    return t0 + f * (t1 - t0);
+  }
+  return kTable[0].second;
 }
 
 double Uncertainty::se_log(std::size_t i) const {

@@ -25,6 +25,8 @@ class Scatter {
   // The variance of a copy of this kind about the model: its kind's if two fit copies or more
   // are of it, else its path's, else every fit copy's.
   double variance(const std::string& path, bool small) const;
+  // How many fit copies that variance was estimated from.
+  std::size_t copies(const std::string& path, bool small) const;
 
  private:
   struct Sum {
@@ -52,5 +54,10 @@ struct Uncertainty {
 
 // From the fit copies' sensitivities and variances, with `parameters` columns.
 Uncertainty estimate(const Linearised& fit, std::size_t parameters);
+
+// The two-sided 90% quantile of Student's t with `df` degrees of freedom (1.645 for many): the
+// multiplier of a standard deviation estimated from df + 1 copies, so that a kind the fit saw
+// only a few copies of gets an interval as wide as that few allows.
+double t90(std::size_t df);
 
 }  // namespace spyre_dma::traces::detail
