@@ -80,7 +80,7 @@ py::object data_frame(const py::object& rows, std::initializer_list<const char*>
   return frame[columns];
 }
 constexpr std::initializer_list<const char*> kOpColumns = {
-    "id", "stream", "kind", "bytes", "host", "dst_alloc", "dst_offset", "src_alloc", "src_offset", "pattern",
+    "id", "device", "stream", "kind", "bytes", "host", "dst_alloc", "dst_offset", "src_alloc", "src_offset", "pattern",
     "compute_ns", "event", "deps", "issue_ns", "start_ns", "duration_ns"};
 constexpr std::initializer_list<const char*> kComparedColumns = {
     "id", "direction", "bytes", "size_class", "captured_ns", "simulated_ns", "rel_error", "bound"};
