@@ -118,6 +118,10 @@ traces::ReplayResult replay_trace(const traces::Trace& trace, const std::string&
   if (fidelity) s.values["fidelity"] = *fidelity;
   s.seed = seed;
   py::gil_scoped_release nogil;
+  if (trace.header.devices > 1) {  // device d's ops on device d of as many opened together
+    s.devices = trace.header.devices;
+    return traces::replay(trace, backend::builtin().open_devices(backend, s), options);
+  }
   return traces::replay(trace, backend::builtin().open(backend, s), options);
 }
 
