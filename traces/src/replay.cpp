@@ -114,7 +114,15 @@ class Replayer {
       if (options_.honour_start_times) hold_until_start(trace_.ops[i]);
       submit(i);
       while (inflight_.size() >= kWindowOps || inflight_bytes_ > kWindowBytes) reclaim_front(true);
-      while (!inflight_.empty() && inflight_.front().op.done()) reclaim_front(false);
+      // Polling is a step of the device (on sim, to its next interrupt): the replay has always
+      // taken one before the next op of the same stream (the calibrations were made so). Before an
+      // op of another stream it takes none, so that ops meant to run together (a concurrent
+      // group, copies that overlapped on two streams) are issued together rather than one step,
+      // often a whole copy, apart.
+      const bool same_stream = i + 1 < trace_.ops.size() && trace_.ops[i + 1].stream == trace_.ops[i].stream;
+      if (same_stream || i + 1 == trace_.ops.size()) {
+        while (!inflight_.empty() && inflight_.front().op.done()) reclaim_front(false);
+      }
     }
     while (!inflight_.empty()) reclaim_front(true);
     return finish();
