@@ -262,6 +262,7 @@ void bind_traces(py::module_& m) {
       py::dict d;
       d["results"] = r.results;
       d["imported"] = r.imported;
+      d["pairs"] = r.pairs;
       py::dict skipped;
       skipped["bidirectional"] = r.bidirectional;
       skipped["other_path"] = r.other_path;
@@ -276,8 +277,9 @@ void bind_traces(py::module_& m) {
   };
   m.def("import_rocm_bandwidth_test", rocm(&traces::import_rocm_bandwidth_test), py::arg("path"), py::kw_only(),
         py::arg("device") = "", py::arg("link") = "",
-        "Imports a rocm-bandwidth-test log (its per-size tables and unidirectional matrices) as\n"
-        "back-to-back copies. Returns (trace, report).");
+        "Imports a rocm-bandwidth-test log (its per-size tables and matrices) as back-to-back copies,\n"
+        "its bidirectional host<->GPU results as pairs of copies timed by their span. Returns\n"
+        "(trace, report).");
   m.def("import_hip_bus_bandwidth", rocm(&traces::import_hip_bus_bandwidth), py::arg("path"), py::kw_only(),
         py::arg("device") = "", py::arg("link") = "",
         "Imports a hipBusBandwidth log (H2D and D2H, pinned or pageable, per size) as back-to-back\n"

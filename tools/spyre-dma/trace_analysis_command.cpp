@@ -146,16 +146,17 @@ int run_trace_import(const TraceAnalysisOptions& o) {
       const traces::BandwidthTestImport info{o.device, o.link};
       t = o.from == "hipbusbandwidth" ? traces::import_hip_bus_bandwidth(o.input, info, r)
                                       : traces::import_rocm_bandwidth_test(o.input, info, r);
-      fmt::print("{}: {} of {} results imported; skipped: {} bidirectional, {} between other devices, {} without a "
-                 "value, {} repeated, {} of unknown direction\n",
-                 o.input, r.imported, r.results, r.bidirectional, r.other_path, r.no_value, r.repeated,
-                 r.unknown_direction);
+      fmt::print("{}: {} of {} results imported, {} as bidirectional pairs; skipped: {} bidirectional, {} between "
+                 "other devices, {} without a value, {} repeated, {} of unknown direction\n",
+                 o.input, r.imported + r.pairs, r.results, r.pairs, r.bidirectional, r.other_path, r.no_value,
+                 r.repeated, r.unknown_direction);
       for (const auto& n : r.notes) fmt::print("  note: {}\n", n);
     } else {
       t = traces::import_bandwidth_test(o.input, traces::BandwidthTestImport{o.device, o.link});
     }
     if (o.from != "kineto")
-      fmt::print("{}: {} ops in {} allocations (one per size)\n", o.input, t.ops.size(), t.allocations.size());
+      fmt::print("{}: {} ops in {} allocations (one per size and stream) on {} device(s)\n", o.input, t.ops.size(),
+                 t.allocations.size(), t.header.devices);
     traces::write_trace_file(t, o.out);
     fmt::print("wrote {}\n", o.out);
     return 0;
