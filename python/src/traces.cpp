@@ -228,15 +228,19 @@ void bind_traces(py::module_& m) {
         d["version"] = r.version;
         d["testcases"] = r.testcases;
         d["imported"] = r.imported;
+        d["bidirectional"] = r.bidirectional;
+        d["concurrent"] = r.concurrent;
+        d["latency"] = r.latency;
         d["points"] = r.points;
+        d["groups"] = r.groups;
+        d["latency_points"] = r.latency_points;
+        d["gpus"] = r.gpus;
         d["buffer_bytes"] = r.buffer_bytes;
         d["buffer_bytes_assumed"] = r.buffer_bytes_assumed;
         py::dict skipped;
         skipped["not_passed"] = r.not_passed;
-        skipped["latency"] = r.latency;
         skipped["sm_copies"] = r.sm_copies;
-        skipped["bidirectional"] = r.bidirectional;
-        skipped["concurrent"] = r.concurrent;
+        skipped["between_gpus"] = r.between_gpus;
         skipped["multinode"] = r.multinode;
         skipped["unknown"] = r.unknown;
         skipped["without_value"] = r.without_value;
@@ -247,9 +251,10 @@ void bind_traces(py::module_& m) {
         return py::make_tuple(make_trace_object(std::move(t)), d);
       },
       py::arg("path"), py::kw_only(), py::arg("device") = "", py::arg("link") = "", py::arg("buffer_bytes") = 0,
-      "Imports nvbandwidth's JSON output (nvbandwidth --json): its copy-engine host<->device and\n"
-      "device<->device testcases as back-to-back copies of the buffer size (buffer_bytes: the\n"
-      "--bufferSize it ran with; 0: its version's default). Returns (trace, report).");
+      "Imports nvbandwidth's JSON output (nvbandwidth --json): its one-way copy-engine testcases as\n"
+      "back-to-back copies of the buffer size (buffer_bytes: the --bufferSize it ran with; 0: its\n"
+      "version's default), its bidirectional and all-GPU host testcases as groups of copies run at\n"
+      "once on the GPUs' devices, host_device_latency_sm as latency points. Returns (trace, report).");
 
   const auto rocm = [](auto import) {
     return [import](const std::string& path, const std::string& device, const std::string& link) {

@@ -134,12 +134,13 @@ int run_trace_import(const TraceAnalysisOptions& o) {
       }
       traces::NvbandwidthReport r;
       t = traces::import_nvbandwidth(o.input, traces::BandwidthTestImport{o.device, o.link}, r, buffer);
-      fmt::print("{}: nvbandwidth {}: {} of {} testcases imported as {} points of {} bytes{}; skipped: {} not passed, "
-                 "{} latency, {} SM copies, {} bidirectional, {} concurrent, {} multinode, {} unknown, {} without a "
-                 "value\n",
-                 o.input, r.version.empty() ? "(no version)" : r.version, r.imported, r.testcases, r.points,
-                 r.buffer_bytes, r.buffer_bytes_assumed ? " (the version's default)" : "", r.not_passed, r.latency,
-                 r.sm_copies, r.bidirectional, r.concurrent, r.multinode, r.unknown, r.without_value);
+      fmt::print("{}: nvbandwidth {}: of {} testcases, {} imported as {} one-way points, {} bidirectional and {} "
+                 "concurrent as {} groups on {} GPUs, {} latency as {} points; buffer {} bytes{}; skipped: {} not "
+                 "passed, {} SM copies, {} between GPUs, {} multinode, {} unknown, {} without a value\n",
+                 o.input, r.version.empty() ? "(no version)" : r.version, r.testcases, r.imported, r.points,
+                 r.bidirectional, r.concurrent, r.groups, r.gpus, r.latency, r.latency_points, r.buffer_bytes,
+                 r.buffer_bytes_assumed ? " (the version's default)" : "", r.not_passed, r.sm_copies, r.between_gpus,
+                 r.multinode, r.unknown, r.without_value);
       for (const auto& n : r.notes) fmt::print("  note: {}\n", n);
     } else if (o.from == "rocm-bandwidth-test" || o.from == "hipbusbandwidth") {
       traces::RocmBandwidthReport r;
