@@ -83,7 +83,8 @@ constexpr std::initializer_list<const char*> kOpColumns = {
     "id", "device", "stream", "kind", "bytes", "host", "dst_alloc", "dst_offset", "src_alloc", "src_offset", "pattern",
     "compute_ns", "event", "deps", "issue_ns", "start_ns", "duration_ns"};
 constexpr std::initializer_list<const char*> kComparedColumns = {
-    "id", "direction", "bytes", "size_class", "captured_ns", "simulated_ns", "rel_error", "bound"};
+    "id", "direction", "measure", "concurrent", "device", "bytes", "size_class", "captured_ns", "simulated_ns",
+    "rel_error", "bound"};
 constexpr std::initializer_list<const char*> kGroupColumns = {
     "direction", "size_class", "ops", "bounds", "median_abs_rel_error", "p90_abs_rel_error", "bias",
     "max_abs_rel_error"};

@@ -138,3 +138,21 @@ def test_bandwidth_tool_imports():
     with pytest.raises(spyre_dma.TraceError) as e:
         spyre_dma.import_nvbandwidth(os.path.join(CORPUS, "nvbandwidth", "bad_cell.json"))
     assert e.value.field.startswith("nvbandwidth.testcases[")
+
+
+def test_nvbandwidth_concurrent_testcases_replay_on_their_devices():
+    # The bidirectional testcase and the host latency become groups on the two GPUs' devices;
+    # replayed on a simulated server of two, compare reports them apart from the one-way copies.
+    t, report = spyre_dma.import_nvbandwidth(os.path.join(CORPUS, "nvbandwidth", "two_gpus_v08.json"),
+                                             buffer_bytes=1 << 20)
+    assert report["bidirectional"] == 1 and report["latency"] == 1 and report["gpus"] == 2
+    assert report["groups"] == 2 and report["latency_points"] == 2
+    assert t.header["devices"] == 2 and len(t.header["extra"]["groups"]) == 4
+    assert {op.get("device", 0) for op in t.ops} == {0, 1}
+    assert list(t.to_frame().columns[:3]) == ["id", "device", "stream"]
+    r = spyre_dma.replay(t, "sim", fidelity="burst")
+    assert r.data_ok, r.data_error
+    c = spyre_dma.compare(t, r)
+    directions = {g["direction"] for g in c.groups}
+    assert "h2d registered (d2h beside)" in directions and "all concurrent" in directions
+    assert len(c.to_dict()["latency"]["ops"]) == 2

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <exception>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 
 #include "spyre_dma/traces/bandwidth_test.hpp"
@@ -17,6 +18,7 @@
 #include "spyre_dma/model/config_loader.hpp"
 #include "spyre_dma/traces/calibrate.hpp"
 #include "spyre_dma/traces/compare.hpp"
+#include "spyre_dma/traces/concurrent.hpp"
 #include "spyre_dma/traces/replay.hpp"
 #include "spyre_dma/traces/output_file.hpp"
 #include "outputs.hpp"
@@ -170,8 +172,34 @@ int run_trace_compare(const TraceAnalysisOptions& o) {
     if (o.backend != "sim") throw BadInput(fmt::format("--backend \"{}\": compare replays on the model (sim)", o.backend));
     const traces::Trace t = traces::read_trace(o.captured);
     std::string note;
-    const auto cfg = model_config(o, &t, &note);
+    auto cfg = model_config(o, &t, &note);
     if (!note.empty()) fmt::print("{}\n", note);
+    // The trace's groups and topology are read before the replay, so that a bad header is named
+    // at once (an error about it names the file's header line).
+    std::optional<std::uint32_t> header_per_switch;
+    try {
+      (void)traces::concurrent_groups(t);
+      header_per_switch = traces::devices_per_switch(t.header);
+    } catch (const traces::TraceError& e) {
+      throw traces::TraceError(o.captured, e.line(), e.field(), e.message());
+    }
+    if (t.header.devices > 1) {
+      // A server of the trace's devices: behind switches as the option, else the header, says;
+      // else as the configuration arranges them (a link's preset: each on a root port of its own).
+      cfg.topology.devices = t.header.devices;
+      if (o.devices_per_switch >= 0) {
+        cfg.topology.devices_per_switch = static_cast<std::uint32_t>(o.devices_per_switch);
+      } else if (header_per_switch) {
+        cfg.topology.devices_per_switch = *header_per_switch;
+      }
+      spyre_dma::model::validate(cfg, "trace compare");
+      fmt::print("replaying {} devices at once on a server of {}, {}\n", t.header.devices, t.header.devices,
+                 cfg.topology.devices_per_switch == 0
+                     ? std::string("each on a root port of its own")
+                     : fmt::format("{} per switch", cfg.topology.devices_per_switch));
+    } else if (o.devices_per_switch >= 0) {
+      throw BadInput(fmt::format("--devices-per-switch: {} is a trace of one device", o.captured));
+    }
     traces::ReplayOptions ro;
     ro.staging_buffer_bytes = staging_piece(o);
     const traces::ReplayResult r = traces::replay_on_sim(t, cfg, ro);
@@ -181,6 +209,7 @@ int run_trace_compare(const TraceAnalysisOptions& o) {
     doc["config"] = spyre_dma::model::to_json(cfg);
     doc["data_ok"] = r.data_ok;
     doc["staging_buffer_bytes"] = ro.staging_buffer_bytes;
+    doc["devices"] = t.header.devices;
     if (!o.json.empty()) write_json_file(doc, o.json);
     if (!r.data_ok) {
       fmt::print(stderr, "spyre-dma: error: replay data mismatch: {}\n", r.data_error);
@@ -263,6 +292,10 @@ void add_trace_analysis_commands(CLI::App& trace) {
   cmp->add_option("--fidelity", o.fidelity, "tlp or burst (overrides the configuration)");
   cmp->add_option("--staging-buffer", o.staging_buffer,
                   "Staging piece of the replay's engine for pageable copies, e.g. 1MiB (trace calibrate reports it)");
+  cmp->add_option("--devices-per-switch", o.devices_per_switch,
+                  "A trace of several devices: how many consecutive devices share a PCIe switch (0: each on a root "
+                  "port of its own; default: the trace header's extra.devices_per_switch, else the configuration's)")
+      ->check(CLI::Range(0, 16));
   cmp->add_option("--json", o.json, "Write the comparison as JSON");
   cmp->add_option("--plot", o.plot, "Draw captured and simulated duration against size (PNG)");
   cmp->callback([finish] { finish(run_trace_compare(o)); });
