@@ -80,10 +80,11 @@ py::object data_frame(const py::object& rows, std::initializer_list<const char*>
   return frame[columns];
 }
 constexpr std::initializer_list<const char*> kOpColumns = {
-    "id", "stream", "kind", "bytes", "host", "dst_alloc", "dst_offset", "src_alloc", "src_offset", "pattern",
+    "id", "device", "stream", "kind", "bytes", "host", "dst_alloc", "dst_offset", "src_alloc", "src_offset", "pattern",
     "compute_ns", "event", "deps", "issue_ns", "start_ns", "duration_ns"};
 constexpr std::initializer_list<const char*> kComparedColumns = {
-    "id", "direction", "bytes", "size_class", "captured_ns", "simulated_ns", "rel_error", "bound"};
+    "id", "direction", "measure", "concurrent", "device", "bytes", "size_class", "captured_ns", "simulated_ns",
+    "rel_error", "bound"};
 constexpr std::initializer_list<const char*> kGroupColumns = {
     "direction", "size_class", "ops", "bounds", "median_abs_rel_error", "p90_abs_rel_error", "bias",
     "max_abs_rel_error"};
@@ -118,6 +119,10 @@ traces::ReplayResult replay_trace(const traces::Trace& trace, const std::string&
   if (fidelity) s.values["fidelity"] = *fidelity;
   s.seed = seed;
   py::gil_scoped_release nogil;
+  if (trace.header.devices > 1) {  // device d's ops on device d of as many opened together
+    s.devices = trace.header.devices;
+    return traces::replay(trace, backend::builtin().open_devices(backend, s), options);
+  }
   return traces::replay(trace, backend::builtin().open(backend, s), options);
 }
 
@@ -224,15 +229,19 @@ void bind_traces(py::module_& m) {
         d["version"] = r.version;
         d["testcases"] = r.testcases;
         d["imported"] = r.imported;
+        d["bidirectional"] = r.bidirectional;
+        d["concurrent"] = r.concurrent;
+        d["latency"] = r.latency;
         d["points"] = r.points;
+        d["groups"] = r.groups;
+        d["latency_points"] = r.latency_points;
+        d["gpus"] = r.gpus;
         d["buffer_bytes"] = r.buffer_bytes;
         d["buffer_bytes_assumed"] = r.buffer_bytes_assumed;
         py::dict skipped;
         skipped["not_passed"] = r.not_passed;
-        skipped["latency"] = r.latency;
         skipped["sm_copies"] = r.sm_copies;
-        skipped["bidirectional"] = r.bidirectional;
-        skipped["concurrent"] = r.concurrent;
+        skipped["between_gpus"] = r.between_gpus;
         skipped["multinode"] = r.multinode;
         skipped["unknown"] = r.unknown;
         skipped["without_value"] = r.without_value;
@@ -243,9 +252,10 @@ void bind_traces(py::module_& m) {
         return py::make_tuple(make_trace_object(std::move(t)), d);
       },
       py::arg("path"), py::kw_only(), py::arg("device") = "", py::arg("link") = "", py::arg("buffer_bytes") = 0,
-      "Imports nvbandwidth's JSON output (nvbandwidth --json): its copy-engine host<->device and\n"
-      "device<->device testcases as back-to-back copies of the buffer size (buffer_bytes: the\n"
-      "--bufferSize it ran with; 0: its version's default). Returns (trace, report).");
+      "Imports nvbandwidth's JSON output (nvbandwidth --json): its one-way copy-engine testcases as\n"
+      "back-to-back copies of the buffer size (buffer_bytes: the --bufferSize it ran with; 0: its\n"
+      "version's default), its bidirectional and all-GPU host testcases as groups of copies run at\n"
+      "once on the GPUs' devices, host_device_latency_sm as latency points. Returns (trace, report).");
 
   const auto rocm = [](auto import) {
     return [import](const std::string& path, const std::string& device, const std::string& link) {
@@ -258,6 +268,7 @@ void bind_traces(py::module_& m) {
       py::dict d;
       d["results"] = r.results;
       d["imported"] = r.imported;
+      d["pairs"] = r.pairs;
       py::dict skipped;
       skipped["bidirectional"] = r.bidirectional;
       skipped["other_path"] = r.other_path;
@@ -272,8 +283,9 @@ void bind_traces(py::module_& m) {
   };
   m.def("import_rocm_bandwidth_test", rocm(&traces::import_rocm_bandwidth_test), py::arg("path"), py::kw_only(),
         py::arg("device") = "", py::arg("link") = "",
-        "Imports a rocm-bandwidth-test log (its per-size tables and unidirectional matrices) as\n"
-        "back-to-back copies. Returns (trace, report).");
+        "Imports a rocm-bandwidth-test log (its per-size tables and matrices) as back-to-back copies,\n"
+        "its bidirectional host<->GPU results as pairs of copies timed by their span. Returns\n"
+        "(trace, report).");
   m.def("import_hip_bus_bandwidth", rocm(&traces::import_hip_bus_bandwidth), py::arg("path"), py::kw_only(),
         py::arg("device") = "", py::arg("link") = "",
         "Imports a hipBusBandwidth log (H2D and D2H, pinned or pageable, per size) as back-to-back\n"
@@ -341,6 +353,13 @@ void bind_traces(py::module_& m) {
       .def_property_readonly("rms_log_error", [](const Calibration& c) { return c.result.rms_log_error; })
       .def_property_readonly("initial_rms_log_error", [](const Calibration& c) { return c.result.initial_rms_log_error; })
       .def_property_readonly("replays", [](const Calibration& c) { return c.result.replays; })
+      .def_property_readonly("parameters", [](const Calibration& c) { return to_python(c.result.to_json()["parameters"]); },
+                             "Each fitted parameter: key, value, its 90% interval, its physical bounds and why.")
+      .def_property_readonly("unidentified", [](const Calibration& c) { return c.result.unidentified; },
+                             "Keys the fit copies could not determine, left at the base's values.")
+      .def_property_readonly("intervals", [](const Calibration& c) { return to_python(c.result.to_json()["intervals"]); },
+                             "Every compared copy's 90% prediction interval (captured, simulated, lo, hi, inside).")
+      .def_property_readonly("holdout_coverage", [](const Calibration& c) { return c.result.holdout_coverage; })
       .def_property_readonly("staging_buffer_bytes", [](const Calibration& c) { return c.result.staging_buffer_bytes; })
       .def_property_readonly("config", [](const Calibration& c) { return to_python(model::to_json(c.result.config)); },
                              "The fitted configuration, every key.")
@@ -364,7 +383,7 @@ void bind_traces(py::module_& m) {
       [](const py::object& traces_given, std::optional<std::string> preset, std::optional<std::string> config,
          std::optional<std::string> fidelity, const std::string& fit, std::vector<std::string> parameters,
          std::size_t max_replays, std::size_t fit_copies_per_size, std::size_t staging_buffer_bytes,
-         std::vector<std::size_t> fit_ranks) {
+         std::vector<std::size_t> fit_ranks, std::size_t node) {
         // One trace, or several ranks' traces of one node (fitted together, calibrate_together).
         std::vector<TracePtr> ranks;
         if (py::isinstance<traces::Trace>(traces_given)) {
@@ -374,6 +393,7 @@ void bind_traces(py::module_& m) {
           if (ranks.empty()) throw std::invalid_argument("calibrate: an empty list of traces");
         }
         if (!fit_ranks.empty() && ranks.size() == 1) throw std::invalid_argument("calibrate: fit_ranks needs a list of traces");
+        if (node > 1 && ranks.size() > 1) throw std::invalid_argument("calibrate: node takes one trace (the rank's)");
         const TracePtr& trace = ranks.front();
         traces::CalibrateOptions o;
         o.base = traces::model_config_for(or_empty(preset), or_empty(config), &trace->header, or_empty(fidelity),
@@ -385,6 +405,7 @@ void bind_traces(py::module_& m) {
         o.fit_copies_per_size = fit_copies_per_size;
         o.staging_buffer_bytes = staging_buffer_bytes;
         o.fit_ranks = std::move(fit_ranks);
+        o.node_devices = node;
         Calibration c;
         {
           py::gil_scoped_release nogil;
@@ -402,14 +423,16 @@ void bind_traces(py::module_& m) {
       py::arg("trace"), py::kw_only(), py::arg("preset") = py::none(), py::arg("config") = py::none(),
       py::arg("fidelity") = py::none(), py::arg("fit") = "all", py::arg("parameters") = std::vector<std::string>{},
       py::arg("max_replays") = 60, py::arg("fit_copies_per_size") = 2, py::arg("staging_buffer_bytes") = 0,
-      py::arg("fit_ranks") = std::vector<std::size_t>{},
+      py::arg("fit_ranks") = std::vector<std::size_t>{}, py::arg("node") = 0,
       "Fits the model's parameters to the trace's captured durations (as spyre-dma trace calibrate).\n"
       "A list of traces is several ranks of one node, fitted together: trace i replayed on device i\n"
       "of a server of one device per trace, arranged as the configuration's topology; fit_ranks: the ranks whose\n"
       "copies are fitted (default: all), the others replay alongside and are held out.\n"
       "fit selects the fit copies ('all', 'below:4MiB', 'atleast:1MB', 'range:64KiB:4MiB', 'even',\n"
       "'odd'); the others are the holdout. parameters: configuration keys to fit (default: chosen\n"
-      "from the trace).");
+      "from the trace). node: the trace is one rank of a node of this many devices, the same profile on\n"
+      "the others as their traffic. The result gives every parameter inside its physical bounds with\n"
+      "its uncertainty, and every compared copy a 90% prediction interval (docs/traces.md).");
 
   m.def(
       "model_config",

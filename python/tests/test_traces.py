@@ -81,7 +81,14 @@ def test_bandwidth_test_import_and_calibrate(tmp_path):
     t = spyre_dma.import_bandwidth_test(os.path.join(DATA, "cuda_memory_h2d_bw.log"), link="PCIe Gen3 x16")
     assert len(t) > 0 and all(op["kind"] == "h2d" for op in t.ops)
     cal = spyre_dma.calibrate(t, fit="atleast:1MB", max_replays=4, fit_copies_per_size=1)
-    assert cal.replays <= 5 and cal.rms_log_error >= 0
+    # The budget's replays, one of the whole trace with the result, one per fitted parameter for its
+    # uncertainty (docs/traces.md, "Staying physical").
+    assert cal.replays <= 5 + len(cal.parameters) and cal.rms_log_error >= 0
+    for p in cal.parameters:  # inside its physical bounds, with its interval around it
+        lo, hi = p["physical_bounds"]
+        assert lo <= p["value"] <= hi, p
+        assert p["interval_90"][0] is None or p["interval_90"][0] <= p["value"] <= p["interval_90"][1], p
+    assert all(i["lo_ns"] <= i["simulated_ns"] for i in cal.intervals)
     assert cal.config["preset"] == cal.preset_json()["preset"]
     out = str(tmp_path / "fitted.json")
     cal.save_config(out)
@@ -138,3 +145,21 @@ def test_bandwidth_tool_imports():
     with pytest.raises(spyre_dma.TraceError) as e:
         spyre_dma.import_nvbandwidth(os.path.join(CORPUS, "nvbandwidth", "bad_cell.json"))
     assert e.value.field.startswith("nvbandwidth.testcases[")
+
+
+def test_nvbandwidth_concurrent_testcases_replay_on_their_devices():
+    # The bidirectional testcase and the host latency become groups on the two GPUs' devices;
+    # replayed on a simulated server of two, compare reports them apart from the one-way copies.
+    t, report = spyre_dma.import_nvbandwidth(os.path.join(CORPUS, "nvbandwidth", "two_gpus_v08.json"),
+                                             buffer_bytes=1 << 20)
+    assert report["bidirectional"] == 1 and report["latency"] == 1 and report["gpus"] == 2
+    assert report["groups"] == 2 and report["latency_points"] == 2
+    assert t.header["devices"] == 2 and len(t.header["extra"]["groups"]) == 4
+    assert {op.get("device", 0) for op in t.ops} == {0, 1}
+    assert list(t.to_frame().columns[:3]) == ["id", "device", "stream"]
+    r = spyre_dma.replay(t, "sim", fidelity="burst")
+    assert r.data_ok, r.data_error
+    c = spyre_dma.compare(t, r)
+    directions = {g["direction"] for g in c.groups}
+    assert "h2d registered (d2h beside)" in directions and "all concurrent" in directions
+    assert len(c.to_dict()["latency"]["ops"]) == 2

@@ -1,7 +1,8 @@
 // NVIDIA nvbandwidth JSON importer (`nvbandwidth --json` output from other machines). Only
-// TraceError may escape parse_nvbandwidth() and bandwidth_test_trace(); the report counts every
-// testcase exactly once; points keep their input order (non-decreasing lines, each known), the
-// buffer size and a positive bandwidth with a finite copy time; the trace built from the points
+// TraceError may escape parse_nvbandwidth_results() and nvbandwidth_trace(); the report counts
+// every testcase exactly once; points, concurrent cells and latencies keep their input order
+// (non-decreasing lines, each known), points the buffer size and a positive bandwidth with a
+// finite copy time, cells and latencies a GPU of the report's count; the trace built from them
 // passes check_trace() and can be written.
 #include <cmath>
 #include <cstddef>
@@ -24,18 +25,23 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::uint64_t buffer = size % 2 == 0 ? 0 : 4ull << 20;
   expect_only<TraceError>("nvbandwidth import", [&] {
     NvbandwidthReport report;
-    const std::vector<BandwidthPoint> points = parse_nvbandwidth(text, "fuzz.json", buffer, report);
-    require(!points.empty(), "an accepted file has a point");
+    const NvbandwidthResults results = parse_nvbandwidth_results(text, "fuzz.json", buffer, report);
+    const std::vector<BandwidthPoint>& points = results.points;
+    require(!points.empty() || !results.cells.empty() || !results.latencies.empty(),
+            "an accepted file has something to import");
     require(report.points == points.size(), "the report counts the points returned");
-    require(report.imported > 0, "points come from an imported testcase");
-    require(report.imported + report.not_passed + report.latency + report.sm_copies + report.bidirectional +
-                    report.concurrent + report.multinode + report.unknown + report.without_value ==
+    require(report.groups == results.cells.size(), "the report counts the concurrent cells returned");
+    require(report.latency_points == results.latencies.size(), "the report counts the latencies returned");
+    require(points.empty() || report.imported > 0, "points come from an imported testcase");
+    require(report.imported + report.bidirectional + report.concurrent + report.latency + report.not_passed +
+                    report.sm_copies + report.between_gpus + report.multinode + report.unknown +
+                    report.without_value ==
                 report.testcases,
             "every testcase counted exactly once");
     require(buffer == 0 ? report.buffer_bytes_assumed && report.buffer_bytes > 0
                         : !report.buffer_bytes_assumed && report.buffer_bytes == buffer,
             "the buffer size is the one given, else the version's default");
-    require(std::isfinite(report.bandwidth_resolution_gbps) && report.bandwidth_resolution_gbps > 0,
+    require(points.empty() || (std::isfinite(report.bandwidth_resolution_gbps) && report.bandwidth_resolution_gbps > 0),
             "a printed resolution for the points");
     std::size_t last_line = 1;
     for (const BandwidthPoint& p : points) {
@@ -45,11 +51,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       require(std::isfinite(p.gbps) && p.gbps > 0, "a point's bandwidth is a positive number");
       require(std::isfinite(static_cast<double>(p.bytes) / p.gbps), "a point's copy time is finite");
     }
+    for (const NvbandwidthCell& c : results.cells) {
+      require(c.device < report.gpus, "a cell's GPU is one of the report's");
+      require(std::isfinite(c.gbps) && c.gbps > 0, "a cell's bandwidth is a positive number");
+    }
+    for (const NvbandwidthLatency& l : results.latencies) {
+      require(l.device < report.gpus, "a latency's GPU is one of the report's");
+      require(std::isfinite(l.ns) && l.ns > 0, "a latency is a positive number");
+    }
     BandwidthTestImport info;
     info.device = "fuzz-gpu";
     info.link = "PCIe Gen5 x16";
-    info.tool = "nvbandwidth";
-    const Trace trace = bandwidth_test_trace(points, "fuzz.json", info);
+    const Trace trace = nvbandwidth_trace(results, report, "fuzz.json", info);
     require(check_trace(trace).empty(), "an imported trace passes check_trace()");
     std::ostringstream out;
     write_trace(trace, out);

@@ -28,10 +28,17 @@ void check(const char* what, Parser parse, const char* tool, const std::string& 
     RocmBandwidthReport report;
     const std::vector<BandwidthPoint> points = parse(text, "fuzz.log", report);
     require(!points.empty(), "an accepted log has a point");
-    require(report.imported == points.size(), "report.imported counts the points");
-    require(report.results == report.imported + report.bidirectional + report.other_path + report.no_value +
-                                  report.repeated + report.unknown_direction,
+    require(report.imported + report.pairs == points.size(), "report.imported and report.pairs count the points");
+    require(report.results == report.imported + report.pairs + report.bidirectional + report.other_path +
+                                  report.no_value + report.repeated + report.unknown_direction,
             "every result row is imported or skipped for one reason");
+    std::size_t pairs = 0;
+    for (const BandwidthPoint& p : points) {
+      if (!p.both_ways) continue;
+      ++pairs;
+      require(p.kind == OpKind::kH2D && p.host == HostMemory::kRegistered, "a pair is registered H2D and D2H");
+    }
+    require(pairs == report.pairs, "report.pairs counts the both-ways points");
     std::size_t last_line = 0;
     for (const BandwidthPoint& p : points) {
       require(p.line >= last_line && p.line > 0, "points in input order, each with its line");

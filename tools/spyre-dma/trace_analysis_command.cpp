@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <exception>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 
 #include "spyre_dma/traces/bandwidth_test.hpp"
@@ -17,6 +18,7 @@
 #include "spyre_dma/model/config_loader.hpp"
 #include "spyre_dma/traces/calibrate.hpp"
 #include "spyre_dma/traces/compare.hpp"
+#include "spyre_dma/traces/concurrent.hpp"
 #include "spyre_dma/traces/replay.hpp"
 #include "spyre_dma/traces/output_file.hpp"
 #include "outputs.hpp"
@@ -134,28 +136,30 @@ int run_trace_import(const TraceAnalysisOptions& o) {
       }
       traces::NvbandwidthReport r;
       t = traces::import_nvbandwidth(o.input, traces::BandwidthTestImport{o.device, o.link}, r, buffer);
-      fmt::print("{}: nvbandwidth {}: {} of {} testcases imported as {} points of {} bytes{}; skipped: {} not passed, "
-                 "{} latency, {} SM copies, {} bidirectional, {} concurrent, {} multinode, {} unknown, {} without a "
-                 "value\n",
-                 o.input, r.version.empty() ? "(no version)" : r.version, r.imported, r.testcases, r.points,
-                 r.buffer_bytes, r.buffer_bytes_assumed ? " (the version's default)" : "", r.not_passed, r.latency,
-                 r.sm_copies, r.bidirectional, r.concurrent, r.multinode, r.unknown, r.without_value);
+      fmt::print("{}: nvbandwidth {}: of {} testcases, {} imported as {} one-way points, {} bidirectional and {} "
+                 "concurrent as {} groups on {} GPUs, {} latency as {} points; buffer {} bytes{}; skipped: {} not "
+                 "passed, {} SM copies, {} between GPUs, {} multinode, {} unknown, {} without a value\n",
+                 o.input, r.version.empty() ? "(no version)" : r.version, r.testcases, r.imported, r.points,
+                 r.bidirectional, r.concurrent, r.groups, r.gpus, r.latency, r.latency_points, r.buffer_bytes,
+                 r.buffer_bytes_assumed ? " (the version's default)" : "", r.not_passed, r.sm_copies, r.between_gpus,
+                 r.multinode, r.unknown, r.without_value);
       for (const auto& n : r.notes) fmt::print("  note: {}\n", n);
     } else if (o.from == "rocm-bandwidth-test" || o.from == "hipbusbandwidth") {
       traces::RocmBandwidthReport r;
       const traces::BandwidthTestImport info{o.device, o.link};
       t = o.from == "hipbusbandwidth" ? traces::import_hip_bus_bandwidth(o.input, info, r)
                                       : traces::import_rocm_bandwidth_test(o.input, info, r);
-      fmt::print("{}: {} of {} results imported; skipped: {} bidirectional, {} between other devices, {} without a "
-                 "value, {} repeated, {} of unknown direction\n",
-                 o.input, r.imported, r.results, r.bidirectional, r.other_path, r.no_value, r.repeated,
-                 r.unknown_direction);
+      fmt::print("{}: {} of {} results imported, {} as bidirectional pairs; skipped: {} bidirectional, {} between "
+                 "other devices, {} without a value, {} repeated, {} of unknown direction\n",
+                 o.input, r.imported + r.pairs, r.results, r.pairs, r.bidirectional, r.other_path, r.no_value,
+                 r.repeated, r.unknown_direction);
       for (const auto& n : r.notes) fmt::print("  note: {}\n", n);
     } else {
       t = traces::import_bandwidth_test(o.input, traces::BandwidthTestImport{o.device, o.link});
     }
     if (o.from != "kineto")
-      fmt::print("{}: {} ops in {} allocations (one per size)\n", o.input, t.ops.size(), t.allocations.size());
+      fmt::print("{}: {} ops in {} allocations (one per size and stream) on {} device(s)\n", o.input, t.ops.size(),
+                 t.allocations.size(), t.header.devices);
     traces::write_trace_file(t, o.out);
     fmt::print("wrote {}\n", o.out);
     return 0;
@@ -168,8 +172,34 @@ int run_trace_compare(const TraceAnalysisOptions& o) {
     if (o.backend != "sim") throw BadInput(fmt::format("--backend \"{}\": compare replays on the model (sim)", o.backend));
     const traces::Trace t = traces::read_trace(o.captured);
     std::string note;
-    const auto cfg = model_config(o, &t, &note);
+    auto cfg = model_config(o, &t, &note);
     if (!note.empty()) fmt::print("{}\n", note);
+    // The trace's groups and topology are read before the replay, so that a bad header is named
+    // at once (an error about it names the file's header line).
+    std::optional<std::uint32_t> header_per_switch;
+    try {
+      (void)traces::concurrent_groups(t);
+      header_per_switch = traces::devices_per_switch(t.header);
+    } catch (const traces::TraceError& e) {
+      throw traces::TraceError(o.captured, e.line(), e.field(), e.message());
+    }
+    if (t.header.devices > 1) {
+      // A server of the trace's devices: behind switches as the option, else the header, says;
+      // else as the configuration arranges them (a link's preset: each on a root port of its own).
+      cfg.topology.devices = t.header.devices;
+      if (o.devices_per_switch >= 0) {
+        cfg.topology.devices_per_switch = static_cast<std::uint32_t>(o.devices_per_switch);
+      } else if (header_per_switch) {
+        cfg.topology.devices_per_switch = *header_per_switch;
+      }
+      spyre_dma::model::validate(cfg, "trace compare");
+      fmt::print("replaying {} devices at once on a server of {}, {}\n", t.header.devices, t.header.devices,
+                 cfg.topology.devices_per_switch == 0
+                     ? std::string("each on a root port of its own")
+                     : fmt::format("{} per switch", cfg.topology.devices_per_switch));
+    } else if (o.devices_per_switch >= 0) {
+      throw BadInput(fmt::format("--devices-per-switch: {} is a trace of one device", o.captured));
+    }
     traces::ReplayOptions ro;
     ro.staging_buffer_bytes = staging_piece(o);
     const traces::ReplayResult r = traces::replay_on_sim(t, cfg, ro);
@@ -179,6 +209,7 @@ int run_trace_compare(const TraceAnalysisOptions& o) {
     doc["config"] = spyre_dma::model::to_json(cfg);
     doc["data_ok"] = r.data_ok;
     doc["staging_buffer_bytes"] = ro.staging_buffer_bytes;
+    doc["devices"] = t.header.devices;
     if (!o.json.empty()) write_json_file(doc, o.json);
     if (!r.data_ok) {
       fmt::print(stderr, "spyre-dma: error: replay data mismatch: {}\n", r.data_error);
@@ -263,6 +294,10 @@ void add_trace_analysis_commands(CLI::App& trace) {
   cmp->add_option("--fidelity", o.fidelity, "tlp or burst (overrides the configuration)");
   cmp->add_option("--staging-buffer", o.staging_buffer,
                   "Staging piece of the replay's engine for pageable copies, e.g. 1MiB (trace calibrate reports it)");
+  cmp->add_option("--devices-per-switch", o.devices_per_switch,
+                  "A trace of several devices: how many consecutive devices share a PCIe switch (0: each on a root "
+                  "port of its own; default: the trace header's extra.devices_per_switch, else the configuration's)")
+      ->check(CLI::Range(0, 16));
   cmp->add_option("--json", o.json, "Write the comparison as JSON");
   cmp->add_option("--plot", o.plot, "Draw captured and simulated duration against size (PNG)");
   cmp->callback([finish] { finish(run_trace_compare(o)); });

@@ -32,6 +32,9 @@ struct TraceAnalysisOptions {
   std::string json;
   std::string plot;
   std::string staging_buffer;  // the replay's staging piece (a size; "" the engine's default)
+  // compare: consecutive devices of a multi-device trace's server per PCIe switch (0: a root port
+  // each); -1: the trace header's extra.devices_per_switch, else the configuration's
+  int devices_per_switch = -1;
   // calibrate
   std::vector<std::string> more_ranks;  // further ranks' traces of the node: fitted together
   std::vector<std::size_t> fit_ranks;    // with more_ranks: the ranks whose copies are fitted

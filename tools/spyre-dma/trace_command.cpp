@@ -38,13 +38,13 @@ int run_show(const TraceOptions& o) {
     std::uint64_t count = 0, bytes = 0;
   };
   std::map<std::string, Row> by_kind;
-  std::set<std::uint32_t> streams;
+  std::set<std::pair<std::uint32_t, std::uint32_t>> streams;  // (device, stream)
   std::optional<double> first, last;
   for (const st::Op& op : t.ops) {
     Row& r = by_kind[kind_label(op)];
     ++r.count;
     r.bytes += op.bytes;
-    streams.insert(op.stream);
+    streams.insert({op.device, op.stream});
     if (op.start_ns) {
       first = std::min(first.value_or(*op.start_ns), *op.start_ns);
       last = std::max(last.value_or(0.0), *op.start_ns + op.duration_ns.value_or(0.0));
@@ -53,7 +53,8 @@ int run_show(const TraceOptions& o) {
   fmt::print("trace {}: format version {}, source '{}', device '{}', link '{}', resolution {} ns\n", o.file,
              t.header.version, t.header.source, t.header.device, t.header.link.empty() ? "?" : t.header.link,
              t.header.resolution_ns);
-  fmt::print("{} ops on {} streams, {} allocations\n", t.ops.size(), streams.size(), t.allocations.size());
+  fmt::print("{} ops on {} streams, {} allocations, {} device(s)\n", t.ops.size(), streams.size(),
+             t.allocations.size(), t.header.devices);
   fmt::print("{:<24} {:>10} {:>16}\n", "kind", "ops", "bytes");
   for (const auto& [k, r] : by_kind) fmt::print("{:<24} {:>10} {:>16}\n", k, r.count, r.bytes);
   if (first) {
@@ -153,15 +154,26 @@ int run_replay(const TraceOptions& o) {
   ro.verify_data = !o.no_verify;
   ro.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(to_timeout(o.timeout_s));
   ro.perfetto_path = o.perfetto;
-  if (!o.more_files.empty() || backend.devices > 1) return run_replay_together(o, ro);
+  if (!o.more_files.empty()) return run_replay_together(o, ro);
   const st::Trace t = st::read_trace(o.file);
-  spyre_dma::backend::Instance instance = open_backend(backend);
-  const std::string name = instance.device->describe().name;
+  if (t.header.devices == 1 && backend.devices > 1) return run_replay_together(o, ro);
+  // A trace of several devices runs on as many, opened together (one server on sim and rtl).
+  if (t.header.devices > 1 && backend.devices > 1 && backend.devices != t.header.devices) {
+    fmt::print(stderr, "spyre-dma trace replay: --devices {}: {} is a trace of {} devices\n", backend.devices, o.file,
+               t.header.devices);
+    return 2;
+  }
+  BackendOptions opened = backend;
+  opened.devices = t.header.devices;
+  std::vector<spyre_dma::backend::Instance> instances = open_backends(opened);
+  const std::string name = instances.front().device->describe().name;
   const auto wall0 = std::chrono::steady_clock::now();
-  const st::ReplayResult r = st::replay(t, std::move(instance), ro);
+  const st::ReplayResult r = t.header.devices > 1 ? st::replay(t, std::move(instances), ro)
+                                                  : st::replay(t, std::move(instances.front()), ro);
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
-  fmt::print("replayed {} ({} ops) on {} in {:.3f} s wall ({:.0f} ops/s)\n", o.file, t.ops.size(), name, wall_s,
-             wall_s > 0 ? static_cast<double>(t.ops.size()) / wall_s : 0.0);
+  fmt::print("replayed {} ({} ops{}) on {} in {:.3f} s wall ({:.0f} ops/s)\n", o.file, t.ops.size(),
+             t.header.devices > 1 ? fmt::format(", {} devices at once", t.header.devices) : std::string(), name,
+             wall_s, wall_s > 0 ? static_cast<double>(t.ops.size()) / wall_s : 0.0);
   fmt::print("{}", summary_table(t, r));
   fmt::print("{}", r.summary());
   if (!o.json.empty()) {

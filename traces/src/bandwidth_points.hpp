@@ -9,6 +9,10 @@
 
 namespace spyre_dma::traces::detail {
 
+// The header of a bandwidth tool's trace of `name` (source "<tool>:<name>", the tool's method and
+// bandwidth resolution in extra; resolution_ns 0).
+Header points_header(const std::string& name, const BandwidthTestImport& info);
+
 // bandwidth_test_trace() of points read from `path`: the header names the file without its folders,
 // and an error about the trace names the path.
 Trace file_points_trace(const std::vector<BandwidthPoint>& points, const std::string& path,

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "bandwidth_points.hpp"
+#include "trace_builder.hpp"
 #include "spyre_dma/traces/trace_io.hpp"
 #include "text_input.hpp"
 
@@ -123,47 +124,26 @@ Trace bandwidth_test_trace(const std::vector<BandwidthPoint>& points, const std:
                            const BandwidthTestImport& info) {
   if (points.empty()) throw TraceError(name, 0, "", "no " + info.tool + " points to import");
   Trace trace;
-  trace.header.source = info.tool + ":" + name;
-  trace.header.device = info.device;
-  trace.header.link = info.link;
-  // The duration of one copy is size / bandwidth, and bandwidth is printed to a resolution (0.1 GB/s
-  // for bandwidthTest): the resolution is relative (up to half of it / bandwidth), not an absolute
-  // time; 0 says "no absolute floor".
-  trace.header.resolution_ns = 0;
-  trace.header.extra = nlohmann::json{{"method", info.method},
-                                      {"bandwidth_resolution_gbps", info.bandwidth_resolution_gbps}};
-  std::uint64_t op_id = 1;
-  double t = 0;
-  for (std::size_t i = 0; i < points.size(); ++i) {
-    const BandwidthPoint& p = points[i];
-    const std::uint64_t alloc = i + 1;
-    // D2D copies one half of a double-sized allocation into the other (ranges must not overlap).
-    const std::uint64_t alloc_bytes = p.kind == OpKind::kD2D ? 2 * p.bytes : p.bytes;
-    trace.allocations.push_back(Allocation{alloc, alloc_bytes, 0});
-    const double duration = static_cast<double>(p.bytes) / p.gbps;  // bytes / (GB/s) = ns
-    for (std::uint32_t r = 0; r < copies_for_size(p.bytes); ++r) {
-      Op op;
-      op.id = op_id++;
-      op.stream = 0;
-      op.kind = p.kind;
-      op.bytes = p.bytes;
-      op.host = p.host;
-      if (p.kind == OpKind::kH2D) op.dst_alloc = alloc;
-      else if (p.kind == OpKind::kD2H) op.src_alloc = alloc;
-      else {
-        op.src_alloc = alloc;
-        op.dst_alloc = alloc;
-        op.dst_offset = p.bytes;
-      }
-      op.start_ns = t;
-      op.duration_ns = duration;
-      t += duration;
-      trace.ops.push_back(std::move(op));
-    }
-  }
+  trace.header = detail::points_header(name, info);
+  detail::TraceBuilder builder(trace);
+  for (const BandwidthPoint& p : points) builder.add_point(p);
+  builder.finish();
   if (const std::string problem = check_trace(trace); !problem.empty())
     throw TraceError(name, 0, "", "imported trace is inconsistent: " + problem);
   return trace;
+}
+
+Header detail::points_header(const std::string& name, const BandwidthTestImport& info) {
+  Header h;
+  h.source = info.tool + ":" + name;
+  h.device = info.device;
+  h.link = info.link;
+  // The duration of one copy is size / bandwidth, and bandwidth is printed to a resolution (0.1 GB/s
+  // for bandwidthTest): the resolution is relative (up to half of it / bandwidth), not an absolute
+  // time; 0 says "no absolute floor".
+  h.resolution_ns = 0;
+  h.extra = nlohmann::json{{"method", info.method}, {"bandwidth_resolution_gbps", info.bandwidth_resolution_gbps}};
+  return h;
 }
 
 Trace detail::file_points_trace(const std::vector<BandwidthPoint>& points, const std::string& path,

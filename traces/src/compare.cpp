@@ -6,6 +6,9 @@
 #include <cmath>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
+
+#include "spyre_dma/traces/concurrent.hpp"
 
 namespace spyre_dma::traces {
 namespace {
@@ -94,9 +97,12 @@ std::vector<GroupStats> group_stats(const std::vector<OpComparison>& ops) {
       if (o.direction == d) sel.push_back(&o);
     out.push_back(stats_of(d, "all", sel));
   }
-  std::vector<const OpComparison*> all;
-  for (const auto& o : ops) all.push_back(&o);
-  if (!all.empty()) out.push_back(stats_of("all", "all", all));
+  // A copy measured beside others is no sample of the one-way figures, nor they of it: each
+  // summary row covers one kind.
+  std::vector<const OpComparison*> one_way, concurrent;
+  for (const auto& o : ops) (o.concurrent ? concurrent : one_way).push_back(&o);
+  if (!one_way.empty()) out.push_back(stats_of("all", "all", one_way));
+  if (!concurrent.empty()) out.push_back(stats_of("all concurrent", "all", concurrent));
   return out;
 }
 
@@ -106,41 +112,110 @@ Comparison compare(const Trace& captured, const ReplayResult& replayed) {
   c.resolution_ns = captured.header.resolution_ns;
   std::unordered_map<std::uint64_t, const OpTiming*> by_id;
   for (const auto& t : replayed.ops) by_id.emplace(t.id, &t);
+
+  // The groups of a concurrent trace: which group each op is in, and the spans by their first op.
+  const std::vector<ConcurrentGroup> groups = concurrent_groups(captured);
+  std::unordered_map<std::uint64_t, std::size_t> group_of;
+  std::unordered_map<std::uint64_t, const std::vector<std::uint64_t>*> span_at;
+  std::unordered_set<std::uint64_t> in_span;
+  // Groups never share an op: by first op, the group of an op is the last one starting at or below it.
+  std::map<std::uint64_t, std::size_t> by_first;
+  for (std::size_t g = 0; g < groups.size(); ++g) by_first.emplace(groups[g].first_op, g);
+  for (const Op& op : captured.ops) {
+    auto at = by_first.upper_bound(op.id);
+    if (at == by_first.begin()) continue;
+    --at;
+    if (op.id <= groups[at->second].last_op) group_of.emplace(op.id, at->second);
+  }
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    for (const auto& span : groups[g].spans) {
+      span_at.emplace(span.front(), &span);
+      in_span.insert(span.begin(), span.end());
+    }
+    const std::string note = groups[g].label + ": " + groups[g].note;
+    if (!groups[g].note.empty() && std::find(c.notes.begin(), c.notes.end(), note) == c.notes.end())
+      c.notes.push_back(note);
+  }
+
   // A GPU stream runs its ops one after another, so a captured duration is the time the op added
   // to its stream. The model may overlap consecutive ops of a stream (CB prefetch, the pipelined
   // read engine); what compares is then the simulated end minus the later of the op's start and
-  // the previous op's end on that stream (bandwidthTest's loop time is the sum of these).
-  std::unordered_map<std::uint32_t, double> stream_end;
+  // the previous op's end on that stream (bandwidthTest's loop time is the sum of these). A
+  // stream is one device's.
+  std::map<std::pair<std::uint32_t, std::uint32_t>, double> stream_end;
   std::unordered_map<std::uint64_t, double> added;
   for (const Op& op : captured.ops) {
     auto it = by_id.find(op.id);
     if (it == by_id.end() || it->second->duration_ns <= 0) continue;
     const double start = it->second->start_ns, end = start + it->second->duration_ns;
-    auto prev = stream_end.find(op.stream);
+    auto prev = stream_end.find({op.device, op.stream});
     const double from = prev == stream_end.end() ? start : std::max(start, prev->second);
     added[op.id] = std::max(0.0, end - from);
-    stream_end[op.stream] = prev == stream_end.end() ? end : std::max(end, prev->second);
+    stream_end[{op.device, op.stream}] = prev == stream_end.end() ? end : std::max(end, prev->second);
   }
   for (const Op& op : captured.ops) {
     const bool copy = op.kind == OpKind::kH2D || op.kind == OpKind::kD2H || op.kind == OpKind::kD2D ||
                       op.kind == OpKind::kFill;
     if (!copy) continue;
+    const auto g = group_of.find(op.id);
+    const ConcurrentGroup* group = g == group_of.end() ? nullptr : &groups[g->second];
+    if (in_span.count(op.id)) {
+      // A span is compared once, at its first op: the replayed ops' latest end less their
+      // earliest start against what the tool timed (each op carries it).
+      const auto sp = span_at.find(op.id);
+      if (sp == span_at.end()) continue;
+      double first = 0, last = 0;
+      bool all = op.duration_ns.has_value();
+      for (std::size_t k = 0; k < sp->second->size() && all; ++k) {
+        const auto t = by_id.find((*sp->second)[k]);
+        if (t == by_id.end() || t->second->duration_ns <= 0) {
+          all = false;
+          break;
+        }
+        const double s = t->second->start_ns, e = s + t->second->duration_ns;
+        first = k == 0 ? s : std::min(first, s);
+        last = k == 0 ? e : std::max(last, e);
+      }
+      if (!all) {
+        ++c.skipped;
+        continue;
+      }
+      OpComparison o;
+      o.id = op.id;
+      o.direction = group->label;
+      o.measure = to_string(GroupMeasure::kSpan);
+      o.concurrent = true;
+      o.device = op.device;
+      o.bytes = op.bytes;
+      o.captured_ns = *op.duration_ns;
+      o.simulated_ns = last - first;
+      o.bound = o.captured_ns <= 0 || (c.resolution_ns > 0 && o.captured_ns <= c.resolution_ns);
+      o.rel_error = o.bound ? 0 : (o.simulated_ns - o.captured_ns) / o.captured_ns;
+      c.ops.push_back(o);
+      continue;
+    }
     auto it = by_id.find(op.id);
     if (!op.duration_ns || it == by_id.end()) {
       ++c.skipped;
       continue;
     }
+    const bool latency = group && group->measure == GroupMeasure::kLatency;
     OpComparison o;
     o.id = op.id;
-    o.direction = direction_name(op);
+    o.direction = group ? group->label : direction_name(op);
+    o.measure = to_string(latency ? GroupMeasure::kLatency : GroupMeasure::kCopy);
+    o.concurrent = group && group->measure == GroupMeasure::kCopy;
+    o.device = op.device;
     o.bytes = op.bytes;
     o.captured_ns = *op.duration_ns;
-    o.simulated_ns = added.count(op.id) ? added[op.id] : it->second->duration_ns;
+    // A latency point is one copy alone: its own device time.
+    o.simulated_ns = !latency && added.count(op.id) ? added[op.id] : it->second->duration_ns;
     o.bound = o.captured_ns <= 0 || (c.resolution_ns > 0 && o.captured_ns <= c.resolution_ns);
     o.rel_error = o.bound ? 0 : (o.simulated_ns - o.captured_ns) / o.captured_ns;
-    c.ops.push_back(o);
+    (latency ? c.latency : c.ops).push_back(o);
   }
   c.groups = group_stats(c.ops);
+  c.latency_groups = group_stats(c.latency);
   return c;
 }
 
@@ -150,42 +225,67 @@ const GroupStats* Comparison::find(const std::string& direction, const std::stri
   return nullptr;
 }
 
-nlohmann::json Comparison::to_json() const {
-  nlohmann::json ops_json = nlohmann::json::array();
+namespace {
+
+nlohmann::json ops_json(const std::vector<OpComparison>& ops) {
+  nlohmann::json out = nlohmann::json::array();
   for (const auto& o : ops) {
     nlohmann::json j = {{"id", o.id},
                         {"direction", o.direction},
+                        {"measure", o.measure},
+                        {"concurrent", o.concurrent},
+                        {"device", o.device},
                         {"bytes", o.bytes},
                         {"size_class", size_class(o.bytes)},
                         {"captured_ns", o.captured_ns},
                         {"simulated_ns", o.simulated_ns},
                         {"bound", o.bound}};
     if (!o.bound) j["rel_error"] = o.rel_error;
-    ops_json.push_back(std::move(j));
+    out.push_back(std::move(j));
   }
-  nlohmann::json groups_json = nlohmann::json::array();
-  for (const auto& g : groups) {
-    groups_json.push_back({{"direction", g.direction},
-                           {"size_class", g.size_class},
-                           {"ops", g.ops},
-                           {"bounds", g.bounds},
-                           {"median_abs_rel_error", g.median_abs},
-                           {"p90_abs_rel_error", g.p90_abs},
-                           {"bias", g.bias},
-                           {"max_abs_rel_error", g.max_abs}});
-  }
-  return {{"source", source}, {"resolution_ns", resolution_ns}, {"skipped", skipped},
-          {"groups", groups_json}, {"ops", ops_json}};
+  return out;
 }
 
-std::string Comparison::table() const {
-  std::string out = fmt::format("{:<16} {:<11} {:>5} {:>6} {:>9} {:>9} {:>9} {:>9}\n", "direction", "size",
+nlohmann::json groups_json(const std::vector<GroupStats>& groups) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& g : groups) {
+    out.push_back({{"direction", g.direction},
+                   {"size_class", g.size_class},
+                   {"ops", g.ops},
+                   {"bounds", g.bounds},
+                   {"median_abs_rel_error", g.median_abs},
+                   {"p90_abs_rel_error", g.p90_abs},
+                   {"bias", g.bias},
+                   {"max_abs_rel_error", g.max_abs}});
+  }
+  return out;
+}
+
+std::string stats_table(const std::vector<GroupStats>& groups) {
+  std::size_t width = 16;
+  for (const auto& g : groups) width = std::max(width, g.direction.size());
+  std::string out = fmt::format("{:<{}} {:<11} {:>5} {:>6} {:>9} {:>9} {:>9} {:>9}\n", "direction", width, "size",
                                 "ops", "bounds", "median|e|", "p90|e|", "bias", "max|e|");
   for (const auto& g : groups) {
-    out += fmt::format("{:<16} {:<11} {:>5} {:>6} {:>8.1f}% {:>8.1f}% {:>+8.1f}% {:>8.1f}%\n", g.direction,
+    out += fmt::format("{:<{}} {:<11} {:>5} {:>6} {:>8.1f}% {:>8.1f}% {:>+8.1f}% {:>8.1f}%\n", g.direction, width,
                        g.size_class, g.ops, g.bounds, 100 * g.median_abs, 100 * g.p90_abs, 100 * g.bias,
                        100 * g.max_abs);
   }
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json Comparison::to_json() const {
+  nlohmann::json j = {{"source", source}, {"resolution_ns", resolution_ns}, {"skipped", skipped},
+                      {"groups", groups_json(groups)}, {"ops", ops_json(ops)}};
+  if (!latency.empty()) j["latency"] = {{"groups", groups_json(latency_groups)}, {"ops", ops_json(latency)}};
+  if (!notes.empty()) j["notes"] = notes;
+  return j;
+}
+
+std::string Comparison::table() const {
+  std::string out = stats_table(groups);
   // Bounds, summarised per direction and size so a trace of thousands of tiny copies stays short.
   std::map<std::pair<std::string, std::uint64_t>, std::pair<std::size_t, std::vector<double>>> bounds;
   for (const auto& o : ops) {
@@ -199,6 +299,16 @@ std::string Comparison::table() const {
     out += fmt::format("bound: {} {} B x {}: captured <= {}, simulated {}{}\n", key.first, key.second, b.first,
                        fmt_ns(resolution_ns), fmt_ns(*lo), *hi != *lo ? " .. " + fmt_ns(*hi) : std::string());
   }
+  if (!latency.empty()) {
+    // Latencies are no bandwidth sample: a section of their own, each point shown.
+    out += "\nlatency points (not in the bandwidth statistics above):\n" + stats_table(latency_groups);
+    for (const auto& o : latency) {
+      out += fmt::format("latency: device {} {} B: captured {}, simulated {}{}\n", o.device, o.bytes,
+                         fmt_ns(o.captured_ns), fmt_ns(o.simulated_ns),
+                         o.bound ? std::string(" (bound)") : fmt::format(" ({:+.1f}%)", 100 * o.rel_error));
+    }
+  }
+  for (const auto& n : notes) out += "note: " + n + "\n";
   if (skipped) out += fmt::format("{} ops without a captured duration or a replayed one were not compared\n", skipped);
   return out;
 }

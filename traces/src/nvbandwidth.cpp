@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "bandwidth_points.hpp"
+#include "trace_builder.hpp"
 #include "spyre_dma/traces/trace_io.hpp"
 #include "text_input.hpp"
 
@@ -34,7 +35,10 @@ constexpr const char* kMethod =
     "cuMemcpyAsync copies of one buffer on one stream, held behind a spin kernel until all are queued "
     "and timed between two events (bytes x loopCount / time, decimal GB/s), the median of testSamples "
     "(default 3) such samples; pinned host memory (cuMemHostAlloc). Imported per matrix cell as "
-    "back-to-back copies of buffer / bandwidth each";
+    "back-to-back copies of buffer / bandwidth each. Bidirectional and all-GPU host testcases: every "
+    "stream starts together, the measured copy's (stream 0 of the cell's GPU) is the one reported, the "
+    "copies beside it are twice the buffer; imported per cell as a group of those streams "
+    "(extra.groups), one group after another";
 
 void note(NvbandwidthReport& report, std::string text) { detail::add_note(report.notes, std::move(text)); }
 
@@ -256,7 +260,7 @@ LineTracker track_lines(const std::string& text) {
 
 // ---- Testcases ---------------------------------------------------------------------------------
 
-enum class Verdict : std::uint8_t { kImport, kLatency, kSm, kMultinode, kBidirectional, kConcurrent, kUnknown };
+enum class Verdict : std::uint8_t { kImport, kGroup, kLatency, kSm, kMultinode, kBetweenGpus, kUnknown };
 
 struct Importable {
   const char* name;
@@ -281,32 +285,82 @@ const Importable* importable(const std::string& name) {
   return nullptr;
 }
 
+// The host<->device copy-engine testcases that measure one GPU's copy while others run
+// (testcases_ce.cpp, testcase.cpp's allHostHelper and allHostBidirHelper): one row (the CPU), a
+// column per GPU, each cell the measured copy's bandwidth.
+struct Concurrent {
+  const char* name;
+  OpKind measured;
+  NvbandwidthShape shape;
+};
+
+constexpr Concurrent kConcurrent[] = {
+    {"host_to_device_bidirectional_memcpy_ce", OpKind::kH2D, NvbandwidthShape::kBidirectional},
+    {"device_to_host_bidirectional_memcpy_ce", OpKind::kD2H, NvbandwidthShape::kBidirectional},
+    {"host_to_all_memcpy_ce", OpKind::kH2D, NvbandwidthShape::kAllDevices},
+    {"all_to_host_memcpy_ce", OpKind::kD2H, NvbandwidthShape::kAllDevices},
+    {"host_to_all_bidirectional_memcpy_ce", OpKind::kH2D, NvbandwidthShape::kAllBidirectional},
+    {"all_to_host_bidirectional_memcpy_ce", OpKind::kD2H, NvbandwidthShape::kAllBidirectional},
+};
+
+const Concurrent* concurrent(const std::string& name) {
+  for (const Concurrent& c : kConcurrent) {
+    if (name == c.name) return &c;
+  }
+  return nullptr;
+}
+
+// The latency testcase between the host and each GPU: one row (the CPU), a column per GPU, ns.
+constexpr const char* kHostLatency = "host_device_latency_sm";
+
 using detail::starts_with;
 bool ends_with(const std::string& s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// Why a testcase is not imported. Each skipped kind measured something a trace of lone
-// back-to-back copies cannot stand for, so importing it would give the calibration and comparison
+// Why a testcase is not imported. Each skipped kind measured something a trace of one server's
+// host copies cannot stand for, so importing it would give the calibration and comparison
 // durations the replay cannot reproduce:
-// - latency: pointer-chase latencies in ns, not bandwidths;
 // - SM copies: kernels whose warps load and store over the link, not a DMA engine (and their copy
 //   size is truncated to the GPU's thread count);
 // - multinode: GPU to GPU across nodes over a fabric, not a host link;
-// - bidirectional: the measured copy ran while a copy in the opposite direction (twice its size)
-//   shared the link; the reported figure is that direction's share, which a replay of the
-//   measured copies alone would beat;
-// - all_to_host, host_to_all, all_to_one, one_to_all: every GPU copied at once, sharing the host
-//   or the target's links.
+// - between GPUs: device_to_device bidirectional copies, all_to_one and one_to_all (every peer's
+//   copy at once into or out of one GPU) and device_to_device_latency_sm: the links between
+//   GPUs (NVLink or PCIe peer paths), which a trace of each device's own copies does not hold.
 Verdict classify(const std::string& name) {
   if (importable(name)) return Verdict::kImport;
-  if (name.find("latency") != std::string::npos) return Verdict::kLatency;
+  if (concurrent(name)) return Verdict::kGroup;
+  if (name == kHostLatency) return Verdict::kLatency;
   if (starts_with(name, "multinode_")) return Verdict::kMultinode;
+  if (starts_with(name, "device_to_device_") &&
+      (name.find("bidirectional") != std::string::npos || name.find("latency") != std::string::npos))
+    return Verdict::kBetweenGpus;
+  if (starts_with(name, "all_to_one") || starts_with(name, "one_to_all")) return Verdict::kBetweenGpus;
   if (ends_with(name, "_sm")) return Verdict::kSm;
-  if (name.find("bidirectional") != std::string::npos) return Verdict::kBidirectional;
-  if (starts_with(name, "all_to_") || starts_with(name, "host_to_all") || starts_with(name, "one_to_all"))
-    return Verdict::kConcurrent;
   return Verdict::kUnknown;
+}
+
+const char* direction_of(OpKind kind) { return kind == OpKind::kH2D ? "H2D" : "D2H"; }
+
+// What a concurrent testcase's cells became, for the report's notes.
+std::string became(const Concurrent& c, std::uint64_t bytes) {
+  const char* measured = direction_of(c.measured);
+  const char* other = direction_of(c.measured == OpKind::kH2D ? OpKind::kD2H : OpKind::kH2D);
+  const std::string size = fmt::format("{} bytes", bytes), twice = fmt::format("{} bytes", 2 * bytes);
+  switch (c.shape) {
+    case NvbandwidthShape::kBidirectional:
+      return fmt::format("per GPU a group: its measured {} of {} on one stream beside the other direction's copy "
+                         "({}) of {} on a second",
+                         measured, size, other, twice);
+    case NvbandwidthShape::kAllDevices:
+      return fmt::format("per GPU a group: its measured {} of {} beside every other GPU's {} of {}", measured, size,
+                         measured, twice);
+    case NvbandwidthShape::kAllBidirectional:
+      return fmt::format("per GPU a group: its measured {} of {} beside its own {} of {}, every other GPU copying "
+                         "{} both ways",
+                         measured, size, other, twice, twice);
+  }
+  return {};
 }
 
 // A decimal as nvbandwidth prints it (an ostream's default format: "26.0312", "1.5e-05"). The
@@ -372,8 +426,8 @@ std::uint64_t nvbandwidth_default_buffer_bytes(const std::string& version) {
   return *major == 0 && *minor <= 6 ? 64ull << 20 : 512ull << 20;
 }
 
-std::vector<BandwidthPoint> parse_nvbandwidth(const std::string& text, const std::string& name,
-                                              std::uint64_t buffer_bytes, NvbandwidthReport& report) {
+NvbandwidthResults parse_nvbandwidth_results(const std::string& text, const std::string& name,
+                                             std::uint64_t buffer_bytes, NvbandwidthReport& report) {
   report = NvbandwidthReport{};
   if (buffer_bytes > kMaxBufferBytes)
     throw TraceError(name, 0, "buffer_bytes",
@@ -430,7 +484,8 @@ std::vector<BandwidthPoint> parse_nvbandwidth(const std::string& text, const std
                      run_error.empty() ? "missing" : "missing; nvbandwidth reported: " + run_error);
   if (!cases->is_array()) throw TraceError(name, lines.testcases, "nvbandwidth.testcases", "not an array");
 
-  std::vector<BandwidthPoint> points;
+  NvbandwidthResults out;
+  std::string gpus_from;  // the testcase that set report.gpus
   const std::uint64_t bytes = report.buffer_bytes;
   for (std::size_t i = 0; i < cases->size(); ++i) {
     const json& tc = (*cases)[i];
@@ -456,12 +511,11 @@ std::vector<BandwidthPoint> parse_nvbandwidth(const std::string& text, const std
       note(report, fmt::format("{}: status \"{}\"{}, skipped", label, state, why.empty() ? "" : " (" + why + ")"));
       continue;
     }
-    switch (classify(test)) {
-      case Verdict::kImport: break;
-      case Verdict::kLatency:
-        ++report.latency;
-        note(report, label + ": a latency (ns), not a bandwidth, skipped");
-        continue;
+    const Verdict verdict = classify(test);
+    switch (verdict) {
+      case Verdict::kImport:
+      case Verdict::kGroup:
+      case Verdict::kLatency: break;
       case Verdict::kSm:
         ++report.sm_copies;
         note(report, label + ": copies by SM kernels, not a copy engine, skipped");
@@ -470,13 +524,9 @@ std::vector<BandwidthPoint> parse_nvbandwidth(const std::string& text, const std
         ++report.multinode;
         note(report, label + ": copies between nodes, skipped");
         continue;
-      case Verdict::kBidirectional:
-        ++report.bidirectional;
-        note(report, label + ": the measured copies shared the link with copies the other way, skipped");
-        continue;
-      case Verdict::kConcurrent:
-        ++report.concurrent;
-        note(report, label + ": several GPUs copied at once, skipped");
+      case Verdict::kBetweenGpus:
+        ++report.between_gpus;
+        note(report, label + ": between GPUs, not a host link, skipped");
         continue;
       case Verdict::kUnknown:
         ++report.unknown;
@@ -484,7 +534,9 @@ std::vector<BandwidthPoint> parse_nvbandwidth(const std::string& text, const std
         continue;
     }
 
-    const Importable& kind = *importable(test);
+    const Importable* kind = verdict == Verdict::kImport ? importable(test) : nullptr;
+    const Concurrent* group = verdict == Verdict::kGroup ? concurrent(test) : nullptr;
+    const bool one_row = kind ? kind->one_row : true;
     const std::string mpath = path + ".bandwidth_matrix";
     const json* matrix = find(tc, "bandwidth_matrix");
     if (!matrix) throw TraceError(name, lines.testcase(i), mpath, "missing in a passed testcase");
@@ -500,13 +552,24 @@ std::vector<BandwidthPoint> parse_nvbandwidth(const std::string& text, const std
         throw TraceError(name, lines.row(i, r), rpath,
                          fmt::format("{} cells where row 0 has {}", row.size(), (*matrix)[0].size()));
     }
-    if (kind.one_row && matrix->size() != 1)
+    if (one_row && matrix->size() != 1)
       throw TraceError(name, mline, mpath,
                        fmt::format("{} rows where {} has one, its columns the GPUs", matrix->size(), test));
-    if (!kind.one_row && matrix->size() != (*matrix)[0].size())
+    if (!one_row && matrix->size() != (*matrix)[0].size())
       throw TraceError(name, mline, mpath,
                        fmt::format("{} rows of {} cells where {} has a row and a column per GPU", matrix->size(),
                                    (*matrix)[0].size(), test));
+
+    if (verdict != Verdict::kImport) {
+      // Groups and latency points run on the GPUs of a server: every such matrix has one column
+      // per GPU, so all must agree.
+      const auto columns = static_cast<std::uint32_t>((*matrix)[0].size());
+      if (report.gpus != 0 && columns != report.gpus)
+        throw TraceError(name, mline, mpath,
+                         fmt::format("{} GPU columns where {} has {}", columns, gpus_from, report.gpus));
+      if (report.gpus == 0) gpus_from = path;
+      report.gpus = columns;
+    }
 
     std::size_t added = 0;
     for (std::size_t r = 0; r < matrix->size(); ++r) {
@@ -536,22 +599,31 @@ std::vector<BandwidthPoint> parse_nvbandwidth(const std::string& text, const std
         }
         if (!std::isfinite(gbps) || gbps < 0)
           throw TraceError(name, cline, cpath, fmt::format("{} is not a non-negative bandwidth", gbps));
-        if (gbps == 0) {  // nothing was moved in the time measured: no copy duration to take
+        if (gbps == 0) {  // nothing was moved (or no latency) in the time measured: nothing to take
           ++report.cells_skipped;
+          continue;
+        }
+        ++added;
+        if (verdict == Verdict::kLatency) {  // a latency in ns, not a bandwidth
+          out.latencies.push_back(NvbandwidthLatency{cline, static_cast<std::uint32_t>(c), gbps});
           continue;
         }
         if (!std::isfinite(static_cast<double>(bytes) / gbps))
           throw TraceError(name, cline, cpath,
                            fmt::format("{} GB/s for {} bytes gives no finite copy time", gbps, bytes));
-        BandwidthPoint p;
-        p.line = cline;
-        p.kind = kind.kind;
-        // HostBuffer (memcpy.cpp) is cuMemHostAlloc'd: pinned, DMA'd directly.
-        p.host = kind.kind == OpKind::kD2D ? HostMemory::kNone : HostMemory::kRegistered;
-        p.bytes = bytes;
-        p.gbps = gbps;
-        points.push_back(p);
-        ++added;
+        if (group) {
+          out.cells.push_back(
+              NvbandwidthCell{cline, test, group->shape, group->measured, static_cast<std::uint32_t>(c), gbps});
+        } else {
+          BandwidthPoint p;
+          p.line = cline;
+          p.kind = kind->kind;
+          // HostBuffer (memcpy.cpp) is cuMemHostAlloc'd: pinned, DMA'd directly.
+          p.host = kind->kind == OpKind::kD2D ? HostMemory::kNone : HostMemory::kRegistered;
+          p.bytes = bytes;
+          p.gbps = gbps;
+          out.points.push_back(p);
+        }
         // Six significant digits (an ostream's default precision): the last one's step.
         const double step = std::pow(10.0, std::floor(std::log10(gbps)) - 5);
         report.bandwidth_resolution_gbps = std::max(report.bandwidth_resolution_gbps, step);
@@ -559,26 +631,99 @@ std::vector<BandwidthPoint> parse_nvbandwidth(const std::string& text, const std
     }
     if (added == 0) {
       ++report.without_value;
-      note(report, label + ": no cell holds a bandwidth, nothing imported");
+      note(report, label + ": no cell holds a " + (verdict == Verdict::kLatency ? "latency" : "bandwidth") +
+                       ", nothing imported");
+    } else if (verdict == Verdict::kLatency) {
+      ++report.latency;
+      note(report, fmt::format("{}: {} latency points, a 128-byte H2D per GPU (nvbandwidth: dependent 8-byte loads "
+                               "by an SM from pinned host memory)",
+                               label, added));
+    } else if (group) {
+      ++(group->shape == NvbandwidthShape::kBidirectional ? report.bidirectional : report.concurrent);
+      note(report, fmt::format("{}: {} groups, {}", label, added, became(*group, bytes)));
     } else {
       ++report.imported;
     }
   }
-  report.points = points.size();
-  if (points.empty())
+  report.points = out.points.size();
+  report.groups = out.cells.size();
+  report.latency_points = out.latencies.size();
+  if (out.points.empty() && out.cells.empty() && out.latencies.empty())
     throw TraceError(
         name, lines.testcases, "nvbandwidth.testcases",
-        fmt::format("no copy-engine bandwidth to import: of {} testcases {} did not pass, {} latency, {} SM copies, "
-                    "{} bidirectional, {} concurrent, {} multinode, {} unknown, {} without a value",
-                    report.testcases, report.not_passed, report.latency, report.sm_copies, report.bidirectional,
-                    report.concurrent, report.multinode, report.unknown, report.without_value));
-  return points;
+        fmt::format("no copy-engine bandwidth or host latency to import: of {} testcases {} did not pass, {} SM "
+                    "copies, {} between GPUs, {} multinode, {} unknown, {} without a value",
+                    report.testcases, report.not_passed, report.sm_copies, report.between_gpus, report.multinode,
+                    report.unknown, report.without_value));
+  return out;
 }
 
-Trace import_nvbandwidth(const std::string& path, const BandwidthTestImport& info, NvbandwidthReport& report,
-                         std::uint64_t buffer_bytes) {
-  const std::vector<BandwidthPoint> points =
-      parse_nvbandwidth(detail::read_file_text(path), path, buffer_bytes, report);
+std::vector<BandwidthPoint> parse_nvbandwidth(const std::string& text, const std::string& name,
+                                              std::uint64_t buffer_bytes, NvbandwidthReport& report) {
+  return parse_nvbandwidth_results(text, name, buffer_bytes, report).points;
+}
+
+namespace {
+
+// The direction compare reports a concurrent cell's measured copies under.
+std::string label_of(const NvbandwidthCell& c) {
+  const char* measured = c.kind == OpKind::kH2D ? "h2d registered" : "d2h registered";
+  const char* other = c.kind == OpKind::kH2D ? "d2h" : "h2d";
+  switch (c.shape) {
+    case NvbandwidthShape::kBidirectional: return fmt::format("{} ({} beside)", measured, other);
+    case NvbandwidthShape::kAllDevices: return fmt::format("{} (all devices)", measured);
+    case NvbandwidthShape::kAllBidirectional: return fmt::format("{} (all devices, both ways)", measured);
+  }
+  return measured;
+}
+
+// A concurrent cell as nvbandwidth ran it: the measured copy on stream 0 of its GPU, and every
+// copy beside it (twice the buffer, no captured duration) on a stream of its own, all starting
+// together; each stream as many back-to-back copies as a one-way point's (nvbandwidth runs
+// loopCount on every stream).
+detail::Phase cell_phase(const NvbandwidthCell& c, std::uint64_t bytes, std::uint32_t gpus) {
+  const OpKind other = c.kind == OpKind::kH2D ? OpKind::kD2H : OpKind::kH2D;
+  const HostMemory pinned = HostMemory::kRegistered;  // cuMemHostAlloc'd, as for the one-way testcases
+  detail::Phase phase;
+  phase.copies = copies_for_size(bytes);
+  phase.lanes.push_back(detail::Lane{c.device, c.kind, pinned, bytes, static_cast<double>(bytes) / c.gbps});
+  if (c.shape != NvbandwidthShape::kAllDevices)
+    phase.lanes.push_back(detail::Lane{c.device, other, pinned, 2 * bytes, std::nullopt});
+  if (c.shape != NvbandwidthShape::kBidirectional) {
+    for (std::uint32_t d = 0; d < gpus; ++d) {
+      if (d == c.device) continue;
+      phase.lanes.push_back(detail::Lane{d, c.kind, pinned, 2 * bytes, std::nullopt});
+      if (c.shape == NvbandwidthShape::kAllBidirectional)
+        phase.lanes.push_back(detail::Lane{d, other, pinned, 2 * bytes, std::nullopt});
+    }
+  }
+  ConcurrentGroup g;
+  g.label = label_of(c);
+  g.measure = GroupMeasure::kCopy;
+  g.source = fmt::format("{} GPU {} (line {})", c.testcase, c.device, c.line);
+  g.note = "nvbandwidth reports the first stream's copies while the others run; only they carry a captured duration";
+  phase.group = std::move(g);
+  return phase;
+}
+
+// A host latency point: the contract's smallest copy, a 128-byte H2D, on the GPU's device.
+detail::Phase latency_phase(const NvbandwidthLatency& l) {
+  detail::Phase phase;
+  phase.lanes.push_back(detail::Lane{l.device, OpKind::kH2D, HostMemory::kRegistered, 128, l.ns});
+  ConcurrentGroup g;
+  g.label = "h2d registered latency";
+  g.measure = GroupMeasure::kLatency;
+  g.source = fmt::format("{} GPU {} (line {})", kHostLatency, l.device, l.line);
+  g.note = "nvbandwidth: one dependent 8-byte load by an SM through pinned host memory (a pointer chase); "
+           "replayed: the device time of a 128-byte H2D, the contract's smallest copy";
+  phase.group = std::move(g);
+  return phase;
+}
+
+}  // namespace
+
+Trace nvbandwidth_trace(const NvbandwidthResults& results, const NvbandwidthReport& report, const std::string& name,
+                        const BandwidthTestImport& info) {
   BandwidthTestImport how = info;
   how.tool = "nvbandwidth";
   how.method = kMethod;
@@ -587,11 +732,46 @@ Trace import_nvbandwidth(const std::string& path, const BandwidthTestImport& inf
       std::all_of(report.devices.begin(), report.devices.end(),
                   [&](const std::string& d) { return d == report.devices[0]; }))
     how.device = report.devices[0];
-  Trace trace = detail::file_points_trace(points, path, how);
+  Trace trace;
+  if (results.cells.empty() && results.latencies.empty()) {
+    trace = bandwidth_test_trace(results.points, name, how);  // as it has always been
+  } else {
+    trace.header = detail::points_header(name, how);
+    detail::TraceBuilder builder(trace);
+    for (const BandwidthPoint& p : results.points) builder.add_point(p);
+    for (const NvbandwidthCell& c : results.cells) builder.add(cell_phase(c, report.buffer_bytes, report.gpus));
+    for (const NvbandwidthLatency& l : results.latencies) builder.add(latency_phase(l));
+    builder.finish();
+    trace.header.devices = report.gpus;
+    // What the groups assume that the JSON does not say.
+    trace.header.extra["concurrent"] = {
+        {"interferer_bytes", 2 * report.buffer_bytes},
+        {"copies_per_stream", copies_for_size(report.buffer_bytes)},
+        {"nvbandwidth_loop_count_assumed", 16},
+        {"measured", "the cell's GPU's first stream in its group only (nvbandwidth's stream 0, whose bandwidth is "
+                     "the one reported); the copies beside it (twice the buffer, so that they run all along) carry "
+                     "no captured duration"}};
+    if (const std::string problem = check_trace(trace); !problem.empty())
+      throw TraceError(name, 0, "", "imported trace is inconsistent: " + problem);
+  }
   trace.header.extra["buffer_bytes"] = report.buffer_bytes;
   trace.header.extra["buffer_bytes_assumed"] = report.buffer_bytes_assumed;
   if (!report.version.empty()) trace.header.extra["nvbandwidth_version"] = report.version;
   return trace;
+}
+
+Trace import_nvbandwidth(const std::string& path, const BandwidthTestImport& info, NvbandwidthReport& report,
+                         std::uint64_t buffer_bytes) {
+  const NvbandwidthResults results =
+      parse_nvbandwidth_results(detail::read_file_text(path), path, buffer_bytes, report);
+  // The header names the file without its folders; an error about the trace names the path.
+  const std::string base = detail::base_name(path);
+  try {
+    return nvbandwidth_trace(results, report, base, info);
+  } catch (const TraceError& e) {
+    if (e.file() == base) throw TraceError(path, e.line(), e.field(), e.message());
+    throw;
+  }
 }
 
 }  // namespace spyre_dma::traces

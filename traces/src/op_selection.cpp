@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "spyre_dma/traces/calibrate.hpp"
+#include "spyre_dma/traces/concurrent.hpp"
 #include "text_input.hpp"
 
 namespace spyre_dma::traces {
@@ -110,6 +111,15 @@ Trace sub_trace(const Trace& trace, const std::vector<bool>& keep) {
   }
   for (const Allocation& a : trace.allocations)
     if (allocs.count(a.id)) out.allocations.push_back(a);
+  // A concurrent trace's groups name op ids: cut down to the ops kept, so that compare reads them.
+  const std::vector<ConcurrentGroup> groups = concurrent_groups(trace);
+  if (!groups.empty()) {
+    std::vector<std::uint64_t> ids;
+    for (const Op& o : out.ops) ids.push_back(o.id);
+    nlohmann::json kept = nlohmann::json::array();
+    for (const ConcurrentGroup& g : narrow_groups(groups, ids)) kept.push_back(g.to_json());
+    out.header.extra["groups"] = std::move(kept);
+  }
   return out;
 }
 

@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <deque>
 #include <fstream>
+#include <iterator>
 #include <map>
+#include <optional>
 #include <thread>
 #include <tuple>
 #include <unordered_map>
@@ -16,6 +18,7 @@
 #include "spyre_dma/engine.hpp"
 #include "spyre_dma/traces/trace_io.hpp"
 
+#include "spyre_dma/model/backend.hpp"
 #include "spyre_dma/model/sim_device.hpp"
 #include "spyre_dma/traces/output_file.hpp"
 #include "spyre_dma/deadline.hpp"
@@ -74,6 +77,16 @@ class HostPool {
   std::vector<std::unique_ptr<std::uint8_t[]>> plain_;
 };
 
+class Replayer;
+
+// The replayers of a multi-device trace's devices, and which device runs each op that another
+// device waits for.
+struct Peers {
+  std::vector<Replayer*> replayers;                          // by device
+  std::unordered_map<std::uint64_t, std::uint32_t> device_of;  // op id -> device
+  const Replayer& replayer_of(std::uint64_t op_id) const;
+};
+
 struct InFlight {
   std::size_t index = 0;  // into trace.ops
   spyre_dma::Op op;
@@ -101,7 +114,15 @@ class Replayer {
       if (options_.honour_start_times) hold_until_start(trace_.ops[i]);
       submit(i);
       while (inflight_.size() >= kWindowOps || inflight_bytes_ > kWindowBytes) reclaim_front(true);
-      while (!inflight_.empty() && inflight_.front().op.done()) reclaim_front(false);
+      // Polling is a step of the device (on sim, to its next interrupt): the replay has always
+      // taken one before the next op of the same stream (the calibrations were made so). Before an
+      // op of another stream it takes none, so that ops meant to run together (a concurrent
+      // group, copies that overlapped on two streams) are issued together rather than one step,
+      // often a whole copy, apart.
+      const bool same_stream = i + 1 < trace_.ops.size() && trace_.ops[i + 1].stream == trace_.ops[i].stream;
+      if (same_stream || i + 1 == trace_.ops.size()) {
+        while (!inflight_.empty() && inflight_.front().op.done()) reclaim_front(false);
+      }
     }
     while (!inflight_.empty()) reclaim_front(true);
     return finish();
@@ -127,10 +148,34 @@ class Replayer {
     while (!inflight_.empty() && inflight_.front().op.done()) reclaim_front(false);
     while (next_ < trace_.ops.size()) {
       if (inflight_.size() >= kWindowOps || inflight_bytes_ > kWindowBytes) return false;
+      if (!remote_deps_done(next_)) return false;
       if (options_.honour_start_times && !held_to_start(trace_.ops[next_])) return false;
       submit(next_++);
     }
     return inflight_.empty();
+  }
+
+  // A device's part of a multi-device trace: the ops of the other devices that op `index` waits
+  // for (their ids), and this part's ops that another device waits for. `peers` finds the
+  // replayer of any op's device; it outlives this replayer's run.
+  void wait_for_peers(const Peers* peers, std::unordered_map<std::size_t, std::vector<std::uint64_t>> remote_deps,
+                      std::unordered_set<std::uint64_t> remote_targets) {
+    peers_ = peers;
+    remote_deps_ = std::move(remote_deps);
+    remote_targets_ = std::move(remote_targets);
+  }
+
+  // Whether op `id` of this replay has completed (failed included): another device's op may start.
+  bool completed(std::uint64_t id) const {
+    const auto it = watched_.find(id);
+    return it != watched_.end() && it->second.done();
+  }
+
+  // Times relative to one origin for every device of a multi-device trace: its first captured
+  // start (not this part's), and the device clock's reading before any device had work.
+  void share_time_origin(std::optional<double> first_start) {
+    first_start_ = first_start;
+    if (host_driven_ && clock_) sim_t0_ = clock_->now_ns();
   }
 
   ReplayResult finish() {
@@ -250,6 +295,18 @@ class Replayer {
     return false;
   }
 
+  // Ops of other devices are waited for on the host: the replay submits the op once the other
+  // device's engine reports them done (on a server, at the poll step of their completion).
+  bool remote_deps_done(std::size_t index) const {
+    if (!peers_) return true;
+    const auto it = remote_deps_.find(index);
+    if (it == remote_deps_.end()) return true;
+    for (const std::uint64_t id : it->second) {
+      if (!peers_->replayer_of(id).completed(id)) return false;
+    }
+    return true;
+  }
+
   void submit(std::size_t index) {
     const Op& op = trace_.ops[index];
     spyre_dma::Stream& s = stream(op.stream);
@@ -314,6 +371,7 @@ class Replayer {
       s.record(e);
       dep_events_.emplace(op.id, std::move(e));
     }
+    if (remote_targets_.count(op.id)) watched_.emplace(op.id, f.op);
     inflight_.push_back(std::move(f));
   }
 
@@ -412,6 +470,9 @@ class Replayer {
   }
 
  public:
+  // The device time (ns) of op `index`'s start (0: it did not reach the device); after finish().
+  std::uint64_t raw_start(std::size_t index) const { return index < raw_start_.size() ? raw_start_[index] : 0; }
+
   // The device time (ns) of the replay's first device start (0: none started); after finish().
   std::uint64_t first_raw_start() const {
     std::uint64_t first = 0;
@@ -464,49 +525,70 @@ class Replayer {
   std::uint64_t inflight_bytes_ = 0;
   std::vector<std::uint64_t> raw_start_;
   ReplayResult result_;
+  const Peers* peers_ = nullptr;  // a device's part of a multi-device trace: the other devices
+  std::unordered_map<std::size_t, std::vector<std::uint64_t>> remote_deps_;  // op index -> other devices' op ids
+  std::unordered_set<std::uint64_t> remote_targets_;                    // ids another device waits for
+  std::unordered_map<std::uint64_t, spyre_dma::Op> watched_;          // those of them submitted
 };
 
-}  // namespace
+const Replayer& Peers::replayer_of(std::uint64_t op_id) const { return *replayers.at(device_of.at(op_id)); }
 
-nlohmann::json ReplayResult::to_json() const {
-  nlohmann::json ops_json = nlohmann::json::array();
-  for (const OpTiming& t : ops) ops_json.push_back({{"id", t.id}, {"start_ns", t.start_ns}, {"duration_ns", t.duration_ns}});
-  return {{"total_ns", total_ns}, {"data_ok", data_ok}, {"data_error", data_error}, {"ops", ops_json}};
-}
+// One device's part of a multi-device trace: its allocations and ops (deps on other devices' ops
+// taken out), where each op sits in the whole trace, and what crosses devices.
+struct DevicePart {
+  Trace trace;
+  std::vector<std::size_t> index;  // part op i -> index in the whole trace
+  std::unordered_map<std::size_t, std::vector<std::uint64_t>> remote_deps;  // part op index -> other devices' op ids
+  std::unordered_set<std::uint64_t> remote_targets;  // this part's op ids another device waits for
+};
 
-std::string ReplayResult::summary() const {
-  return fmt::format("{} ops, {:.0f} ns device time span, data {}{}\n", ops.size(), total_ns,
-                     data_ok ? "ok" : "NOT OK", data_ok ? "" : ": " + data_error);
-}
-
-ReplayResult replay(const Trace& trace, spyre_dma::backend::Instance backend, const ReplayOptions& options) {
-  if (const std::string bad = check_trace(trace); !bad.empty()) throw TraceError("<trace>", 0, "", bad);
-  if (!backend.device) throw std::invalid_argument("replay: null device");
-  Replayer r(trace, std::move(backend), options);
-  return r.run();
-}
-
-std::vector<ReplayResult> replay_together(const std::vector<const Trace*>& traces,
-                                          std::vector<spyre_dma::backend::Instance> devices,
-                                          const ReplayOptions& options) {
-  if (traces.size() != devices.size()) {
-    throw std::invalid_argument(fmt::format("replay_together: {} traces for {} devices", traces.size(), devices.size()));
+std::vector<DevicePart> split_by_device(const Trace& trace, std::unordered_map<std::uint64_t, std::uint32_t>& device_of) {
+  std::vector<DevicePart> parts(trace.header.devices);
+  for (DevicePart& p : parts) {
+    p.trace.header = trace.header;
+    p.trace.header.devices = 1;
   }
-  for (std::size_t i = 0; i < traces.size(); ++i) {
-    if (const std::string bad = check_trace(*traces[i]); !bad.empty()) {
-      throw TraceError("<trace " + std::to_string(i) + ">", 0, "", bad);
+  for (const Allocation& a : trace.allocations) {
+    Allocation own = a;
+    own.device = 0;
+    parts[a.device].trace.allocations.push_back(own);
+  }
+  for (std::size_t i = 0; i < trace.ops.size(); ++i) {
+    const Op& op = trace.ops[i];
+    device_of.emplace(op.id, op.device);
+    DevicePart& p = parts[op.device];
+    Op own = op;
+    own.device = 0;
+    own.deps.clear();
+    std::vector<std::uint64_t> remote;
+    for (const std::uint64_t d : op.deps) {
+      const std::uint32_t dev = device_of.at(d);
+      if (dev == op.device) {
+        own.deps.push_back(d);
+      } else {
+        remote.push_back(d);
+        parts[dev].remote_targets.insert(d);
+      }
     }
-    if (!devices[i].device) throw std::invalid_argument("replay_together: null device " + std::to_string(i));
+    if (!remote.empty()) p.remote_deps.emplace(p.trace.ops.size(), std::move(remote));
+    p.index.push_back(i);
+    p.trace.ops.push_back(std::move(own));
   }
-  ReplayOptions each = options;
-  each.perfetto_path.clear();  // one file for every device, below
-  std::vector<std::unique_ptr<Replayer>> replayers;
-  for (std::size_t i = 0; i < traces.size(); ++i) {
-    replayers.push_back(std::make_unique<Replayer>(*traces[i], std::move(devices[i]), each));
-  }
+  return parts;
+}
+
+// Drives every replayer from the calling thread in turn until all are done, then finishes each:
+// each step takes back what is done, submits what the window, the captured start times and the
+// other devices allow, and polls its engine once, so every device's host side keeps up with
+// every other's, deterministically. With options.perfetto_path, one timeline with a process per
+// device. Shared by replay_together() and the replay of a multi-device trace.
+std::vector<ReplayResult> drive_together(std::vector<std::unique_ptr<Replayer>>& replayers, const ReplayOptions& options,
+                                         std::optional<double> shared_first_start = std::nullopt,
+                                         bool share_origin = false) {
   for (auto& r : replayers) r->begin();
-  // Round robin: each replayer submits what it can and polls its engine once, so every device's
-  // host side (submissions, staging copies) keeps up with every other's, deterministically.
+  if (share_origin) {
+    for (auto& r : replayers) r->share_time_origin(shared_first_start);
+  }
   for (bool all = false; !all;) {
     all = true;
     for (auto& r : replayers) all = r->advance() && all;
@@ -530,8 +612,129 @@ std::vector<ReplayResult> replay_together(const std::vector<const Trace*>& trace
   return out;
 }
 
+}  // namespace
+
+nlohmann::json ReplayResult::to_json() const {
+  nlohmann::json ops_json = nlohmann::json::array();
+  for (const OpTiming& t : ops) ops_json.push_back({{"id", t.id}, {"start_ns", t.start_ns}, {"duration_ns", t.duration_ns}});
+  return {{"total_ns", total_ns}, {"data_ok", data_ok}, {"data_error", data_error}, {"ops", ops_json}};
+}
+
+std::string ReplayResult::summary() const {
+  return fmt::format("{} ops, {:.0f} ns device time span, data {}{}\n", ops.size(), total_ns,
+                     data_ok ? "ok" : "NOT OK", data_ok ? "" : ": " + data_error);
+}
+
+ReplayResult replay(const Trace& trace, spyre_dma::backend::Instance backend, const ReplayOptions& options) {
+  if (const std::string bad = check_trace(trace); !bad.empty()) throw TraceError("<trace>", 0, "", bad);
+  if (!backend.device) throw std::invalid_argument("replay: null device");
+  if (trace.header.devices > 1) {
+    throw std::invalid_argument(fmt::format(
+        "replay: the trace runs on {0} devices (header.devices); open {0} together (Registry::open_devices with "
+        "Settings::devices = {0}) and replay it on them",
+        trace.header.devices));
+  }
+  Replayer r(trace, std::move(backend), options);
+  return r.run();
+}
+
+ReplayResult replay(const Trace& trace, std::vector<spyre_dma::backend::Instance> devices, const ReplayOptions& options) {
+  if (const std::string bad = check_trace(trace); !bad.empty()) throw TraceError("<trace>", 0, "", bad);
+  if (devices.size() != trace.header.devices) {
+    throw std::invalid_argument(fmt::format("replay: the trace runs on {} devices (header.devices), given {}",
+                                            trace.header.devices, devices.size()));
+  }
+  for (std::size_t d = 0; d < devices.size(); ++d) {
+    if (!devices[d].device) throw std::invalid_argument("replay: null device " + std::to_string(d));
+  }
+  if (devices.size() == 1) {
+    Replayer r(trace, std::move(devices[0]), options);
+    return r.run();
+  }
+  Peers peers;
+  std::vector<DevicePart> parts = split_by_device(trace, peers.device_of);
+  ReplayOptions each = options;
+  each.perfetto_path.clear();  // one file for every device (drive_together)
+  std::vector<std::unique_ptr<Replayer>> replayers;
+  for (std::size_t d = 0; d < parts.size(); ++d) {
+    replayers.push_back(std::make_unique<Replayer>(parts[d].trace, std::move(devices[d]), each));
+    peers.replayers.push_back(replayers.back().get());
+    replayers.back()->wait_for_peers(&peers, std::move(parts[d].remote_deps), std::move(parts[d].remote_targets));
+  }
+  std::optional<double> first_start;
+  for (const Op& op : trace.ops) {
+    if (op.start_ns && (!first_start || *op.start_ns < *first_start)) first_start = op.start_ns;
+  }
+  std::vector<ReplayResult> per_device = drive_together(replayers, options, first_start, true);
+
+  // One result keyed by the trace's op ids, in trace order, every start relative to the first
+  // device start of any device (a server's devices share one clock).
+  ReplayResult out;
+  out.ops.resize(trace.ops.size());
+  std::uint64_t first = 0, last = 0;
+  for (const auto& r : replayers) {
+    const std::uint64_t f = r->first_raw_start();
+    if (f && (!first || f < first)) first = f;
+  }
+  for (std::size_t d = 0; d < parts.size(); ++d) {
+    for (std::size_t i = 0; i < parts[d].index.size(); ++i) {
+      const OpTiming& t = per_device[d].ops[i];
+      const std::uint64_t raw = replayers[d]->raw_start(i);
+      OpTiming& o = out.ops[parts[d].index[i]];
+      o.id = trace.ops[parts[d].index[i]].id;
+      o.duration_ns = t.duration_ns;
+      o.start_ns = raw ? static_cast<double>(raw - first) : 0.0;
+      if (raw) last = std::max<std::uint64_t>(last, raw + static_cast<std::uint64_t>(t.duration_ns));
+    }
+    if (!per_device[d].data_ok && out.data_ok) {
+      out.data_ok = false;
+      out.data_error = fmt::format("device {}: {}", d, per_device[d].data_error);
+    }
+  }
+  out.total_ns = first ? static_cast<double>(last - first) : 0.0;
+  return out;
+}
+
+std::vector<ReplayResult> replay_together(const std::vector<const Trace*>& traces,
+                                          std::vector<spyre_dma::backend::Instance> devices,
+                                          const ReplayOptions& options) {
+  if (traces.size() != devices.size()) {
+    throw std::invalid_argument(fmt::format("replay_together: {} traces for {} devices", traces.size(), devices.size()));
+  }
+  for (std::size_t i = 0; i < traces.size(); ++i) {
+    if (const std::string bad = check_trace(*traces[i]); !bad.empty()) {
+      throw TraceError("<trace " + std::to_string(i) + ">", 0, "", bad);
+    }
+    if (traces[i]->header.devices > 1) {
+      throw std::invalid_argument(fmt::format(
+          "replay_together: trace {} runs on {} devices itself (header.devices): replay it alone on a server of as many",
+          i, traces[i]->header.devices));
+    }
+    if (!devices[i].device) throw std::invalid_argument("replay_together: null device " + std::to_string(i));
+  }
+  ReplayOptions each = options;
+  each.perfetto_path.clear();  // one file for every device (drive_together)
+  std::vector<std::unique_ptr<Replayer>> replayers;
+  for (std::size_t i = 0; i < traces.size(); ++i) {
+    replayers.push_back(std::make_unique<Replayer>(*traces[i], std::move(devices[i]), each));
+  }
+  return drive_together(replayers, options);
+}
+
 ReplayResult replay_on_sim(const Trace& trace, const spyre_dma::model::SimConfig& config,
                            const ReplayOptions& options) {
+  if (trace.header.devices > 1) {
+    // A server of at least the trace's devices, arranged as the configuration says (devices on
+    // root ports of their own unless it puts them behind switches); device d runs device d's ops.
+    spyre_dma::model::SimConfig server = config;
+    server.topology.devices = std::max(server.topology.devices, trace.header.devices);
+    std::vector<spyre_dma::backend::Instance> devices = spyre_dma::model::open_server(server);
+    // A configuration of more devices than the trace's: the others stay idle (and alive) meanwhile.
+    std::vector<spyre_dma::backend::Instance> idle(std::make_move_iterator(devices.begin() + trace.header.devices),
+                                                   std::make_move_iterator(devices.end()));
+    devices.resize(trace.header.devices);
+    return replay(trace, std::move(devices), options);
+  }
   auto device = std::make_shared<spyre_dma::model::SimDevice>(config);
   spyre_dma::backend::Instance backend;
   backend.memory = device.get();

@@ -96,10 +96,20 @@ BandwidthPoint make_point(std::size_t line, OpKind kind, HostMemory host, std::u
   return p;
 }
 
+// A bidirectional pair between the host and a GPU, timed from the earlier start to the later end
+// (`span_ns`); the point's bandwidth counts both copies' bytes, as the tool's does.
+BandwidthPoint make_pair_point(std::size_t line, std::uint64_t bytes, double span_ns, const std::string& name,
+                               const std::string& field, const std::string& value) {
+  BandwidthPoint p = make_point(line, OpKind::kH2D, HostMemory::kRegistered, bytes, span_ns, name, field, value);
+  p.gbps *= 2;
+  p.both_ways = true;
+  return p;
+}
+
 std::string skipped_summary(const RocmBandwidthReport& r) {
-  return fmt::format("{} result rows: {} bidirectional, {} between two GPUs or two CPUs, {} without a value, "
-                     "{} repeated, {} of unknown direction",
-                     r.results, r.bidirectional, r.other_path, r.no_value, r.repeated, r.unknown_direction);
+  return fmt::format("{} result rows: {} bidirectional pairs, {} bidirectional skipped, {} between two GPUs or two "
+                     "CPUs, {} without a value, {} repeated, {} of unknown direction",
+                     r.results, r.pairs, r.bidirectional, r.other_path, r.no_value, r.repeated, r.unknown_direction);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -212,7 +222,18 @@ std::vector<BandwidthPoint> parse_rocm_bandwidth_test(const std::string& text, c
                                    banner_line));
         noted_unknown = true;
       } else if (direction == Direction::kBidir) {
-        ++report.bidirectional;
+        // An H2D and a D2H started together; Avg Time is the span from the earlier start to the
+        // later end (GetGpuCopyTime), Avg BW twice the size over it. Between two GPUs (or two
+        // CPUs) it is no one device's pair.
+        if (src.gpu == dst.gpu) {
+          ++report.other_path;
+        } else if (!avg_us || !min_us) {
+          ++report.no_value;
+          note(report, fmt::format("line {}: the tool's validation of this copy failed (time inf)", line));
+        } else {
+          points.push_back(make_pair_point(line, bytes, *avg_us * 1e3, name, "avg time", t[2]));
+          ++report.pairs;
+        }
       } else if (!direction_of(src, dst, src.id == dst.id, kind)) {
         ++report.other_path;
       } else if (!avg_us || !min_us) {
@@ -240,16 +261,30 @@ std::vector<BandwidthPoint> parse_rocm_bandwidth_test(const std::string& text, c
         const auto value = decimal(cell);
         if (!value) throw TraceError(name, line, "bandwidth", fmt::format("\"{}\" is not a bandwidth or N/A", cell));
         ++report.results;
-        if (matrix == MatrixKind::kBidir) {
-          ++report.bidirectional;
-          continue;
-        }
         const auto src_it = device_is_gpu.find(*row);
         const auto dst_it = device_is_gpu.find(columns[j]);
         if (src_it == device_is_gpu.end() || dst_it == device_is_gpu.end())
           throw TraceError(name, line, "device",
                            fmt::format("no \"Device: N, ...\" line names device {}: its direction is unknown",
                                        src_it == device_is_gpu.end() ? *row : columns[j]));
+        if (matrix == MatrixKind::kBidir) {
+          // A 64 MiB pair, one copy each way, at 2 x size / span. The tool writes each pair's
+          // figure at both [src][dst] and [dst][src] (PopulatePerfMatrix): the CPU row's cell is
+          // the pair, the GPU row's its mirror.
+          if (src_it->second == dst_it->second) {
+            ++report.other_path;
+          } else if (*value <= 0 || *value >= kRbtFailureMarker) {
+            ++report.no_value;
+            note(report, fmt::format("line {}: device {} <-> {}: no bandwidth ({})", line, *row, columns[j], cell));
+          } else if (src_it->second) {
+            ++report.repeated;
+          } else {
+            points.push_back(make_pair_point(line, kRbtMatrixBytes, 2.0 * static_cast<double>(kRbtMatrixBytes) / *value,
+                                             name, "bandwidth", cell));
+            ++report.pairs;
+          }
+          continue;
+        }
         OpKind kind = OpKind::kH2D;
         if (!direction_of(Endpoint{true, *row, src_it->second}, Endpoint{true, columns[j], dst_it->second},
                           *row == columns[j], kind)) {
@@ -345,7 +380,7 @@ std::vector<BandwidthPoint> parse_rocm_bandwidth_test(const std::string& text, c
   if (gpu_names.size() == 1) report.device = *gpu_names.begin();
   if (points.empty())
     throw TraceError(name, 0, "", "no importable rocm-bandwidth-test result (a \"Data Size\" table after a "
-                                  "Unidirectional banner, or a Unidirectional bandwidth matrix): " +
+                                  "Unidirectional or Bidirectional banner, or a bandwidth matrix): " +
                                       skipped_summary(report));
   return points;
 }
@@ -581,7 +616,9 @@ Trace import_rocm_bandwidth_test(const std::string& path, const BandwidthTestImp
   return import_log(path, info, report, parse_rocm_bandwidth_test, "rocm-bandwidth-test",
                     "per size, hsa_amd_memory_async_copy timed by its completion signal: the mean over the "
                     "iterations less the slowest (Avg Time); -a matrices: the printed bandwidth of a 64 MiB copy; "
-                    "back-to-back copies of that time each",
+                    "back-to-back copies of that time each. Bidirectional (host and GPU): an H2D and a D2H of the "
+                    "size started together, timed from the earlier start to the later end (Avg Time; the bandwidth "
+                    "counts both copies); rounds of that pair on two streams, each round after the one before",
                     0.001);
 }
 

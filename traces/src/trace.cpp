@@ -63,28 +63,38 @@ namespace detail {
 
 CheckFailure TraceChecker::add(const Allocation& a) {
   if (a.id == 0) return {"alloc.id", "allocation id 0 is reserved for 'none'"};
-  if (alloc_bytes_.count(a.id)) return {"alloc.id", "allocation id " + std::to_string(a.id) + " repeated"};
+  if (allocs_.count(a.id)) return {"alloc.id", "allocation id " + std::to_string(a.id) + " repeated"};
   if (a.bytes == 0) return {"alloc.bytes", "allocation " + std::to_string(a.id) + ": bytes = 0"};
   if (a.max_chunk_bytes % kOffsetAlign != 0) {
     return {"alloc.max_chunk_bytes", "allocation " + std::to_string(a.id) + ": max_chunk_bytes = " +
                                          std::to_string(a.max_chunk_bytes) + " is not a multiple of 128"};
   }
-  alloc_bytes_.emplace(a.id, a.bytes);
+  if (a.device >= devices_) {
+    return {"alloc.device", "allocation " + std::to_string(a.id) + ": device " + std::to_string(a.device) +
+                                " is not below the header's devices (" + std::to_string(devices_) + ")"};
+  }
+  allocs_.emplace(a.id, AllocInfo{a.bytes, a.device});
   return {};
 }
 
-CheckFailure TraceChecker::check_range(const char* field, std::uint64_t alloc, std::uint64_t offset,
-                                       std::uint64_t bytes) const {
+CheckFailure TraceChecker::check_range(const char* field, std::uint32_t device, std::uint64_t alloc,
+                                       std::uint64_t offset, std::uint64_t bytes) const {
   const std::string f = std::string("op.") + field;
-  const auto it = alloc_bytes_.find(alloc);
+  const auto it = allocs_.find(alloc);
   if (alloc == 0) return {f + "_alloc", "missing (0) for this kind"};
-  if (it == alloc_bytes_.end()) return {f + "_alloc", "unknown allocation " + std::to_string(alloc)};
+  if (it == allocs_.end()) return {f + "_alloc", "unknown allocation " + std::to_string(alloc)};
+  // An op moves data of its own device's memory: a copy between devices is not one device's op.
+  if (it->second.device != device) {
+    return {f + "_alloc", "allocation " + std::to_string(alloc) + " is on device " +
+                              std::to_string(it->second.device) + ", the op on device " + std::to_string(device)};
+  }
   if (offset % kOffsetAlign != 0) {
     return {f + "_offset", std::to_string(offset) + " is not a multiple of 128"};
   }
-  if (offset > it->second || bytes > it->second - offset) {
+  const std::uint64_t size = it->second.bytes;
+  if (offset > size || bytes > size - offset) {
     return {f + "_offset", "range [" + std::to_string(offset) + ", +" + std::to_string(bytes) +
-                               ") exceeds the " + std::to_string(it->second) + "-byte allocation " +
+                               ") exceeds the " + std::to_string(size) + "-byte allocation " +
                                std::to_string(alloc)};
   }
   return {};
@@ -95,6 +105,10 @@ CheckFailure TraceChecker::add(const Op& op) {
   if (any_op_ && op.id <= last_op_) {
     return {"op.id", std::to_string(op.id) + " does not increase (previous op " +
                          std::to_string(last_op_) + ")"};
+  }
+  if (op.device >= devices_) {
+    return {"op.device", where + "device " + std::to_string(op.device) + " is not below the header's devices (" +
+                             std::to_string(devices_) + ")"};
   }
   const bool host_copy = op.kind == OpKind::kH2D || op.kind == OpKind::kD2H;
   const bool data = host_copy || op.kind == OpKind::kD2D || op.kind == OpKind::kFill;
@@ -111,7 +125,7 @@ CheckFailure TraceChecker::add(const Op& op) {
   const bool has_dst = op.kind == OpKind::kH2D || op.kind == OpKind::kD2D || op.kind == OpKind::kFill;
   const bool has_src = op.kind == OpKind::kD2H || op.kind == OpKind::kD2D;
   if (has_dst) {
-    if (auto f = check_range("dst", op.dst_alloc, op.dst_offset, op.bytes)) {
+    if (auto f = check_range("dst", op.device, op.dst_alloc, op.dst_offset, op.bytes)) {
       f.message = where + f.message;
       return f;
     }
@@ -119,7 +133,7 @@ CheckFailure TraceChecker::add(const Op& op) {
     return {"op.dst_alloc", where + "a " + std::string(to_string(op.kind)) + " has no destination"};
   }
   if (has_src) {
-    if (auto f = check_range("src", op.src_alloc, op.src_offset, op.bytes)) {
+    if (auto f = check_range("src", op.device, op.src_alloc, op.src_offset, op.bytes)) {
       f.message = where + f.message;
       return f;
     }
@@ -158,7 +172,8 @@ std::string check_trace(const Trace& trace) {
            std::to_string(kFormatVersion) + ")";
   }
   if (trace.header.resolution_ns < 0) return "header: negative resolution_ns";
-  detail::TraceChecker checker;
+  if (trace.header.devices == 0) return "header.devices: 0 (a trace has at least one device)";
+  detail::TraceChecker checker(trace.header.devices);
   for (const Allocation& a : trace.allocations) {
     if (auto f = checker.add(a)) return f.field + ": " + f.message;
   }

@@ -22,13 +22,20 @@ struct CheckFailure {
 
 class TraceChecker {
  public:
+  // `devices`: the header's count; every allocation's and op's device must be below it.
+  explicit TraceChecker(std::uint32_t devices = 1) : devices_(devices) {}
   CheckFailure add(const Allocation& a);
   CheckFailure add(const Op& op);
 
  private:
-  CheckFailure check_range(const char* field, std::uint64_t alloc, std::uint64_t offset,
+  CheckFailure check_range(const char* field, std::uint32_t device, std::uint64_t alloc, std::uint64_t offset,
                            std::uint64_t bytes) const;
-  std::unordered_map<std::uint64_t, std::uint64_t> alloc_bytes_;  // id -> bytes
+  struct AllocInfo {
+    std::uint64_t bytes = 0;
+    std::uint32_t device = 0;
+  };
+  std::uint32_t devices_;
+  std::unordered_map<std::uint64_t, AllocInfo> allocs_;  // by id
   std::unordered_set<std::uint64_t> ops_;
   bool any_op_ = false;
   std::uint64_t last_op_ = 0;

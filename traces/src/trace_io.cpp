@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "trace_check.hpp"
@@ -80,7 +81,7 @@ class Fields {
 Header parse_header(const json& j, const std::string& file) {
   if (!j.is_object()) throw TraceError(file, 1, "", "the header line must be a JSON object");
   Fields f(j, "header", file, 1);
-  f.only({"format", "version", "source", "device", "link", "resolution_ns", "extra"});
+  f.only({"format", "version", "source", "device", "link", "resolution_ns", "devices", "extra"});
   if (f.string("format") != "spyre-dma-trace") {
     f.fail("format", "expected \"spyre-dma-trace\" (is this a trace file?)");
   }
@@ -97,6 +98,11 @@ Header parse_header(const json& j, const std::string& file) {
   h.link = f.string("link");
   h.resolution_ns = f.number("resolution_ns").value_or(0.0);
   if (h.resolution_ns < 0) f.fail("resolution_ns", "negative");
+  if (f.find("devices")) {
+    const std::uint32_t devices = f.u32("devices");
+    if (devices == 0) f.fail("devices", "0: a trace has at least one device");
+    h.devices = devices;
+  }
   if (const json* extra = f.find("extra")) {
     if (!extra->is_object()) f.fail("extra", "expected an object, got " + extra->dump());
     h.extra = *extra;
@@ -105,18 +111,19 @@ Header parse_header(const json& j, const std::string& file) {
 }
 
 Allocation parse_alloc(const Fields& f) {
-  f.only({"id", "bytes", "max_chunk_bytes"});
+  f.only({"id", "bytes", "max_chunk_bytes", "device"});
   if (!f.find("id")) f.fail("id", "missing");
   if (!f.find("bytes")) f.fail("bytes", "missing");
-  return Allocation{f.u64("id"), f.u64("bytes"), f.u64("max_chunk_bytes")};
+  return Allocation{f.u64("id"), f.u64("bytes"), f.u64("max_chunk_bytes"), f.u32("device")};
 }
 
 Op parse_op(const Fields& f) {
-  f.only({"id", "stream", "kind", "bytes", "host", "dst_alloc", "dst_offset", "src_alloc", "src_offset",
+  f.only({"id", "device", "stream", "kind", "bytes", "host", "dst_alloc", "dst_offset", "src_alloc", "src_offset",
           "pattern", "compute_ns", "event", "deps", "issue_ns", "start_ns", "duration_ns"});
   Op op;
   if (!f.find("id")) f.fail("id", "missing");
   op.id = f.u64("id");
+  op.device = f.u32("device");
   op.stream = f.u32("stream");
   if (!f.find("kind")) f.fail("kind", "missing");
   const std::string kind = f.string("kind");
@@ -160,6 +167,7 @@ json header_json(const Header& h) {
   j["device"] = h.device;
   j["link"] = h.link;
   j["resolution_ns"] = h.resolution_ns;
+  if (h.devices != 1) j["devices"] = h.devices;  // left out for one device: older readers' files stay as they were
   j["extra"] = h.extra.is_object() ? h.extra : json::object();
   return j;
 }
@@ -167,6 +175,7 @@ json header_json(const Header& h) {
 json op_json(const Op& op) {
   json j = json::object();
   j["id"] = op.id;
+  if (op.device) j["device"] = op.device;
   j["stream"] = op.stream;
   j["kind"] = to_string(op.kind);
   if (op.bytes) j["bytes"] = op.bytes;
@@ -197,7 +206,7 @@ Trace parse_trace(std::istream& in, const std::string& name) {
     data = detail::gunzip(data, name);
   }
   Trace trace;
-  detail::TraceChecker checker;
+  std::optional<detail::TraceChecker> checker;  // made once the header has said how many devices
   bool have_header = false;
   std::size_t line_no = 0;
   std::size_t pos = 0;
@@ -219,6 +228,7 @@ Trace parse_trace(std::istream& in, const std::string& name) {
     }
     if (!have_header) {
       trace.header = parse_header(j, name);
+      checker.emplace(trace.header.devices);
       have_header = true;
       continue;
     }
@@ -232,11 +242,11 @@ Trace parse_trace(std::istream& in, const std::string& name) {
     const Fields f(it.value(), it.key(), name, line_no);
     if (it.key() == "alloc") {
       Allocation a = parse_alloc(f);
-      if (auto bad = checker.add(a)) throw TraceError(name, line_no, bad.field, bad.message);
+      if (auto bad = checker->add(a)) throw TraceError(name, line_no, bad.field, bad.message);
       trace.allocations.push_back(a);
     } else if (it.key() == "op") {
       Op op = parse_op(f);
-      if (auto bad = checker.add(op)) throw TraceError(name, line_no, bad.field, bad.message);
+      if (auto bad = checker->add(op)) throw TraceError(name, line_no, bad.field, bad.message);
       trace.ops.push_back(std::move(op));
     } else {
       throw TraceError(name, line_no, it.key(), "unknown record (alloc or op)");
@@ -260,6 +270,7 @@ void write_trace(const Trace& trace, std::ostream& out) {
   for (const Allocation& a : trace.allocations) {
     json j;
     j["alloc"] = {{"id", a.id}, {"bytes", a.bytes}, {"max_chunk_bytes", a.max_chunk_bytes}};
+    if (a.device) j["alloc"]["device"] = a.device;
     out << j.dump() << '\n';
   }
   for (const Op& op : trace.ops) {

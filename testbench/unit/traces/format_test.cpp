@@ -68,3 +68,27 @@ TEST(Format, CheckNamesOpFieldAndValue) {
   t.ops[0].host = st::HostMemory::kNone;
   EXPECT_NE(st::check_trace(t).find("op.host"), std::string::npos);
 }
+
+TEST(Format, CheckNamesDeviceFieldsAndValues) {
+  auto t = small_trace();
+  t.header.devices = 0;
+  EXPECT_NE(st::check_trace(t).find("header.devices"), std::string::npos);
+
+  t = small_trace();
+  t.ops[1].device = 1;  // one device: index 1 is past it
+  std::string bad = st::check_trace(t);
+  EXPECT_NE(bad.find("op.device: op 2: device 1"), std::string::npos) << bad;
+
+  t.header.devices = 2;  // now device 1 exists, but allocation 1 is device 0's
+  bad = st::check_trace(t);
+  EXPECT_NE(bad.find("op.src_alloc: op 2: allocation 1 is on device 0, the op on device 1"), std::string::npos)
+      << bad;
+
+  t.allocations.push_back({2, 1 << 20, 0, 1});
+  t.ops[1].src_alloc = 2;  // device 1's own allocation; its dependency on device 0's op stays
+  EXPECT_EQ(st::check_trace(t), "");
+
+  t.allocations[1].device = 4;
+  bad = st::check_trace(t);
+  EXPECT_NE(bad.find("alloc.device: allocation 2: device 4"), std::string::npos) << bad;
+}

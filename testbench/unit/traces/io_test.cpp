@@ -198,3 +198,99 @@ TEST(TraceIo, NumberBeyondADoubleIsATraceErrorNamingTheLine) {
 TEST(TraceIo, MissingFileIsATraceError) {
   EXPECT_THROW(st::read_trace("/nonexistent/x.trace"), st::TraceError);
 }
+
+// Several devices: `devices` in the header, `device` on allocations and ops, each written only
+// where it differs from its default, so that a trace of one device reads and writes as before.
+TEST(TraceIo, DevicesRoundTripAndAreLeftOutForOne) {
+  st::Trace t = sample();
+  std::stringstream one;
+  st::write_trace(t, one);
+  EXPECT_EQ(one.str().find("\"devices\""), std::string::npos) << one.str();
+  EXPECT_EQ(one.str().find("\"device\":0"), std::string::npos) << one.str();
+
+  t.header.devices = 3;
+  t.allocations.push_back({4, 4096, 0, 2});
+  st::Op h2d;
+  h2d.id = 14;
+  h2d.device = 2;
+  h2d.stream = 1;
+  h2d.kind = st::OpKind::kH2D;
+  h2d.bytes = 4096;
+  h2d.host = st::HostMemory::kRegistered;
+  h2d.dst_alloc = 4;
+  h2d.deps = {13};  // an op of device 0: a dependency may cross devices
+  t.ops.push_back(h2d);
+  std::stringstream s;
+  st::write_trace(t, s);
+  EXPECT_NE(s.str().find("\"devices\":3"), std::string::npos) << s.str();
+  const st::Trace back = st::parse_trace(s, "mem");
+  EXPECT_EQ(back.header.devices, 3u);
+  ASSERT_EQ(back.allocations.size(), 2u);
+  EXPECT_EQ(back.allocations[0].device, 0u);
+  EXPECT_EQ(back.allocations[1].device, 2u);
+  ASSERT_EQ(back.ops.size(), 5u);
+  EXPECT_EQ(back.ops[3].device, 0u);
+  EXPECT_EQ(back.ops[4].device, 2u);
+  EXPECT_EQ(back.ops[4].stream, 1u);
+  EXPECT_EQ(back.ops[4].deps, std::vector<std::uint64_t>{13});
+  std::stringstream again;
+  st::write_trace(back, again);
+  EXPECT_EQ(again.str(), s.str());
+
+  // A file without the keys (every trace written before them) reads as one device.
+  std::istringstream old(std::string(kHeader) + "\n" + R"({"alloc":{"id":1,"bytes":4096,"max_chunk_bytes":0}})" "\n" +
+                         R"({"op":{"id":1,"stream":0,"kind":"fill","bytes":128,"dst_alloc":1,"pattern":0}})");
+  const st::Trace older = st::parse_trace(old, "old");
+  EXPECT_EQ(older.header.devices, 1u);
+  EXPECT_EQ(older.allocations.at(0).device, 0u);
+  EXPECT_EQ(older.ops.at(0).device, 0u);
+}
+
+TEST(TraceIo, DeviceErrorsNameLineFieldAndValue) {
+  const std::string two =
+      R"({"format":"spyre-dma-trace","version":1,"source":"test","device":"","link":"","resolution_ns":0,"devices":2,"extra":{}})";
+  const auto error = [](const std::string& text) {
+    std::istringstream in(text);
+    try {
+      st::parse_trace(in, "d.trace");
+    } catch (const st::TraceError& e) {
+      return e;
+    }
+    ADD_FAILURE() << "no error for: " << text;
+    return st::TraceError("", 0, "", "");
+  };
+  auto e = error(R"({"format":"spyre-dma-trace","version":1,"devices":0})");
+  EXPECT_EQ(e.line(), 1u);
+  EXPECT_EQ(e.field(), "header.devices");
+
+  e = error(R"({"format":"spyre-dma-trace","version":1,"devices":"two"})");
+  EXPECT_EQ(e.field(), "header.devices");
+  EXPECT_NE(e.message().find("\"two\""), std::string::npos) << e.what();
+
+  e = error(two + "\n" + R"({"alloc":{"id":1,"bytes":4096,"device":2}})");
+  EXPECT_EQ(e.line(), 2u);
+  EXPECT_EQ(e.field(), "alloc.device");
+  EXPECT_NE(e.message().find("allocation 1: device 2"), std::string::npos) << e.what();
+
+  e = error(two + "\n" + R"({"op":{"id":7,"device":5,"kind":"compute","compute_ns":1}})");
+  EXPECT_EQ(e.line(), 2u);
+  EXPECT_EQ(e.field(), "op.device");
+  EXPECT_NE(e.message().find("op 7: device 5"), std::string::npos) << e.what();
+
+  // One device by default: a device index of 1 names the header's count.
+  e = error(std::string(kHeader) + "\n" + R"({"op":{"id":3,"device":1,"kind":"compute","compute_ns":1}})");
+  EXPECT_EQ(e.field(), "op.device");
+  EXPECT_NE(e.message().find("(1)"), std::string::npos) << e.what();
+
+  // An op on device 0 naming device 1's allocation.
+  e = error(two + "\n" + R"({"alloc":{"id":4,"bytes":4096,"device":1}})" "\n" +
+            R"({"op":{"id":9,"kind":"h2d","bytes":128,"host":"registered","dst_alloc":4}})");
+  EXPECT_EQ(e.line(), 3u);
+  EXPECT_EQ(e.field(), "op.dst_alloc");
+  EXPECT_NE(e.message().find("op 9: allocation 4 is on device 1, the op on device 0"), std::string::npos)
+      << e.what();
+  e = error(two + "\n" + R"({"alloc":{"id":4,"bytes":4096}})" "\n" +
+            R"({"op":{"id":9,"device":1,"kind":"d2d","bytes":128,"src_alloc":4,"dst_alloc":4,"dst_offset":128}})");
+  EXPECT_EQ(e.field(), "op.dst_alloc");
+  EXPECT_NE(e.message().find("allocation 4 is on device 0, the op on device 1"), std::string::npos) << e.what();
+}

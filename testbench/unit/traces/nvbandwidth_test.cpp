@@ -7,8 +7,13 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
+#include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "spyre_dma/traces/concurrent.hpp"
 #include "spyre_dma/traces/nvbandwidth.hpp"
 #include "spyre_dma/traces/trace_io.hpp"
 
@@ -18,7 +23,8 @@ using namespace spyre_dma::traces;
 
 constexpr std::uint64_t kMiB = 1ull << 20;
 
-// Two GPUs, v0.8: the CE testcases the importer takes, and one of each kind it skips.
+// Two GPUs, v0.8: the CE testcases the importer takes one way, a bidirectional and an all-GPU one
+// it takes as groups, the host latency, and one of each kind it skips.
 const std::string kTwoGpus = R"json({
 	"nvbandwidth" :
 	{
@@ -238,14 +244,21 @@ TEST(NvbandwidthImport, TwoGpusGiveOnePointPerMeasuredCell) {
   }
   EXPECT_EQ(report.testcases, 12u);
   EXPECT_EQ(report.imported, 4u);
-  EXPECT_EQ(report.bidirectional, 2u);
-  EXPECT_EQ(report.concurrent, 1u);
+  EXPECT_EQ(report.bidirectional, 1u);  // host_to_device_bidirectional_memcpy_ce
+  EXPECT_EQ(report.concurrent, 1u);     // all_to_host_memcpy_ce
+  EXPECT_EQ(report.latency, 1u);        // host_device_latency_sm
   EXPECT_EQ(report.sm_copies, 1u);
-  EXPECT_EQ(report.latency, 1u);
+  EXPECT_EQ(report.between_gpus, 1u);  // device_to_device_bidirectional_memcpy_read_ce
   EXPECT_EQ(report.not_passed, 3u);  // Waived, and a failure's "Running" and "Error" entries
   EXPECT_EQ(report.unknown + report.multinode + report.without_value, 0u);
+  EXPECT_EQ(report.imported + report.bidirectional + report.concurrent + report.latency + report.not_passed +
+                report.sm_copies + report.between_gpus + report.multinode + report.unknown + report.without_value,
+            report.testcases);
   EXPECT_EQ(report.cells_skipped, 4u);  // the D2D diagonals
   EXPECT_EQ(report.points, 8u);
+  EXPECT_EQ(report.groups, 4u);          // a group per GPU column of the two concurrent testcases
+  EXPECT_EQ(report.latency_points, 2u);  // a latency per GPU
+  EXPECT_EQ(report.gpus, 2u);
   EXPECT_EQ(report.buffer_bytes, 512 * kMiB);
   EXPECT_TRUE(report.buffer_bytes_assumed);
   EXPECT_EQ(report.version, "v0.8");
@@ -255,7 +268,11 @@ TEST(NvbandwidthImport, TwoGpusGiveOnePointPerMeasuredCell) {
     return std::any_of(report.notes.begin(), report.notes.end(),
                        [&](const std::string& n) { return n.find(part) != std::string::npos; });
   };
-  EXPECT_TRUE(has_note("testcases[2] host_to_device_bidirectional_memcpy_ce"));
+  EXPECT_TRUE(has_note("testcases[2] host_to_device_bidirectional_memcpy_ce: 2 groups, per GPU a group: its measured "
+                       "H2D of 536870912 bytes on one stream beside the other direction's copy (D2H) of 1073741824 "
+                       "bytes on a second"));
+  EXPECT_TRUE(has_note("testcases[5] device_to_device_bidirectional_memcpy_read_ce: between GPUs"));
+  EXPECT_TRUE(has_note("testcases[8] host_device_latency_sm: 2 latency points"));
   EXPECT_TRUE(has_note("testcases[9] all_to_one_write_ce: status \"Waived\""));
   EXPECT_TRUE(has_note("buffer size 512 MiB"));
 }
@@ -274,20 +291,26 @@ TEST(NvbandwidthImport, TraceIsBackToBackCopiesOfBufferOverBandwidth) {
   EXPECT_EQ(t.header.extra.at("buffer_bytes").get<std::uint64_t>(), 512 * kMiB);
   EXPECT_TRUE(t.header.extra.at("buffer_bytes_assumed").get<bool>());
   EXPECT_EQ(t.header.extra.at("nvbandwidth_version").get<std::string>(), "v0.8");
-  ASSERT_EQ(t.allocations.size(), 8u);
-  ASSERT_EQ(t.ops.size(), 8u * copies_for_size(512 * kMiB));
+  // The one-way points come first, as they always have: back to back on stream 0 of device 0.
+  const std::size_t one_way = 8u * copies_for_size(512 * kMiB);
+  ASSERT_GT(t.ops.size(), one_way);
   const Op& first = t.ops.front();
   EXPECT_EQ(first.kind, OpKind::kH2D);
   EXPECT_EQ(first.host, HostMemory::kRegistered);
   EXPECT_EQ(first.bytes, 512 * kMiB);
   EXPECT_DOUBLE_EQ(*first.duration_ns, 512.0 * kMiB / 55.2123);  // bytes / (GB/s) = ns
-  const Op& last = t.ops.back();
+  const Op& last = t.ops[one_way - 1];
   EXPECT_EQ(last.kind, OpKind::kD2D);
   EXPECT_DOUBLE_EQ(*last.duration_ns, 512.0 * kMiB / 376.25);
-  for (std::size_t i = 1; i < t.ops.size(); ++i) {
+  for (std::size_t i = 1; i < one_way; ++i) {
     EXPECT_EQ(t.ops[i].stream, 0u);
+    EXPECT_EQ(t.ops[i].device, 0u);
+    EXPECT_TRUE(t.ops[i].deps.empty());
     EXPECT_NEAR(*t.ops[i].start_ns, *t.ops[i - 1].start_ns + *t.ops[i - 1].duration_ns, 1e-9 * *t.ops[i].start_ns);
   }
+  // Then the concurrent groups and the latency points, on the two GPUs' devices.
+  EXPECT_EQ(t.header.devices, 2u);
+  EXPECT_EQ(t.header.extra.at("groups").size(), 4u + 2u);
   // A device given by the caller wins over the GPU list.
   const Trace named = import_nvbandwidth(path, {"H100 SXM", ""}, report);
   EXPECT_EQ(named.header.device, "H100 SXM");
@@ -342,15 +365,15 @@ TEST(NvbandwidthImport, NotApplicableAndZeroCellsAreSkipped) {
   EXPECT_EQ(report.buffer_bytes, 512 * kMiB);  // no version: the current default
 }
 
-TEST(NvbandwidthImport, FailedWaivedLatencyAndBidirectionalAloneAreNothingToImport) {
+TEST(NvbandwidthImport, FailedWaivedAndBetweenGpusAloneAreNothingToImport) {
   const std::string text =
       "{\"nvbandwidth\": {\"testcases\": [\n"
       "{\"name\": \"host_to_device_memcpy_ce\", \"status\": \"Error\", \"error\": \"CUDA_ERROR_OUT_OF_MEMORY\"},\n"
       "{\"name\": \"device_to_device_memcpy_read_ce\", \"status\": \"Waived\"},\n"
       "{\"name\": \"device_to_device_latency_sm\", \"status\": \"Passed\", \"bandwidth_matrix\": [[\"N/A\", "
       "\"812.3\"], [\"810.9\", \"N/A\"]]},\n"
-      "{\"name\": \"device_to_host_bidirectional_memcpy_ce\", \"status\": \"Passed\", \"bandwidth_matrix\": "
-      "[[\"41.2\"]]},\n"
+      "{\"name\": \"device_to_device_bidirectional_memcpy_write_ce\", \"status\": \"Passed\", \"bandwidth_matrix\": "
+      "[[\"N/A\", \"41.2\"], [\"41.3\", \"N/A\"]]},\n"
       "{\"name\": \"multinode_device_to_device_memcpy_read_ce\", \"status\": \"Passed\", \"bandwidth_matrix\": "
       "[[\"N/A\"]]},\n"
       "{\"name\": \"host_to_device_memcpy_dma_v2\", \"status\": \"Passed\", \"bandwidth_matrix\": [[\"1\"]]}\n"
@@ -360,7 +383,9 @@ TEST(NvbandwidthImport, FailedWaivedLatencyAndBidirectionalAloneAreNothingToImpo
     NvbandwidthReport report;
     (void)parse_nvbandwidth(text, "a.json", 0, report);
   } catch (const TraceError& e) {
-    EXPECT_NE(e.message().find("of 6 testcases 2 did not pass, 1 latency"), std::string::npos) << e.what();
+    EXPECT_NE(e.message().find("of 6 testcases 2 did not pass, 0 SM copies, 2 between GPUs, 1 multinode, 1 unknown"),
+              std::string::npos)
+        << e.what();
   }
   // The same testcases next to one that passed: counted, each once, and noted.
   const std::string more =
@@ -372,8 +397,8 @@ TEST(NvbandwidthImport, FailedWaivedLatencyAndBidirectionalAloneAreNothingToImpo
   EXPECT_EQ(points[0].line, 8u);
   EXPECT_EQ(report.testcases, 7u);
   EXPECT_EQ(report.not_passed, 2u);
-  EXPECT_EQ(report.latency, 1u);
-  EXPECT_EQ(report.bidirectional, 1u);
+  EXPECT_EQ(report.between_gpus, 2u);  // the latency and the bidirectional copies between GPUs
+  EXPECT_EQ(report.latency + report.bidirectional + report.concurrent, 0u);
   EXPECT_EQ(report.multinode, 1u);
   EXPECT_EQ(report.unknown, 1u);
   EXPECT_EQ(report.imported, 1u);
@@ -448,3 +473,217 @@ TEST(NvbandwidthImport, DuplicateKeysTakeTheLastAsTheDocumentDoes) {
 }
 
 }  // namespace
+
+// ---- Concurrent testcases -------------------------------------------------------------------
+
+namespace {
+
+// Compact documents of several testcases, each a name and a one-row matrix of `cells` (a JSON
+// array's contents); figures made up, in the range of a Gen5 host.
+std::string testcases(const std::vector<std::pair<std::string, std::string>>& cases) {
+  std::string out = "{\"nvbandwidth\": {\"version\": \"v0.8\", \"testcases\": [\n";
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    out += "{\"name\": \"" + cases[i].first + "\", \"status\": \"Passed\", \"bandwidth_matrix\": [[" +
+           cases[i].second + "]]}" + (i + 1 < cases.size() ? ",\n" : "\n");
+  }
+  return out + "]}}\n";
+}
+
+Trace import_text(const std::string& file, const std::string& text, NvbandwidthReport& report,
+                  std::uint64_t buffer = 4 * kMiB) {
+  const std::string path = testing::TempDir() + file;
+  std::ofstream(path) << text;
+  return import_nvbandwidth(path, {"", "PCIe Gen5 x16"}, report, buffer);
+}
+
+// The ops of the group whose ids are [first, last].
+std::vector<const Op*> ops_of(const Trace& t, const ConcurrentGroup& g) {
+  std::vector<const Op*> out;
+  for (const Op& op : t.ops)
+    if (op.id >= g.first_op && op.id <= g.last_op) out.push_back(&op);
+  return out;
+}
+
+}  // namespace
+
+TEST(NvbandwidthConcurrent, BidirectionalCellsBecomeTheMeasuredCopyBesideTwiceItsSizeTheOtherWay) {
+  const std::string text = testcases({{"host_to_device_bidirectional_memcpy_ce", "\"44.1187\", \"43.9021\""},
+                                      {"device_to_host_bidirectional_memcpy_ce", "\"40.2254\", \"N/A\""}});
+  NvbandwidthReport report;
+  const Trace t = import_text("bidir.json", text, report);
+  EXPECT_EQ(check_trace(t), "");
+  EXPECT_EQ(report.bidirectional, 2u);
+  EXPECT_EQ(report.groups, 3u);
+  EXPECT_EQ(report.cells_skipped, 1u);
+  EXPECT_EQ(report.points, 0u);  // nothing one-way: the trace is the groups alone
+  EXPECT_EQ(t.header.devices, 2u);
+  EXPECT_EQ(t.header.extra.at("concurrent").at("interferer_bytes").get<std::uint64_t>(), 8 * kMiB);
+  const std::uint32_t copies = copies_for_size(4 * kMiB);
+  EXPECT_EQ(t.header.extra.at("concurrent").at("copies_per_stream").get<std::uint32_t>(), copies);
+  EXPECT_NE(t.header.extra.at("concurrent").at("measured").get<std::string>().find("first stream"), std::string::npos);
+
+  const std::vector<ConcurrentGroup> groups = concurrent_groups(t);
+  ASSERT_EQ(groups.size(), 3u);
+  const char* labels[] = {"h2d registered (d2h beside)", "h2d registered (d2h beside)", "d2h registered (h2d beside)"};
+  const std::uint32_t device[] = {0, 1, 0};
+  const OpKind measured[] = {OpKind::kH2D, OpKind::kH2D, OpKind::kD2H};
+  const double gbps[] = {44.1187, 43.9021, 40.2254};
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    EXPECT_EQ(groups[g].label, labels[g]);
+    EXPECT_EQ(groups[g].measure, GroupMeasure::kCopy);
+    const auto ops = ops_of(t, groups[g]);
+    ASSERT_EQ(ops.size(), 2u * copies) << g;
+    std::size_t timed = 0;
+    for (const Op* op : ops) {
+      EXPECT_EQ(op->device, device[g]);  // both copies on the cell's GPU, on two streams
+      EXPECT_EQ(op->host, HostMemory::kRegistered);
+      if (op->stream == 0) {  // the measured copy: the buffer, at the printed bandwidth
+        EXPECT_EQ(op->kind, measured[g]);
+        EXPECT_EQ(op->bytes, 4 * kMiB);
+        ASSERT_TRUE(op->duration_ns.has_value());
+        EXPECT_DOUBLE_EQ(*op->duration_ns, 4.0 * kMiB / gbps[g]);
+        ++timed;
+      } else {  // the other direction, twice the buffer, not measured
+        EXPECT_EQ(op->stream, 1u);
+        EXPECT_NE(op->kind, measured[g]);
+        EXPECT_EQ(op->bytes, 8 * kMiB);
+        EXPECT_FALSE(op->duration_ns.has_value());
+        EXPECT_FALSE(op->start_ns.has_value());
+      }
+    }
+    EXPECT_EQ(timed, copies);
+  }
+  // Groups run one after another: each stream's first op of a group waits for the last op of
+  // every stream of the group before (its own stream's by stream order).
+  for (std::size_t g = 1; g < groups.size(); ++g) {
+    const auto before = ops_of(t, groups[g - 1]);
+    std::vector<std::uint64_t> tails;
+    for (std::uint32_t s = 0; s < 2; ++s) {
+      for (auto it = before.rbegin(); it != before.rend(); ++it)
+        if ((*it)->stream == s) {
+          tails.push_back((*it)->id);
+          break;
+        }
+    }
+    for (const Op* op : ops_of(t, groups[g])) {
+      if (op->id > groups[g].first_op + 1) {
+        EXPECT_TRUE(op->deps.empty()) << op->id;  // later copies follow their stream
+        continue;
+      }
+      for (const std::uint64_t tail : tails) {
+        const bool same_queue = t.ops[tail - 1].device == op->device && t.ops[tail - 1].stream == op->stream;
+        EXPECT_EQ(std::count(op->deps.begin(), op->deps.end(), tail), same_queue ? 0 : 1) << op->id << " " << tail;
+      }
+    }
+  }
+}
+
+TEST(NvbandwidthConcurrent, AllDevicesCellsPutEveryOtherGpusCopiesBeside) {
+  const std::string text = testcases({{"host_to_all_memcpy_ce", "\"27.61\", \"27.58\", \"27.66\""},
+                                      {"all_to_host_bidirectional_memcpy_ce", "\"19.02\", \"19.11\", \"18.97\""}});
+  NvbandwidthReport report;
+  const Trace t = import_text("all.json", text, report, 2 * kMiB);
+  EXPECT_EQ(check_trace(t), "");
+  EXPECT_EQ(report.concurrent, 2u);
+  EXPECT_EQ(report.gpus, 3u);
+  EXPECT_EQ(t.header.devices, 3u);
+  const std::vector<ConcurrentGroup> groups = concurrent_groups(t);
+  ASSERT_EQ(groups.size(), 6u);
+  const std::uint32_t copies = copies_for_size(2 * kMiB);
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    const bool bidir = g >= 3;
+    const std::uint32_t measured_gpu = static_cast<std::uint32_t>(g % 3);
+    EXPECT_EQ(groups[g].label, bidir ? "d2h registered (all devices, both ways)" : "h2d registered (all devices)");
+    const OpKind kind = bidir ? OpKind::kD2H : OpKind::kH2D;
+    // Per (device, stream): its kind, size and whether it is timed.
+    std::map<std::pair<std::uint32_t, std::uint32_t>, std::vector<const Op*>> lanes;
+    for (const Op* op : ops_of(t, groups[g])) lanes[{op->device, op->stream}].push_back(op);
+    ASSERT_EQ(lanes.size(), bidir ? 6u : 3u) << g;  // host_to_all: one stream per GPU; bidirectional: two
+    // Each device's first stream of the group copies the measured direction, its second the other.
+    std::map<std::uint32_t, std::uint32_t> first_stream;
+    for (const auto& [queue, ops] : lanes) first_stream.try_emplace(queue.first, queue.second);
+    EXPECT_EQ(first_stream.size(), 3u);
+    for (const auto& [queue, ops] : lanes) {
+      EXPECT_EQ(ops.size(), copies);
+      const Op& op = *ops.front();
+      const bool first = queue.second == first_stream.at(queue.first);
+      const bool is_measured = queue.first == measured_gpu && first;
+      EXPECT_EQ(op.duration_ns.has_value(), is_measured) << g << " " << queue.first << "/" << queue.second;
+      EXPECT_EQ(op.bytes, is_measured ? 2 * kMiB : 4 * kMiB);
+      EXPECT_EQ(op.kind, first ? kind : (kind == OpKind::kH2D ? OpKind::kD2H : OpKind::kH2D));
+    }
+  }
+  const Op* first = ops_of(t, groups[2]).front();
+  EXPECT_DOUBLE_EQ(*first->duration_ns, 2.0 * kMiB / 27.66);
+}
+
+TEST(NvbandwidthConcurrent, HostLatencyBecomesA128ByteCopyPerGpuReportedApart) {
+  const std::string text = testcases({{"host_to_device_memcpy_ce", "\"53.8\", \"53.7\""},
+                                      {"host_device_latency_sm", "\"712.404\", \"718.95\""}});
+  NvbandwidthReport report;
+  const Trace t = import_text("latency.json", text, report);
+  EXPECT_EQ(check_trace(t), "");
+  EXPECT_EQ(report.latency, 1u);
+  EXPECT_EQ(report.latency_points, 2u);
+  EXPECT_EQ(report.imported, 1u);
+  EXPECT_EQ(t.header.devices, 2u);
+  const std::vector<ConcurrentGroup> groups = concurrent_groups(t);
+  ASSERT_EQ(groups.size(), 2u);  // the one-way points are in no group
+  const double ns[] = {712.404, 718.95};
+  for (std::uint32_t d = 0; d < 2; ++d) {
+    EXPECT_EQ(groups[d].measure, GroupMeasure::kLatency);
+    EXPECT_EQ(groups[d].label, "h2d registered latency");
+    EXPECT_NE(groups[d].note.find("8-byte load"), std::string::npos);
+    const auto ops = ops_of(t, groups[d]);
+    ASSERT_EQ(ops.size(), 1u);
+    EXPECT_EQ(ops[0]->device, d);
+    EXPECT_EQ(ops[0]->kind, OpKind::kH2D);
+    EXPECT_EQ(ops[0]->bytes, 128u);
+    EXPECT_DOUBLE_EQ(*ops[0]->duration_ns, ns[d]);
+    // After everything before it: GPU 0's follows the one-way copies on its stream, GPU 1's
+    // waits for GPU 0's.
+    if (d == 0) {
+      EXPECT_TRUE(ops[0]->deps.empty());
+      EXPECT_EQ(ops[0]->stream, t.ops[ops[0]->id - 2].stream);
+      EXPECT_EQ(ops[0]->device, t.ops[ops[0]->id - 2].device);
+    } else {
+      EXPECT_EQ(ops[0]->deps, std::vector<std::uint64_t>{groups[0].first_op});
+    }
+  }
+}
+
+TEST(NvbandwidthConcurrent, MatricesMustAgreeOnTheGpusAndCellsMustBeNumbers) {
+  const std::string text = testcases({{"host_to_device_bidirectional_memcpy_ce", "\"44.1\", \"43.9\""},
+                                      {"host_to_all_memcpy_ce", "\"27.6\", \"27.5\", \"27.7\""}});
+  expect_error(text, 3, "nvbandwidth.testcases[1].bandwidth_matrix");
+  try {
+    NvbandwidthReport report;
+    (void)parse_nvbandwidth_results(text, "bad.json", 0, report);
+  } catch (const TraceError& e) {
+    EXPECT_NE(e.message().find("3 GPU columns where nvbandwidth.testcases[0] has 2"), std::string::npos) << e.what();
+  }
+  // A concurrent or latency cell that is not a number names its key path, as a one-way cell's does.
+  expect_error(testcases({{"all_to_host_memcpy_ce", "\"27,6\""}}), 2, "nvbandwidth.testcases[0].bandwidth_matrix[0][0]");
+  expect_error(testcases({{"host_device_latency_sm", "true"}}), 2, "nvbandwidth.testcases[0].bandwidth_matrix[0][0]");
+  // Two rows where the CPU's one is expected.
+  expect_error(one_testcase("host_to_all_memcpy_ce", "[[\"27.6\"], [\"27.5\"]]"), 3,
+               "nvbandwidth.testcases[0].bandwidth_matrix");
+}
+
+TEST(NvbandwidthConcurrent, ATraceOfTheGroupsReadsBackAsWritten) {
+  const std::string text = testcases({{"device_to_host_memcpy_ce", "\"52.1\", \"52.3\""},
+                                      {"host_to_all_bidirectional_memcpy_ce", "\"33.3\", \"33.1\""},
+                                      {"host_device_latency_sm", "\"705.2\", \"709.9\""}});
+  NvbandwidthReport report;
+  const Trace t = import_text("round.json", text, report);
+  std::stringstream s;
+  write_trace(t, s);
+  const Trace back = parse_trace(s, "round");
+  EXPECT_EQ(back.header.devices, 2u);
+  ASSERT_EQ(back.ops.size(), t.ops.size());
+  for (std::size_t i = 0; i < t.ops.size(); ++i) {
+    EXPECT_EQ(back.ops[i].device, t.ops[i].device);
+    EXPECT_EQ(back.ops[i].deps, t.ops[i].deps);
+  }
+  EXPECT_EQ(concurrent_groups(back).size(), 4u);
+}

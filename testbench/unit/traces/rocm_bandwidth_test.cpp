@@ -8,7 +8,9 @@
 #include <cstdint>
 #include <fstream>
 #include <string>
+#include <vector>
 
+#include "spyre_dma/traces/concurrent.hpp"
 #include "spyre_dma/traces/rocm_bandwidth.hpp"
 #include "spyre_dma/traces/trace_io.hpp"
 
@@ -228,11 +230,17 @@ TEST(RocmBandwidthTestImport, TablesGiveH2DD2HAndD2DFromTheAverageTime) {
 TEST(RocmBandwidthTestImport, UnidirectionalMatrixGives64MiBCopies) {
   RocmBandwidthReport r;
   const auto p = parse_rocm_bandwidth_test(kRbtMatrices, "all.log", r);
-  // Unidirectional: 4 CPU -> GPU, 4 GPU -> CPU, 2 within a GPU, 2 between GPUs; bidirectional: 10.
-  ASSERT_EQ(p.size(), 10u);
+  // Unidirectional: 4 CPU -> GPU, 4 GPU -> CPU, 2 within a GPU, 2 between GPUs. Bidirectional:
+  // 4 CPU <-> GPU pairs in the CPU rows, their 4 mirrors in the GPU rows, 2 between GPUs.
+  ASSERT_EQ(p.size(), 14u);
   EXPECT_EQ(r.results, 22u);
-  EXPECT_EQ(r.other_path, 2u);
-  EXPECT_EQ(r.bidirectional, 10u);
+  EXPECT_EQ(r.imported, 10u);
+  EXPECT_EQ(r.pairs, 4u);
+  EXPECT_EQ(r.repeated, 4u);
+  EXPECT_EQ(r.other_path, 4u);
+  EXPECT_EQ(r.bidirectional, 0u);
+  EXPECT_EQ(r.results, r.imported + r.pairs + r.bidirectional + r.other_path + r.no_value + r.repeated +
+                           r.unknown_direction);
   EXPECT_EQ(r.device, "gfx90a");
   const std::size_t row0 = line_of(kRbtMatrices, "0         N/A         N/A         26.568");
   EXPECT_EQ(p[0].line, row0);
@@ -246,6 +254,16 @@ TEST(RocmBandwidthTestImport, UnidirectionalMatrixGives64MiBCopies) {
   EXPECT_DOUBLE_EQ(p[6].gbps, 640.0);
   EXPECT_EQ(p[9].kind, OpKind::kD2D);
   EXPECT_DOUBLE_EQ(p[9].gbps, 1290.784 / 2);
+  for (std::size_t i = 0; i < 10; ++i) EXPECT_FALSE(p[i].both_ways) << i;
+  // The pairs: 64 MiB each way, at the printed figure (both copies' bytes over the span).
+  const double pair_gbps[] = {43.107, 43.097, 43.101, 43.110};
+  for (std::size_t i = 10; i < 14; ++i) {
+    EXPECT_TRUE(p[i].both_ways) << i;
+    EXPECT_EQ(p[i].bytes, 64 * kMiB);
+    EXPECT_EQ(p[i].host, HostMemory::kRegistered);
+    EXPECT_NEAR(p[i].gbps, pair_gbps[i - 10], 1e-9) << i;
+  }
+  EXPECT_EQ(p[10].line, line_of(kRbtMatrices, "0         N/A         N/A         43.107"));
   EXPECT_EQ(check_trace(bandwidth_test_trace(p, "all.log")), "");
 }
 
@@ -272,7 +290,7 @@ TEST(RocmBandwidthTestImport, MatrixBefore2019NamesGpusByTheirIsa) {
   EXPECT_EQ(r.device, "gfx900");
 }
 
-TEST(RocmBandwidthTestImport, SkipsBidirectionalFailedAndOldBannerRows) {
+TEST(RocmBandwidthTestImport, BidirectionalTablesArePairsAndFailedOrOldBannerRowsAreSkipped) {
   const std::string dbl_max = "179769313486231570" + std::string(291, '0') + ".000";
   const std::string text =
       "================    Bidirectional Benchmark Result    ================\n"
@@ -298,11 +316,20 @@ TEST(RocmBandwidthTestImport, SkipsBidirectionalFailedAndOldBannerRows) {
       "64 MB          inf            " + dbl_max + " inf            " + dbl_max + "\n";
   RocmBandwidthReport r;
   const auto p = parse_rocm_bandwidth_test(text, "skips.log", r);
-  ASSERT_EQ(p.size(), 1u);
-  EXPECT_EQ(p[0].bytes, 1u);  // latency mode (-l) sizes start at 1 byte
-  EXPECT_NEAR(p[0].gbps, 1 / 5120.0, 1e-15);
+  ASSERT_EQ(p.size(), 2u);
+  // The bidirectional pair: Avg Time is the span of both copies, the bandwidth 2 x 64 MiB over it.
+  EXPECT_TRUE(p[0].both_ways);
+  EXPECT_EQ(p[0].kind, OpKind::kH2D);
+  EXPECT_EQ(p[0].bytes, 64 * kMiB);
+  EXPECT_NEAR(p[0].gbps, 2.0 * 64 * kMiB / 3200000.0, 1e-12);
+  EXPECT_NEAR(p[0].gbps, 41.943, 0.001);  // the printed Avg BW
+  EXPECT_EQ(p[0].line, 6u);
+  EXPECT_FALSE(p[1].both_ways);
+  EXPECT_EQ(p[1].bytes, 1u);  // latency mode (-l) sizes start at 1 byte
+  EXPECT_NEAR(p[1].gbps, 1 / 5120.0, 1e-15);
   EXPECT_EQ(r.results, 4u);
-  EXPECT_EQ(r.bidirectional, 1u);
+  EXPECT_EQ(r.pairs, 1u);
+  EXPECT_EQ(r.bidirectional, 0u);
   EXPECT_EQ(r.unknown_direction, 1u);
   EXPECT_EQ(r.no_value, 1u);
   EXPECT_EQ(r.notes.size(), 2u);  // the old banner, the failed validation
@@ -363,7 +390,7 @@ TEST(RocmBandwidthTestImport, ImportedTraceRepeatsEachCopyTime) {
   EXPECT_EQ(t.header.link, "PCIe Gen4 x16");
   EXPECT_EQ(t.header.extra.at("bandwidth_resolution_gbps").get<double>(), 0.001);
   EXPECT_NE(t.header.extra.at("method").get<std::string>().find("Avg Time"), std::string::npos);
-  EXPECT_EQ(t.allocations.size(), 10u);
+  EXPECT_EQ(t.allocations.size(), 10u + 4u * 2u);  // a pair's two copies have an allocation each
   const Op& first = t.ops.front();
   EXPECT_EQ(first.kind, OpKind::kH2D);
   EXPECT_EQ(first.host, HostMemory::kRegistered);
@@ -379,6 +406,67 @@ TEST(RocmBandwidthTestImport, ImportedTraceRepeatsEachCopyTime) {
   } catch (const TraceError& e) {
     EXPECT_EQ(e.file(), ::testing::TempDir() + "/rocm_bandwidth_bad.log");
     EXPECT_EQ(e.line(), 1u);
+  }
+}
+
+// `rocm-bandwidth-test -b 0,2` style tables: host and GPU both ways (a pair per size), and two
+// GPUs both ways (no one device's). Figures made up.
+const std::string kRbtBidirTables =
+    "================    Bidirectional Benchmark Result    ================\n"
+    "================ Src Device Id: 2 Src Device Type: Gpu ================\n"
+    "================ Dst Device Id: 0 Dst Device Type: Cpu ================\n"
+    "\n"
+    "Data Size      Avg Time(us)   Avg BW(GB/s)   Min Time(us)   Peak BW(GB/s)\n"
+    "2 MB           97.210         43.145         95.870         43.748\n"
+    "4 MB           inf            0.000          inf            0.000\n"
+    "\n"
+    "================    Bidirectional Benchmark Result    ================\n"
+    "================ Src Device Id: 2 Src Device Type: Gpu ================\n"
+    "================ Dst Device Id: 3 Dst Device Type: Gpu ================\n"
+    "\n"
+    "Data Size      Avg Time(us)   Avg BW(GB/s)   Min Time(us)   Peak BW(GB/s)\n"
+    "2 MB           42.100         99.627         41.900         100.102\n";
+
+TEST(RocmBandwidthTestImport, BidirectionalPairsReplayAsRoundsTimedByTheirSpan) {
+  const std::string path = write_temp("rocm_bidir.log", kRbtBidirTables);
+  RocmBandwidthReport r;
+  const Trace t = import_rocm_bandwidth_test(path, {}, r);  // pairs alone are something to import
+  EXPECT_EQ(r.results, 3u);
+  EXPECT_EQ(r.pairs, 1u);
+  EXPECT_EQ(r.no_value, 1u);    // the failed validation
+  EXPECT_EQ(r.other_path, 1u);  // GPU 2 <-> GPU 3
+  EXPECT_EQ(check_trace(t), "");
+  EXPECT_EQ(t.header.devices, 1u);
+  const std::vector<ConcurrentGroup> groups = concurrent_groups(t);
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(groups[0].measure, GroupMeasure::kSpan);
+  EXPECT_EQ(groups[0].label, "h2d+d2h registered (span)");
+  const std::uint32_t rounds = copies_for_size(2 * kMiB);
+  ASSERT_EQ(t.ops.size(), 2u * rounds);
+  ASSERT_EQ(groups[0].spans.size(), rounds);
+  EXPECT_EQ(t.allocations.size(), 2u);
+  for (std::uint32_t k = 0; k < rounds; ++k) {
+    const Op& h2d = t.ops[2 * k];
+    const Op& d2h = t.ops[2 * k + 1];
+    EXPECT_EQ(groups[0].spans[k], (std::vector<std::uint64_t>{h2d.id, d2h.id}));
+    EXPECT_EQ(h2d.kind, OpKind::kH2D);
+    EXPECT_EQ(d2h.kind, OpKind::kD2H);
+    EXPECT_EQ(h2d.stream, 0u);
+    EXPECT_EQ(d2h.stream, 1u);
+    EXPECT_EQ(h2d.bytes, 2 * kMiB);
+    EXPECT_EQ(d2h.bytes, 2 * kMiB);
+    // Each copy carries the span the tool timed (97.210 us), both starting together.
+    EXPECT_DOUBLE_EQ(*h2d.duration_ns, 97210.0);
+    EXPECT_DOUBLE_EQ(*d2h.duration_ns, 97210.0);
+    EXPECT_EQ(*h2d.start_ns, *d2h.start_ns);
+    // A round starts once both copies of the round before have completed.
+    if (k == 0) {
+      EXPECT_TRUE(h2d.deps.empty());
+      EXPECT_TRUE(d2h.deps.empty());
+    } else {
+      EXPECT_EQ(h2d.deps, std::vector<std::uint64_t>{h2d.id - 1});  // the D2H before, on stream 1
+      EXPECT_EQ(d2h.deps, std::vector<std::uint64_t>{h2d.id - 2});  // the H2D before, on stream 0
+    }
   }
 }
 

@@ -24,6 +24,12 @@ struct BandwidthPoint {
   // point holds half the printed figure.
   double gbps = 0;
   double time_s = 0;          // the printed time (5 decimals: often 0; not used for durations)
+  // A bidirectional pair (rocm-bandwidth-test's -b tables and matrices): an H2D and a D2H of
+  // `bytes` each, started together and timed together from the earlier start to the later end.
+  // `gbps` then counts the bytes of both copies over that span (2 x bytes / span, as the tool
+  // prints it), `kind` is kH2D and `host` the host memory of both copies. The trace runs each
+  // pair on two streams and records it as a span group (concurrent.hpp).
+  bool both_ways = false;
 };
 
 // Parses every "bandwidthTest-<H2D|D2H|D2D>-<Pinned|Pageable>, Bandwidth = X GB/s, Time = T s,
@@ -48,7 +54,9 @@ struct BandwidthTestImport {
 };
 
 // The trace of the points (in input order, one stream, one allocation per size reused by its
-// copies). Throws TraceError when `points` is empty.
+// copies; a both_ways point: copies_for_size() rounds of its pair on two streams, each round
+// after the one before, as a span group in header.extra.groups). Throws TraceError when `points`
+// is empty.
 Trace bandwidth_test_trace(const std::vector<BandwidthPoint>& points, const std::string& name,
                            const BandwidthTestImport& info = {});
 

@@ -1,5 +1,7 @@
 // Comparing a captured trace with its replay: per-op relative error of the simulated duration
 // against the captured one, and statistics by direction and size class (docs/traces.md, "Compare").
+// A concurrent trace's groups (concurrent.hpp) are compared as their header says: measured copies
+// under the group's label, spans as spans, latency points in a section of their own.
 #pragma once
 
 #include <cstdint>
@@ -21,9 +23,12 @@ const std::vector<std::string>& size_class_names();
 std::string direction_name(const Op& op);
 
 struct OpComparison {
-  std::uint64_t id = 0;
-  std::string direction;
-  std::uint64_t bytes = 0;
+  std::uint64_t id = 0;   // the op's id (a span: its first op's)
+  std::string direction;  // direction_name(), or the label of the op's group
+  std::string measure = "copy";  // "copy", "span" or "latency" (to_string(GroupMeasure))
+  bool concurrent = false;       // measured while other copies of its group ran
+  std::uint32_t device = 0;
+  std::uint64_t bytes = 0;  // a span: each of its copies' size
   double captured_ns = 0;
   double simulated_ns = 0;
   double rel_error = 0;  // (simulated - captured) / captured; 0 for bounds
@@ -46,9 +51,16 @@ struct GroupStats {
 struct Comparison {
   std::string source;          // the captured trace's header.source
   double resolution_ns = 0;
-  std::vector<OpComparison> ops;    // every copy and fill with a captured duration, trace order
-  std::vector<GroupStats> groups;   // per direction x size class, then per direction "all", then "all"/"all"
-  std::size_t skipped = 0;          // ops without a captured duration or not replayed
+  // Every copy and fill with a captured duration, and every span, in trace order; latency points
+  // are in `latency`.
+  std::vector<OpComparison> ops;
+  // Per direction x size class, then per direction "all"; then "all"/"all" over the one-way points
+  // and "all concurrent"/"all" over the concurrent ones (each where there are some).
+  std::vector<GroupStats> groups;
+  std::vector<OpComparison> latency;        // latency points, trace order
+  std::vector<GroupStats> latency_groups;   // per label x size class, per label "all"
+  std::vector<std::string> notes;           // what the groups' captured figures measured (their notes), once each
+  std::size_t skipped = 0;                  // ops without a captured duration or not replayed
 
   const GroupStats* find(const std::string& direction, const std::string& size_class) const;
   nlohmann::json to_json() const;
@@ -60,7 +72,11 @@ std::vector<GroupStats> group_stats(const std::vector<OpComparison>& ops);
 
 // Compares every copy (H2D, D2H, D2D) and fill of `captured` that has a captured duration with
 // the same op id's duration in `replayed`. Compute ops are left out: a replay gives them exactly
-// their captured duration.
+// their captured duration. The ops of a group of header.extra.groups are compared as its measure
+// says: kCopy, each measured op (a captured duration) as a copy under the group's label; kSpan,
+// each span's captured duration against the replayed span (latest end - earliest start of its
+// ops); kLatency, each op's device time, in `latency`. Throws TraceError (file "<trace>") for
+// groups concurrent_groups() rejects.
 Comparison compare(const Trace& captured, const ReplayResult& replayed);
 
 }  // namespace spyre_dma::traces

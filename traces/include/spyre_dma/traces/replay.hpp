@@ -65,20 +65,35 @@ struct ReplayResult {
 // with the shadow; its simulated clock, where it has one, holds ops to their captured starts
 // (honour_start_times). Throws TraceError for a trace check_trace() rejects, spyre_dma::Error for
 // engine failures before anything is submitted; failed ops are reported in data_ok/data_error.
+// A trace of several devices (header.devices > 1) needs them all: std::invalid_argument here.
 ReplayResult replay(const Trace& trace, spyre_dma::backend::Instance backend, const ReplayOptions& options);
+
+// Replays a trace of header.devices devices on as many (Registry::open_devices, or a simulated
+// server's): device d's allocations and ops on devices[d], all at once, driven from the calling
+// thread as replay_together() drives its traces (deterministic on a simulated server). A
+// dependency on another device's op is waited for on the host: the op is submitted once the
+// other device's engine reports that op done. Captured start times (honour_start_times) count
+// from the trace's first, whichever device has it. The result is the trace's: per-op timings in
+// trace order keyed by the trace's op ids, starts relative to the first device start of any
+// device; data_error names the device. Throws as replay() does, and std::invalid_argument when
+// devices.size() is not header.devices.
+ReplayResult replay(const Trace& trace, std::vector<spyre_dma::backend::Instance> devices, const ReplayOptions& options);
 
 // Replays traces[i] on devices[i], all at once, driven from the calling thread in turn (on a
 // simulated server, deterministically): several ranks' profiles of one node on a server's devices
 // (Registry::open_devices). Each result is its own device's, its ops' starts relative to that
 // device's first start. With options.perfetto_path, one timeline of every device (a process per
 // device, starts relative to the first start of any). Throws as replay() does, naming the trace
-// by its index, and std::invalid_argument when the counts differ.
+// by its index, and std::invalid_argument when the counts differ or a trace is itself of several
+// devices.
 std::vector<ReplayResult> replay_together(const std::vector<const Trace*>& traces,
                                           std::vector<spyre_dma::backend::Instance> devices,
                                           const ReplayOptions& options);
 
 // Opens a SimDevice with `config`, replays on it and closes it (one SimDevice may exist at a
-// time, so calls must not overlap).
+// time, so calls must not overlap). A trace of several devices replays on a server of
+// `config` whose topology.devices is raised to the trace's where below it (its devices on root
+// ports of their own unless topology.devices_per_switch puts them behind switches).
 ReplayResult replay_on_sim(const Trace& trace, const spyre_dma::model::SimConfig& config,
                            const ReplayOptions& options);
 

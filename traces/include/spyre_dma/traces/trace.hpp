@@ -41,6 +41,9 @@ struct Header {
   std::string device;          // e.g. "NVIDIA A100", "sim spyre-gen5x16"
   std::string link;            // e.g. "PCIe Gen3 x16"; "" unknown
   double resolution_ns = 0;    // resolution of captured times (Kineto: 1000); 0 = exact
+  // Devices the trace's ops run on (numbered from 0): a replay runs device d's ops on device d of
+  // a server of this many, all at once. 1 for a trace of one device.
+  std::uint32_t devices = 1;
   nlohmann::json extra = nlohmann::json::object();  // anything else the producer wants to keep
 };
 
@@ -49,11 +52,13 @@ struct Allocation {
   std::uint64_t id = 0;  // unique, nonzero
   std::uint64_t bytes = 0;
   std::uint64_t max_chunk_bytes = 0;
+  std::uint32_t device = 0;  // the device whose memory holds it (< header.devices)
 };
 
 struct Op {
   std::uint64_t id = 0;              // unique, increasing in issue order
-  std::uint32_t stream = 0;
+  std::uint32_t device = 0;          // the device it runs on (< header.devices); its allocations are that device's
+  std::uint32_t stream = 0;          // a stream of its device: (device, stream) is one ordered queue
   OpKind kind = OpKind::kH2D;
   std::uint64_t bytes = 0;
   HostMemory host = HostMemory::kNone;            // H2D / D2H
@@ -61,8 +66,8 @@ struct Op {
   std::uint64_t src_alloc = 0, src_offset = 0;
   std::uint32_t pattern = 0;         // fill
   std::uint64_t compute_ns = 0;      // compute: kernel duration
-  std::uint32_t event = 0;           // record / wait
-  std::vector<std::uint64_t> deps;   // op ids that must complete first, besides stream order
+  std::uint32_t event = 0;           // record / wait; events are their device's own
+  std::vector<std::uint64_t> deps;   // op ids that must complete first, besides stream order (any device's)
   std::optional<double> issue_ns;    // host issue time (trace clock), e.g. cudaMemcpyAsync start
   std::optional<double> start_ns;    // captured device start
   std::optional<double> duration_ns; // captured device duration
@@ -76,7 +81,8 @@ struct Trace {
 
 // "" when the trace is consistent, else what is wrong, naming the op (or allocation) id, the
 // field and its value: ids not increasing, references to unknown allocations or earlier ops,
-// ranges past an allocation, fields that do not fit the op's kind.
+// ranges past an allocation, fields that do not fit the op's kind, a device index not below
+// header.devices, an op naming an allocation of another device.
 std::string check_trace(const Trace& trace);
 
 }  // namespace spyre_dma::traces
