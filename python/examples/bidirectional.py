@@ -5,8 +5,9 @@ at once on two streams, printing each copy's GB/s by the device's (simulated) cl
     PYTHONPATH=<build>/python python3 python/examples/bidirectional.py [--preset gen4x16] [--mib 256]
 
 The third line is what nvbandwidth's host_to_device_bidirectional_memcpy_ce and
-device_to_host_bidirectional_memcpy_ce measure on a GPU: one direction's copy while the other runs.
-docs/model.md ("What the model does not do (yet)") compares it with published A100 figures.
+device_to_host_bidirectional_memcpy_ce measure on a GPU: one direction's copy while the other runs
+(nvbandwidth makes the other copy twice as long; here they are the same size, started together).
+docs/validation.md ("Both directions at once") compares the model with published figures.
 """
 
 import argparse
