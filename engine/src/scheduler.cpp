@@ -427,7 +427,10 @@ bool EngineCore::run_completions(Lock& lock) {
     const CallbackScope scope(this);
     for (const auto& op : batch) {
       try {
-        if (options_.observer) options_.observer->on_complete(op->id, op->final_status.get(), op->start_ns, op->end_ns);
+        if (options_.observer) {
+          options_.observer->on_complete_timed(op->id, op->final_status.get(),
+                                               OpTimes{op->start_ns, op->end_ns, op->host_start_ns, op->host_end_ns});
+        }
         if (op->on_complete) op->on_complete(op->final_status.get());
       } catch (...) {
         // A completion callback has nobody to report to; the op's status stands.

@@ -217,6 +217,7 @@ class ReplayResult:
 
 class Comparison:
     source: str
+    timing: str
     skipped: int
     @property
     def ops(self) -> List[Dict[str, Any]]: ...
@@ -266,7 +267,7 @@ def replay(trace: Trace, backend: str = "sim", *, preset: Optional[str] = None, 
            fidelity: Optional[str] = None, settings: Optional[Dict[str, Any]] = None, seed: Optional[int] = None,
            honour_start_times: bool = False, verify_data: bool = True, timeout: float = 60.0, perfetto: str = "",
            staging_buffer_bytes: int = 0) -> ReplayResult: ...
-def compare(captured: Trace, replayed: ReplayResult) -> Comparison: ...
+def compare(captured: Trace, replayed: ReplayResult, *, timing: str = "device") -> Comparison: ...
 def calibrate(trace: Union[Trace, Sequence[Trace]], *, preset: Optional[str] = None, config: Optional[str] = None,
               fidelity: Optional[str] = None, fit: str = "all", parameters: List[str] = ..., max_replays: int = 60,
               fit_copies_per_size: int = 2, staging_buffer_bytes: int = 0,

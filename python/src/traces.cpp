@@ -81,7 +81,7 @@ py::object data_frame(const py::object& rows, std::initializer_list<const char*>
 }
 constexpr std::initializer_list<const char*> kOpColumns = {
     "id", "device", "stream", "kind", "bytes", "host", "dst_alloc", "dst_offset", "src_alloc", "src_offset", "pattern",
-    "compute_ns", "event", "deps", "issue_ns", "start_ns", "duration_ns"};
+    "compute_ns", "event", "deps", "issue_ns", "start_ns", "duration_ns", "host_start_ns", "host_duration_ns"};
 constexpr std::initializer_list<const char*> kComparedColumns = {
     "id", "direction", "measure", "concurrent", "device", "bytes", "size_class", "captured_ns", "simulated_ns",
     "rel_error", "bound"};
@@ -296,11 +296,13 @@ void bind_traces(py::module_& m) {
       .def_readonly("data_ok", &traces::ReplayResult::data_ok, "Whether every op's data checked out.")
       .def_readonly("data_error", &traces::ReplayResult::data_error, "The first mismatch or failed op, else ''.")
       .def_property_readonly("ops", [](const traces::ReplayResult& r) { return to_python(r.to_json()["ops"]); },
-                             "Per op: id, start_ns (from the first start), duration_ns.")
+                             "Per op: id, start_ns (from the first start), duration_ns; host_start_ns and\n"
+                             "host_duration_ns, its host time, where the device gives it (else 0).")
       .def("to_dict", [](const traces::ReplayResult& r) { return to_python(r.to_json()); })
       .def("to_frame",
            [](const traces::ReplayResult& r) {
-             return data_frame(to_python(r.to_json()["ops"]), {"id", "start_ns", "duration_ns"});
+             return data_frame(to_python(r.to_json()["ops"]),
+                               {"id", "start_ns", "duration_ns", "host_start_ns", "host_duration_ns"});
            })
       .def("summary", &traces::ReplayResult::summary)
       .def("__repr__", [](const traces::ReplayResult& r) { return "<spyre_dma.ReplayResult " + r.summary() + ">"; });
@@ -333,6 +335,8 @@ void bind_traces(py::module_& m) {
                                  "A captured trace against its replay: per-op relative error and statistics by\n"
                                  "direction and size class.")
       .def_readonly("source", &traces::Comparison::source)
+      .def_property_readonly("timing", [](const traces::Comparison& c) { return std::string(traces::to_string(c.timing)); },
+                             "Which time was compared: 'device' or 'host'.")
       .def_readonly("skipped", &traces::Comparison::skipped)
       .def_property_readonly("ops", [](const traces::Comparison& c) { return to_python(c.to_json()["ops"]); })
       .def_property_readonly("groups", [](const traces::Comparison& c) { return to_python(c.to_json()["groups"]); })
@@ -345,9 +349,16 @@ void bind_traces(py::module_& m) {
 
   m.def(
       "compare",
-      [](const TracePtr& captured, const traces::ReplayResult& replayed) { return traces::compare(*captured, replayed); },
-      py::arg("captured"), py::arg("replayed"),
-      "Compares every copy and fill of `captured` that has a captured duration with its replay.");
+      [](const TracePtr& captured, const traces::ReplayResult& replayed, const std::string& timing) {
+        if (timing != "device" && timing != "host") {
+          throw py::value_error("timing: '" + timing + "': give 'device' or 'host'");
+        }
+        return traces::compare(*captured, replayed, timing == "host" ? traces::Timing::kHost : traces::Timing::kDevice);
+      },
+      py::arg("captured"), py::arg("replayed"), py::kw_only(), py::arg("timing") = "device",
+      "Compares every copy and fill of `captured` that has a captured duration with its replay:\n"
+      "timing='device' its duration_ns against the replayed device time, 'host' its host_duration_ns\n"
+      "against the replayed host time (staging included).");
 
   py::class_<Calibration>(m, "CalibrationResult", "A fitted model configuration and how well it fits.")
       .def_property_readonly("rms_log_error", [](const Calibration& c) { return c.result.rms_log_error; })

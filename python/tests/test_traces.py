@@ -65,6 +65,23 @@ def test_kineto_import_replay_compare():
     assert (frame["captured_ns"] > 0).all()
 
 
+def test_compare_in_host_time():
+    # A capture records each op's host time beside its device time; compare sets either against
+    # the replay's, the host time holding the pageable copies' staging.
+    t = capture_some()
+    assert all(op["host_duration_ns"] >= op["duration_ns"] for op in t.ops)
+    r = spyre_dma.replay(t)
+    assert {"host_start_ns", "host_duration_ns"} <= set(r.to_frame().columns)
+    host, device = spyre_dma.compare(t, r, timing="host"), spyre_dma.compare(t, r)
+    assert host.timing == "host" and device.timing == "device"
+    assert host.table().startswith("timing: host")
+    assert len(host.ops) == len(device.ops) == 3
+    h2d = host.ops[0]
+    assert h2d["direction"] == "h2d pageable" and h2d["simulated_ns"] > 2 * device.ops[0]["simulated_ns"]
+    with pytest.raises(ValueError, match="sideways"):
+        spyre_dma.compare(t, r, timing="sideways")
+
+
 def test_replay_on_refdev_checks_data():
     t = capture_some()
     r = spyre_dma.replay(t, "refdev")

@@ -171,6 +171,13 @@ int run_trace_compare(const TraceAnalysisOptions& o) {
   return guarded([&]() -> int {
     if (o.backend != "sim") throw BadInput(fmt::format("--backend \"{}\": compare replays on the model (sim)", o.backend));
     const traces::Trace t = traces::read_trace(o.captured);
+    const traces::Timing timing = o.timing == "host" ? traces::Timing::kHost : traces::Timing::kDevice;
+    if (timing == traces::Timing::kHost &&
+        std::none_of(t.ops.begin(), t.ops.end(), [](const traces::Op& op) { return op.host_duration_ns.has_value(); })) {
+      throw BadInput(fmt::format("--timing host: no op of {} has a captured host_duration_ns (a trace the engine's "
+                                 "recorder wrote has them; an imported capture measured device time)",
+                                 o.captured));
+    }
     std::string note;
     auto cfg = model_config(o, &t, &note);
     if (!note.empty()) fmt::print("{}\n", note);
@@ -203,7 +210,7 @@ int run_trace_compare(const TraceAnalysisOptions& o) {
     traces::ReplayOptions ro;
     ro.staging_buffer_bytes = staging_piece(o);
     const traces::ReplayResult r = traces::replay_on_sim(t, cfg, ro);
-    const traces::Comparison c = traces::compare(t, r);
+    const traces::Comparison c = traces::compare(t, r, timing);
     fmt::print("{}", c.table());
     nlohmann::json doc = c.to_json();
     doc["config"] = spyre_dma::model::to_json(cfg);
@@ -298,6 +305,10 @@ void add_trace_analysis_commands(CLI::App& trace) {
                   "A trace of several devices: how many consecutive devices share a PCIe switch (0: each on a root "
                   "port of its own; default: the trace header's extra.devices_per_switch, else the configuration's)")
       ->check(CLI::Range(0, 16));
+  cmp->add_option("--timing", o.timing,
+                  "Which time to compare: device (the captured duration_ns against the replayed ops' device time) "
+                  "or host (host_duration_ns against their host time, staging included)")
+      ->check(CLI::IsMember({"device", "host"}));
   cmp->add_option("--json", o.json, "Write the comparison as JSON");
   cmp->add_option("--plot", o.plot, "Draw captured and simulated duration against size (PNG)");
   cmp->callback([finish] { finish(run_trace_compare(o)); });

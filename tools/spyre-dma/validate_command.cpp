@@ -224,6 +224,14 @@ int run_validate(const ValidateOptions& o) {
   cmp_doc["data_ok"] = replayed.data_ok;
   write_text(out / "compare.json", cmp_doc.dump(1) + "\n");
   fmt::print("model {} replay:\n{}", model.preset, cmp.table());
+  // Host time too (docs/engine.md, "Timing"): what a caller waits, staging of pageable copies
+  // included. Reported beside the device time, not judged: calibration fits the link, which
+  // device time measures.
+  const st::Comparison host_cmp = st::compare(trace, replayed, st::Timing::kHost);
+  nlohmann::json host_doc = host_cmp.to_json();
+  host_doc["config"] = cmp_doc["config"];
+  write_text(out / "compare-host.json", host_doc.dump(1) + "\n");
+  if (!host_cmp.ops.empty()) fmt::print("model {} replay, host time:\n{}", model.preset, host_cmp.table());
 
   // 3. Calibrate and check.
   nlohmann::json cal_doc = nullptr;
@@ -256,6 +264,7 @@ int run_validate(const ValidateOptions& o) {
   report["method"] = "device timestamps (first CB start to last CB end), median of runs; see docs/validation.md";
   for (const PointResult& p : points) report["points"].push_back(point_json(p));
   report["comparison"] = cmp.to_json();
+  report["comparison_host"] = std::move(host_doc);
   report["calibration"] = cal_doc;
   report["fit_sizes"] = o.no_calibrate ? "" : o.fit_sizes;
   report["check_sizes"] = o.check_sizes;
@@ -274,14 +283,18 @@ int run_validate(const ValidateOptions& o) {
   md += fmt::format("- Sweep: {} sizes {}..{}, {} runs per point (median), streams {}, memory {}\n", sizes.size(),
                     format_size(sizes.front()), format_size(sizes.back()), o.repeat, fmt::join(o.streams, ", "),
                     fmt::join(o.memory, ", "));
-  md += "- Timing: device timestamps of the CBs (first start to last end); files: trace.jsonl, compare.json, "
-        "calibrated.json, report.json, plot.png\n\n";
+  md += "- Timing: device timestamps of the CBs (first start to last end), host time reported beside; files: "
+        "trace.jsonl, compare.json, compare-host.json, calibrated.json, report.json, plot.png\n\n";
   md += "## Measured\n\n| Size | Direction | Memory | Streams | Median us | GB/s |\n|---|---|---|---|---|---|\n";
   for (const PointResult& p : points) {
     md += fmt::format("| {} | {} | {} | {} | {:.2f} | {:.2f} |\n", format_size(p.bytes), to_string(p.direction),
                       to_string(p.memory), p.streams_used, p.median_ns / 1e3, p.gb_per_s);
   }
   md += fmt::format("\n## Model `{}` against the capture (per op)\n\n```\n{}```\n", model.preset, cmp.table());
+  if (!host_cmp.ops.empty()) {
+    md += fmt::format("\n## The same in host time (call to completion, staging included; not judged)\n\n```\n{}```\n",
+                      host_cmp.table());
+  }
   if (cal) md += fmt::format("\n## Calibration (fit: {})\n\n```\n{}```\n", o.fit_sizes, cal->summary());
   md += fmt::format("\n## Check: registered copies {}, {}, median |error| <= {:.1f}%\n\n", o.check_sizes,
                     o.no_calibrate ? "uncalibrated model" : "held out from the fit", o.tolerance * 100);

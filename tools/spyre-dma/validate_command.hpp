@@ -5,7 +5,8 @@
 //      compared op by op;
 //   3. the model calibrated on one size range (--fit-sizes) and checked on another
 //      (--check-sizes, registered copies: each direction's median |error| within --tolerance);
-//   4. report.md, report.json, trace.jsonl, compare.json, calibrated.json and plot.png in --out.
+//   4. report.md, report.json, trace.jsonl, compare.json (compare-host.json: the same in host
+//      time, reported, not judged), calibrated.json and plot.png in --out.
 // Exit status: 0 the check passed; 1 it failed or a transfer failed; 2 a usage error.
 #pragma once
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -106,9 +107,42 @@ std::vector<GroupStats> group_stats(const std::vector<OpComparison>& ops) {
   return out;
 }
 
-Comparison compare(const Trace& captured, const ReplayResult& replayed) {
+const char* to_string(Timing timing) { return timing == Timing::kHost ? "host" : "device"; }
+
+namespace {
+
+struct Span {
+  double start = 0, length = 0;
+};
+
+// Per op with a span on its stream's timeline (`span_of`; none: left out), the time it added to
+// that stream: its end minus the later of its start and the end of the stream's ops before it.
+template <typename SpanOf>
+std::unordered_map<std::uint64_t, double> time_added(const Trace& trace, SpanOf span_of) {
+  std::map<std::pair<std::uint32_t, std::uint32_t>, double> stream_end;
+  std::unordered_map<std::uint64_t, double> added;
+  for (const Op& op : trace.ops) {
+    const std::optional<Span> span = span_of(op);
+    if (!span) continue;
+    const double start = span->start, end = start + span->length;
+    auto prev = stream_end.find({op.device, op.stream});
+    const double from = prev == stream_end.end() ? start : std::max(start, prev->second);
+    added[op.id] = std::max(0.0, end - from);
+    stream_end[{op.device, op.stream}] = prev == stream_end.end() ? end : std::max(end, prev->second);
+  }
+  return added;
+}
+
+}  // namespace
+
+Comparison compare(const Trace& captured, const ReplayResult& replayed, Timing timing) {
   Comparison c;
   c.source = captured.header.source;
+  c.timing = timing;
+  // The captured figure and the replayed op's span on the time base asked for.
+  const bool host = timing == Timing::kHost;
+  const auto start_of = [host](const OpTiming& t) { return host ? t.host_start_ns : t.start_ns; };
+  const auto length_of = [host](const OpTiming& t) { return host ? t.host_duration_ns : t.duration_ns; };
   c.resolution_ns = captured.header.resolution_ns;
   std::unordered_map<std::uint64_t, const OpTiming*> by_id;
   for (const auto& t : replayed.ops) by_id.emplace(t.id, &t);
@@ -142,17 +176,22 @@ Comparison compare(const Trace& captured, const ReplayResult& replayed) {
   // read engine); what compares is then the simulated end minus the later of the op's start and
   // the previous op's end on that stream (bandwidthTest's loop time is the sum of these). A
   // stream is one device's.
-  std::map<std::pair<std::uint32_t, std::uint32_t>, double> stream_end;
-  std::unordered_map<std::uint64_t, double> added;
-  for (const Op& op : captured.ops) {
+  const std::unordered_map<std::uint64_t, double> added = time_added(captured, [&](const Op& op) -> std::optional<Span> {
     auto it = by_id.find(op.id);
-    if (it == by_id.end() || it->second->duration_ns <= 0) continue;
-    const double start = it->second->start_ns, end = start + it->second->duration_ns;
-    auto prev = stream_end.find({op.device, op.stream});
-    const double from = prev == stream_end.end() ? start : std::max(start, prev->second);
-    added[op.id] = std::max(0.0, end - from);
-    stream_end[{op.device, op.stream}] = prev == stream_end.end() ? end : std::max(end, prev->second);
+    if (it == by_id.end() || length_of(*it->second) <= 0) return std::nullopt;
+    return Span{start_of(*it->second), length_of(*it->second)};
+  });
+  // Host time holds the waits of ops called ahead of their turn on the stream, in the capture as
+  // in the replay, each as its caller issued them: both sides compare the time added to the
+  // stream's host timeline (a synchronous caller's host time is that already).
+  std::unordered_map<std::uint64_t, double> captured_added;
+  if (host) {
+    captured_added = time_added(captured, [](const Op& op) -> std::optional<Span> {
+      if (!op.host_start_ns || !op.host_duration_ns) return std::nullopt;
+      return Span{*op.host_start_ns, *op.host_duration_ns};
+    });
   }
+  const auto captured_of = [host](const Op& op) { return host ? op.host_duration_ns : op.duration_ns; };
   for (const Op& op : captured.ops) {
     const bool copy = op.kind == OpKind::kH2D || op.kind == OpKind::kD2H || op.kind == OpKind::kD2D ||
                       op.kind == OpKind::kFill;
@@ -165,14 +204,14 @@ Comparison compare(const Trace& captured, const ReplayResult& replayed) {
       const auto sp = span_at.find(op.id);
       if (sp == span_at.end()) continue;
       double first = 0, last = 0;
-      bool all = op.duration_ns.has_value();
+      bool all = captured_of(op).has_value();
       for (std::size_t k = 0; k < sp->second->size() && all; ++k) {
         const auto t = by_id.find((*sp->second)[k]);
-        if (t == by_id.end() || t->second->duration_ns <= 0) {
+        if (t == by_id.end() || length_of(*t->second) <= 0) {
           all = false;
           break;
         }
-        const double s = t->second->start_ns, e = s + t->second->duration_ns;
+        const double s = start_of(*t->second), e = s + length_of(*t->second);
         first = k == 0 ? s : std::min(first, s);
         last = k == 0 ? e : std::max(last, e);
       }
@@ -187,7 +226,7 @@ Comparison compare(const Trace& captured, const ReplayResult& replayed) {
       o.concurrent = true;
       o.device = op.device;
       o.bytes = op.bytes;
-      o.captured_ns = *op.duration_ns;
+      o.captured_ns = *captured_of(op);
       o.simulated_ns = last - first;
       o.bound = o.captured_ns <= 0 || (c.resolution_ns > 0 && o.captured_ns <= c.resolution_ns);
       o.rel_error = o.bound ? 0 : (o.simulated_ns - o.captured_ns) / o.captured_ns;
@@ -195,7 +234,7 @@ Comparison compare(const Trace& captured, const ReplayResult& replayed) {
       continue;
     }
     auto it = by_id.find(op.id);
-    if (!op.duration_ns || it == by_id.end()) {
+    if (!captured_of(op) || it == by_id.end()) {
       ++c.skipped;
       continue;
     }
@@ -207,9 +246,11 @@ Comparison compare(const Trace& captured, const ReplayResult& replayed) {
     o.concurrent = group && group->measure == GroupMeasure::kCopy;
     o.device = op.device;
     o.bytes = op.bytes;
-    o.captured_ns = *op.duration_ns;
-    // A latency point is one copy alone: its own device time.
-    o.simulated_ns = !latency && added.count(op.id) ? added[op.id] : it->second->duration_ns;
+    // A latency point is one copy alone: its own time, on both sides.
+    const auto ca = captured_added.find(op.id);
+    o.captured_ns = !latency && ca != captured_added.end() ? ca->second : *captured_of(op);
+    const auto a = added.find(op.id);
+    o.simulated_ns = !latency && a != added.end() ? a->second : length_of(*it->second);
     o.bound = o.captured_ns <= 0 || (c.resolution_ns > 0 && o.captured_ns <= c.resolution_ns);
     o.rel_error = o.bound ? 0 : (o.simulated_ns - o.captured_ns) / o.captured_ns;
     (latency ? c.latency : c.ops).push_back(o);
@@ -277,7 +318,8 @@ std::string stats_table(const std::vector<GroupStats>& groups) {
 }  // namespace
 
 nlohmann::json Comparison::to_json() const {
-  nlohmann::json j = {{"source", source}, {"resolution_ns", resolution_ns}, {"skipped", skipped},
+  nlohmann::json j = {{"source", source},   {"timing", to_string(timing)}, {"resolution_ns", resolution_ns},
+                      {"skipped", skipped},
                       {"groups", groups_json(groups)}, {"ops", ops_json(ops)}};
   if (!latency.empty()) j["latency"] = {{"groups", groups_json(latency_groups)}, {"ops", ops_json(latency)}};
   if (!notes.empty()) j["notes"] = notes;
@@ -285,7 +327,7 @@ nlohmann::json Comparison::to_json() const {
 }
 
 std::string Comparison::table() const {
-  std::string out = stats_table(groups);
+  std::string out = fmt::format("timing: {}\n", to_string(timing)) + stats_table(groups);
   // Bounds, summarised per direction and size so a trace of thousands of tiny copies stays short.
   std::map<std::pair<std::string, std::uint64_t>, std::pair<std::size_t, std::vector<double>>> bounds;
   for (const auto& o : ops) {
@@ -309,7 +351,10 @@ std::string Comparison::table() const {
     }
   }
   for (const auto& n : notes) out += "note: " + n + "\n";
-  if (skipped) out += fmt::format("{} ops without a captured duration or a replayed one were not compared\n", skipped);
+  if (skipped) {
+    out += fmt::format("{} ops without a captured {} time or a replayed one were not compared\n", skipped,
+                       to_string(timing));
+  }
   return out;
 }
 

@@ -86,6 +86,19 @@ void TraceRecorder::on_complete(std::uint64_t op_id, const spyre_dma::Status& st
   if (pending_ > 0 && --pending_ == 0) cv_.notify_all();
 }
 
+void TraceRecorder::on_complete_timed(std::uint64_t op_id, const spyre_dma::Status& status,
+                                      const spyre_dma::OpTimes& times) {
+  {
+    std::lock_guard lock(mu_);
+    const auto it = index_.find(op_id);
+    if (it != index_.end() && times.host_start_ns != 0 && times.host_end_ns >= times.host_start_ns) {
+      ops_[it->second].host_start_ns = static_cast<double>(times.host_start_ns);
+      ops_[it->second].host_duration_ns = static_cast<double>(times.host_end_ns - times.host_start_ns);
+    }
+  }
+  on_complete(op_id, status, times.device_start_ns, times.device_end_ns);
+}
+
 Trace TraceRecorder::trace(std::chrono::nanoseconds timeout) const {
   std::unique_lock lock(mu_);
   if (!cv_.wait_for(lock, timeout, [&] { return pending_ == 0; })) {

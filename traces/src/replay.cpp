@@ -96,6 +96,26 @@ struct InFlight {
   std::uint64_t src_offset = 0;
 };
 
+// When honour_start_times calls the op: its captured call where the capture recorded one (the
+// device start then follows from the model, as it did from the device), else its device start.
+std::optional<double> held_time(const Op& op) { return op.host_start_ns ? op.host_start_ns : op.start_ns; }
+
+// The earliest held_time() of the trace: the replay's time origin.
+std::optional<double> first_held_time(const Trace& trace) {
+  std::optional<double> first;
+  for (const Op& op : trace.ops) {
+    const std::optional<double> t = held_time(op);
+    if (t && (!first || *t < *first)) first = t;
+  }
+  return first;
+}
+
+// Whether the capture's caller called `next` before it saw `op` done (both with captured host times).
+bool called_ahead(const Op& op, const Op& next) {
+  if (!op.host_start_ns || !op.host_duration_ns || !next.host_start_ns) return false;
+  return *next.host_start_ns < *op.host_start_ns + *op.host_duration_ns;
+}
+
 class Replayer {
  public:
   Replayer(const Trace& trace, spyre_dma::backend::Instance backend, const ReplayOptions& options)
@@ -119,8 +139,10 @@ class Replayer {
       // op of another stream it takes none, so that ops meant to run together (a concurrent
       // group, copies that overlapped on two streams) are issued together rather than one step,
       // often a whole copy, apart.
+      // A capture that recorded host times says more: an op its caller called before it saw the
+      // previous one of the stream done was issued without that step, and is so here.
       const bool same_stream = i + 1 < trace_.ops.size() && trace_.ops[i + 1].stream == trace_.ops[i].stream;
-      if (same_stream || i + 1 == trace_.ops.size()) {
+      if ((same_stream && !called_ahead(trace_.ops[i], trace_.ops[i + 1])) || i + 1 == trace_.ops.size()) {
         while (!inflight_.empty() && inflight_.front().op.done()) reclaim_front(false);
       }
     }
@@ -171,8 +193,8 @@ class Replayer {
     return it != watched_.end() && it->second.done();
   }
 
-  // Times relative to one origin for every device of a multi-device trace: its first captured
-  // start (not this part's), and the device clock's reading before any device had work.
+  // Times relative to one origin for every device of a multi-device trace: its first held_time()
+  // (not this part's), and the device clock's reading before any device had work.
   void share_time_origin(std::optional<double> first_start) {
     first_start_ = first_start;
     if (host_driven_ && clock_) sim_t0_ = clock_->now_ns();
@@ -216,8 +238,8 @@ class Replayer {
       for (const std::uint64_t d : op.deps) {
         if (stream_of.at(d) != op.stream) dep_targets_.insert(d);
       }
-      if (op.start_ns && (!first_start_ || *op.start_ns < *first_start_)) first_start_ = op.start_ns;
     }
+    if (!first_start_) first_start_ = first_held_time(trace_);
     wall0_ = Clock::now();
   }
 
@@ -239,10 +261,10 @@ class Replayer {
 
   double device_now_ns() { return clock_ ? clock_->now_ns() : 0; }
 
-  // Holds the op until the device's time reaches its captured start, relative to the first.
+  // Holds the op until the device's time reaches its held_time(), relative to the first.
   void hold_until_start(const Op& op) {
-    if (!op.start_ns || !first_start_) return;
-    const double target = *op.start_ns - *first_start_;
+    if (!held_time(op) || !first_start_) return;
+    const double target = *held_time(op) - *first_start_;
     if (host_driven_) {
       if (!clock_) return;
       if (!sim_t0_) sim_t0_ = clock_->now_ns();
@@ -272,8 +294,8 @@ class Replayer {
   // The stepping form of hold_until_start(): true once `op` may be submitted; until then the
   // compute op that brings a host-driven device's time to the op's start runs on its own stream.
   bool held_to_start(const Op& op) {
-    if (!op.start_ns || !first_start_) return true;
-    const double target = *op.start_ns - *first_start_;
+    if (!held_time(op) || !first_start_) return true;
+    const double target = *held_time(op) - *first_start_;
     if (!host_driven_) {
       const auto at = deadline_after<Clock>(wall0_, std::chrono::nanoseconds(static_cast<std::int64_t>(
                                                         std::min(target, 9.2e18))));
@@ -393,6 +415,11 @@ class Replayer {
       raw_start_[f.index] = f.op.device_start_ns();
       t.duration_ns = static_cast<double>(f.op.device_end_ns() - f.op.device_start_ns());
     }
+    raw_host_start_.resize(trace_.ops.size());
+    if (st.ok() && f.op.host_start_ns() != 0 && f.op.host_end_ns() >= f.op.host_start_ns()) {
+      raw_host_start_[f.index] = f.op.host_start_ns();
+      t.host_duration_ns = static_cast<double>(f.op.host_end_ns() - f.op.host_start_ns());
+    }
     if (st.ok() && op.kind == OpKind::kD2H && options_.verify_data) verify_d2h(op, f);
     if (f.has_buffer) {
       pool_->give(f.buffer);
@@ -459,6 +486,11 @@ class Replayer {
     for (std::size_t i = 0; i < raw_start_.size(); ++i) {
       result_.ops[i].start_ns = raw_start_[i] ? static_cast<double>(raw_start_[i] - first) : 0.0;
     }
+    raw_host_start_.resize(trace_.ops.size());
+    for (std::size_t i = 0; i < raw_host_start_.size(); ++i) {
+      if (raw_host_start_[i] && first)
+        result_.ops[i].host_start_ns = static_cast<double>(raw_host_start_[i]) - static_cast<double>(first);
+    }
     result_.total_ns = first ? static_cast<double>(last - first) : 0.0;
   }
 
@@ -510,7 +542,7 @@ class Replayer {
   std::unique_ptr<spyre_dma::Engine> engine_;
   std::unique_ptr<HostPool> pool_;
   Clock::time_point deadline_, wall0_;
-  std::optional<double> first_start_;
+  std::optional<double> first_start_;  // the captured origin of honour_start_times: first_held_time()
   std::unordered_map<std::uint64_t, spyre_dma::DeviceBuffer> buffers_;
   std::map<std::uint64_t, Shadow::Map> shadow_maps_;
   Shadow shadow_;
@@ -524,6 +556,7 @@ class Replayer {
   std::deque<InFlight> inflight_;
   std::uint64_t inflight_bytes_ = 0;
   std::vector<std::uint64_t> raw_start_;
+  std::vector<std::uint64_t> raw_host_start_;  // the ops' calls, on the device's clock (0: none)
   ReplayResult result_;
   const Peers* peers_ = nullptr;  // a device's part of a multi-device trace: the other devices
   std::unordered_map<std::size_t, std::vector<std::uint64_t>> remote_deps_;  // op index -> other devices' op ids
@@ -616,7 +649,10 @@ std::vector<ReplayResult> drive_together(std::vector<std::unique_ptr<Replayer>>&
 
 nlohmann::json ReplayResult::to_json() const {
   nlohmann::json ops_json = nlohmann::json::array();
-  for (const OpTiming& t : ops) ops_json.push_back({{"id", t.id}, {"start_ns", t.start_ns}, {"duration_ns", t.duration_ns}});
+  for (const OpTiming& t : ops) {
+    ops_json.push_back({{"id", t.id}, {"start_ns", t.start_ns}, {"duration_ns", t.duration_ns},
+                        {"host_start_ns", t.host_start_ns}, {"host_duration_ns", t.host_duration_ns}});
+  }
   return {{"total_ns", total_ns}, {"data_ok", data_ok}, {"data_error", data_error}, {"ops", ops_json}};
 }
 
@@ -661,11 +697,7 @@ ReplayResult replay(const Trace& trace, std::vector<spyre_dma::backend::Instance
     peers.replayers.push_back(replayers.back().get());
     replayers.back()->wait_for_peers(&peers, std::move(parts[d].remote_deps), std::move(parts[d].remote_targets));
   }
-  std::optional<double> first_start;
-  for (const Op& op : trace.ops) {
-    if (op.start_ns && (!first_start || *op.start_ns < *first_start)) first_start = op.start_ns;
-  }
-  std::vector<ReplayResult> per_device = drive_together(replayers, options, first_start, true);
+  std::vector<ReplayResult> per_device = drive_together(replayers, options, first_held_time(trace), true);
 
   // One result keyed by the trace's op ids, in trace order, every start relative to the first
   // device start of any device (a server's devices share one clock).

@@ -155,6 +155,9 @@ CheckFailure TraceChecker::add(const Op& op) {
       return {"op.deps", where + "dependency " + std::to_string(dep) + " is not an earlier op"};
     }
   }
+  if (op.host_duration_ns && *op.host_duration_ns < 0) {
+    return {"op.host_duration_ns", where + "negative duration " + std::to_string(*op.host_duration_ns)};
+  }
   if (op.duration_ns && *op.duration_ns < 0) {
     return {"op.duration_ns", where + "negative duration " + std::to_string(*op.duration_ns)};
   }

@@ -119,7 +119,8 @@ Allocation parse_alloc(const Fields& f) {
 
 Op parse_op(const Fields& f) {
   f.only({"id", "device", "stream", "kind", "bytes", "host", "dst_alloc", "dst_offset", "src_alloc", "src_offset",
-          "pattern", "compute_ns", "event", "deps", "issue_ns", "start_ns", "duration_ns"});
+          "pattern", "compute_ns", "event", "deps", "issue_ns", "start_ns", "duration_ns", "host_start_ns",
+          "host_duration_ns"});
   Op op;
   if (!f.find("id")) f.fail("id", "missing");
   op.id = f.u64("id");
@@ -156,6 +157,8 @@ Op parse_op(const Fields& f) {
   op.issue_ns = f.number("issue_ns");
   op.start_ns = f.number("start_ns");
   op.duration_ns = f.number("duration_ns");
+  op.host_start_ns = f.number("host_start_ns");
+  op.host_duration_ns = f.number("host_duration_ns");
   return op;
 }
 
@@ -191,6 +194,8 @@ json op_json(const Op& op) {
   if (op.issue_ns) j["issue_ns"] = *op.issue_ns;
   if (op.start_ns) j["start_ns"] = *op.start_ns;
   if (op.duration_ns) j["duration_ns"] = *op.duration_ns;
+  if (op.host_start_ns) j["host_start_ns"] = *op.host_start_ns;
+  if (op.host_duration_ns) j["host_duration_ns"] = *op.host_duration_ns;
   return j;
 }
 

@@ -40,6 +40,13 @@ struct OpInfo {
   std::chrono::steady_clock::time_point issued;  // when the op was submitted
 };
 
+// An op's times on the device's clock (docs/engine.md, "Timing"): its device time and its host
+// time (Op::host_start_ns, host_end_ns); 0 where the device reports none.
+struct OpTimes {
+  std::uint64_t device_start_ns = 0, device_end_ns = 0;
+  std::uint64_t host_start_ns = 0, host_end_ns = 0;
+};
+
 class OpObserver {
  public:
   virtual ~OpObserver() = default;
@@ -47,6 +54,11 @@ class OpObserver {
   // The op's final status and device timestamps (0 when the device reports none).
   virtual void on_complete(std::uint64_t op_id, const Status& status,
                            std::uint64_t device_start_ns, std::uint64_t device_end_ns) = 0;
+  // The same with the op's host times too. The engine calls this one; by default it passes the
+  // device times on to on_complete, so an observer that needs only those overrides that alone.
+  virtual void on_complete_timed(std::uint64_t op_id, const Status& status, const OpTimes& times) {
+    on_complete(op_id, status, times.device_start_ns, times.device_end_ns);
+  }
 };
 
 }  // namespace spyre_dma

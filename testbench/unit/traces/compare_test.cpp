@@ -26,21 +26,21 @@ TEST(Compare, RelativeErrorsStatisticsAndBounds) {
   const double sim[] = {9e3, 10e3, 11e3, 13e3};
   for (std::uint64_t i = 0; i < 4; ++i) {
     t.ops.push_back(copy(i + 1, 4096, 10e3));
-    r.ops.push_back({i + 1, 1e7 * static_cast<double>(i + 1), sim[i]});
+    r.ops.push_back({i + 1, 1e7 * static_cast<double>(i + 1), sim[i], 0, 0});
   }
   // A 256 B copy captured at one tick: a bound.
   t.ops.push_back(copy(5, 256, 1000));
-  r.ops.push_back({5, 5e7, 1800});
+  r.ops.push_back({5, 5e7, 1800, 0, 0});
   // A 32 MiB pageable copy 5% slow; a compute op (never compared).
   t.ops.push_back(copy(6, 32ull << 20, 1e6, HostMemory::kPageable));
-  r.ops.push_back({6, 6e7, 1.05e6});
+  r.ops.push_back({6, 6e7, 1.05e6, 0, 0});
   Op k;
   k.id = 7;
   k.kind = OpKind::kCompute;
   k.compute_ns = 500;
   k.duration_ns = 500;
   t.ops.push_back(k);
-  r.ops.push_back({7, 7e7, 500});
+  r.ops.push_back({7, 7e7, 500, 0, 0});
 
   const Comparison c = compare(t, r);
   ASSERT_EQ(c.ops.size(), 6u);
@@ -79,7 +79,7 @@ TEST(Compare, OpsWithoutADurationAreSkipped) {
   t.ops.push_back(copy(1, 4096, 1000));
   t.ops.back().duration_ns.reset();
   ReplayResult r;
-  r.ops.push_back({1, 0, 900});
+  r.ops.push_back({1, 0, 900, 0, 0});
   const Comparison c = compare(t, r);
   EXPECT_TRUE(c.ops.empty());
   EXPECT_EQ(c.skipped, 1u);

@@ -251,7 +251,7 @@ TEST(ConcurrentCompare, GroupsReportConcurrentSpanAndLatencyPointsApart) {
     (op.kind == OpKind::kH2D ? op.dst_alloc : op.src_alloc) = specs[i].device + 1u;
     op.duration_ns = specs[i].captured;
     t.ops.push_back(op);
-    r.ops.push_back(OpTiming{op.id, start[i], duration[i]});
+    r.ops.push_back(OpTiming{op.id, start[i], duration[i], 0, 0});
   }
   ASSERT_EQ(check_trace(t), "");
   const Comparison c = compare(t, r);

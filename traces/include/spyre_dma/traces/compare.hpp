@@ -48,8 +48,15 @@ struct GroupStats {
   double max_abs = 0;
 };
 
+// Which time a comparison sets against which (docs/engine.md, "Timing"): device time, the
+// captured duration_ns against the replayed ops' device times; or host time, the captured
+// host_duration_ns against the replayed ops' host times.
+enum class Timing : std::uint8_t { kDevice, kHost };
+const char* to_string(Timing timing);  // "device", "host"
+
 struct Comparison {
   std::string source;          // the captured trace's header.source
+  Timing timing = Timing::kDevice;
   double resolution_ns = 0;
   // Every copy and fill with a captured duration, and every span, in trace order; latency points
   // are in `latency`.
@@ -77,6 +84,9 @@ std::vector<GroupStats> group_stats(const std::vector<OpComparison>& ops);
 // each span's captured duration against the replayed span (latest end - earliest start of its
 // ops); kLatency, each op's device time, in `latency`. Throws TraceError (file "<trace>") for
 // groups concurrent_groups() rejects.
-Comparison compare(const Trace& captured, const ReplayResult& replayed);
+// With Timing::kHost, host times stand where device times stand above, and the captured figure
+// is the time the op added to its stream's captured host timeline too (host_start_ns; an op
+// without a captured host_duration_ns is skipped).
+Comparison compare(const Trace& captured, const ReplayResult& replayed, Timing timing = Timing::kDevice);
 
 }  // namespace spyre_dma::traces

@@ -45,6 +45,9 @@ class TraceRecorder : public spyre_dma::OpObserver {
   void on_submit(const spyre_dma::OpInfo& info) override;
   void on_complete(std::uint64_t op_id, const spyre_dma::Status& status, std::uint64_t device_start_ns,
                    std::uint64_t device_end_ns) override;
+  // Device and host times: the op's start_ns and duration_ns, its host_start_ns and host_duration_ns.
+  void on_complete_timed(std::uint64_t op_id, const spyre_dma::Status& status,
+                         const spyre_dma::OpTimes& times) override;
 
   // The trace so far, ops in id order. Completions reach the observer just after the ops are
   // published as done, so this first waits (up to `timeout`) until every op seen has completed;

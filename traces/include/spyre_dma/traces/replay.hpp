@@ -11,7 +11,9 @@
 // (Op::device_start_ns / device_end_ns; simulated time on sim, the device's clock on refdev).
 // By default ops are issued as fast as their dependencies allow. With honour_start_times, each
 // op (that has a captured start_ns) is held until the device's time has reached its captured
-// start relative to the trace's first captured start: on a host-driven device (sim) the replay
+// start relative to the trace's first captured start (where the capture recorded the op's call,
+// host_start_ns, that instead: the device start then follows from the model, as it followed from
+// the device, and host times compare too): on a host-driven device (sim) the replay
 // submits a compute op of the remaining gap on the op's stream ahead of it (simulated time, so
 // the replay stays deterministic); on a self-timed device (refdev) it sleeps on the wall clock.
 #pragma once
@@ -47,6 +49,10 @@ struct OpTiming {
   std::uint64_t id;    // the trace op's id
   double start_ns;     // device start, relative to the replay's first device start
   double duration_ns;  // device end - device start (0 for ops that do not reach the device)
+  // Host time (docs/engine.md, "Timing"), where the device gives it: the call that submitted the
+  // op, relative to the same origin, and from there to the completion the engine saw.
+  double host_start_ns = 0;
+  double host_duration_ns = 0;
 };
 
 struct ReplayResult {

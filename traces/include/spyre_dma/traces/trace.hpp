@@ -71,6 +71,10 @@ struct Op {
   std::optional<double> issue_ns;    // host issue time (trace clock), e.g. cudaMemcpyAsync start
   std::optional<double> start_ns;    // captured device start
   std::optional<double> duration_ns; // captured device duration
+  // Captured host time (docs/engine.md, "Timing"): the call that submitted the op (on start_ns's
+  // clock) and from there to the completion the host saw, staging copies included.
+  std::optional<double> host_start_ns;
+  std::optional<double> host_duration_ns;
 };
 
 struct Trace {
