@@ -205,13 +205,8 @@ int run_validate(const ValidateOptions& o) {
   // sweep waited on the host between transfers, which the trace records only as start times, and
   // a replay without them would reorder copies of overlapping ranges on different streams.
   if (o.replay_copies > 0) {
-    std::map<std::pair<std::string, std::uint64_t>, int> seen;
-    std::vector<bool> keep(trace.ops.size(), true);
-    for (std::size_t i = 0; i < trace.ops.size(); ++i) {
-      const st::Op& op = trace.ops[i];
-      if (op.bytes == 0) continue;
-      keep[i] = ++seen[{st::direction_name(op), op.bytes}] <= o.replay_copies;
-    }
+    const std::vector<bool> keep = st::first_copies_per_size(trace, std::vector<bool>(trace.ops.size(), true),
+                                                             static_cast<std::size_t>(o.replay_copies));
     trace = st::sub_trace(trace, keep);
     st::write_trace_file(trace, (out / "trace-replayed.jsonl").string());
   }

@@ -365,15 +365,7 @@ CalibrationResult calibrate_ranks(const std::vector<const Trace*>& ranks, const 
     }
     judged.push_back(k);
     fit_masks.push_back(select_ops(*trace, options.fit));
-    std::vector<bool> replay_mask = fit_masks.back();
-    if (options.fit_copies_per_size > 0) {
-      std::map<std::tuple<OpKind, HostMemory, std::uint64_t>, std::size_t> seen;
-      for (std::size_t i = 0; i < trace->ops.size(); ++i) {
-        if (!replay_mask[i]) continue;
-        const Op& op = trace->ops[i];
-        if (++seen[{op.kind, op.host, op.bytes}] > options.fit_copies_per_size) replay_mask[i] = false;
-      }
-    }
+    const std::vector<bool> replay_mask = first_copies_per_size(*trace, fit_masks.back(), options.fit_copies_per_size);
     fit_traces.push_back(sub_trace(*trace, replay_mask));
     for (const Op& op : fit_traces.back().ops) usable += measurable(op, trace->header.resolution_ns) ? 1 : 0;
   }
@@ -486,9 +478,16 @@ CalibrationResult calibrate_ranks(const std::vector<const Trace*>& ranks, const 
         continue;
       }
       result.unidentified.push_back(params[i].key);
+      // What the replays then use: the base's value (not the start the trace suggested).
+      std::string kept = "the engine's default";
+      if (is_staging_piece(params[i])) {
+        if (options.staging_buffer_bytes) kept = fmt::format("{}", options.staging_buffer_bytes);
+      } else if (const json b = model::to_json(base); b.contains(pointer(params[i].key))) {
+        kept = fmt::format("{:.4g}", b.at(pointer(params[i].key)).get<double>());
+      }
       result.notes.push_back(fmt::format("{}: the fit copies cannot determine it (a 10% step moves the copies it "
-                                         "governs by under 0.2%); left at {:.4g}",
-                                         params[i].key, params[i].initial));
+                                         "governs by under 0.2%); left at the base's {}",
+                                         params[i].key, kept));
     }
     if (seen.size() != params.size()) {
       params = std::move(seen);

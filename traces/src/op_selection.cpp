@@ -1,12 +1,14 @@
 // Which copies a calibration fits and which it holds out (calibrate.hpp: OpSelection,
-// parse_selection, select_ops, sub_trace).
+// parse_selection, select_ops, first_copies_per_size, sub_trace).
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <regex>
 #include <stdexcept>
+#include <tuple>
 #include <unordered_set>
 
 #include "spyre_dma/traces/calibrate.hpp"
@@ -92,6 +94,32 @@ std::vector<bool> select_ops(const Trace& trace, const OpSelection& sel) {
     }
   }
   return out;
+}
+
+std::vector<bool> first_copies_per_size(const Trace& trace, std::vector<bool> mask, std::size_t per_size) {
+  if (per_size == 0) return mask;
+  using Size = std::tuple<OpKind, HostMemory, std::uint64_t>;
+  std::map<Size, std::size_t> seen;
+  // The call in progress: the copies called while one of them was outstanding, the time its last
+  // one was seen done, and the verdict on each size in it.
+  std::map<Size, bool> in_call;
+  std::optional<double> call_end;
+  for (std::size_t i = 0; i < trace.ops.size(); ++i) {
+    const Op& op = trace.ops[i];
+    if (!is_copy(op)) continue;
+    const bool timed = op.host_start_ns && op.host_duration_ns;
+    if (!(timed && call_end && *op.host_start_ns < *call_end)) {
+      in_call.clear();
+      call_end.reset();
+    }
+    if (timed) call_end = std::max(call_end.value_or(0.0), *op.host_start_ns + *op.host_duration_ns);
+    if (!mask[i]) continue;
+    const Size size{op.kind, op.host, op.bytes};
+    auto verdict = in_call.find(size);
+    if (verdict == in_call.end()) verdict = in_call.emplace(size, ++seen[size] <= per_size).first;
+    mask[i] = verdict->second;
+  }
+  return mask;
 }
 
 Trace sub_trace(const Trace& trace, const std::vector<bool>& keep) {

@@ -110,17 +110,24 @@ std::optional<double> first_held_time(const Trace& trace) {
   return first;
 }
 
-// Whether the capture's caller called `next` before it saw `op` done (both with captured host times).
-bool called_ahead(const Op& op, const Op& next) {
-  if (!op.host_start_ns || !op.host_duration_ns || !next.host_start_ns) return false;
-  return *next.host_start_ns < *op.host_start_ns + *op.host_duration_ns;
+// What the capture's caller knew of `op` when it called `later` (a later op), from their captured
+// host times: it had seen `op` done (it may have waited for it), or it called `later` while `op`
+// was outstanding; nothing without host times.
+enum class SeenDone : std::uint8_t { kUnknown, kSeenDone, kOutstanding };
+SeenDone seen_done(const Op& op, const Op& later) {
+  if (!op.host_start_ns || !op.host_duration_ns || !later.host_start_ns) return SeenDone::kUnknown;
+  return *later.host_start_ns >= *op.host_start_ns + *op.host_duration_ns ? SeenDone::kSeenDone
+                                                                           : SeenDone::kOutstanding;
 }
 
 class Replayer {
  public:
   Replayer(const Trace& trace, spyre_dma::backend::Instance backend, const ReplayOptions& options)
       : trace_(trace), backdoor_(backend.memory), clock_(backend.clock), options_(options) {
-    host_driven_ = backend.device->describe().progress == spyre_dma::Progress::kHostDriven;
+    const spyre_dma::DeviceDescription described = backend.device->describe();
+    host_driven_ = described.progress == spyre_dma::Progress::kHostDriven;
+    // The engine owns the device from here on, and this replay owns the engine.
+    if (described.host_clock) host_clock_ = backend.device.get();
     spyre_dma::EngineOptions eo;
     if (options_.staging_buffer_bytes) eo.staging_buffer_bytes = options_.staging_buffer_bytes;
     engine_ = spyre_dma::Engine::open(std::move(backend.device), eo);
@@ -131,6 +138,7 @@ class Replayer {
   ReplayResult run() {
     begin();
     for (std::size_t i = 0; i < trace_.ops.size(); ++i) {
+      wait_seen_done(trace_.ops[i]);
       if (options_.honour_start_times) hold_until_start(trace_.ops[i]);
       submit(i);
       while (inflight_.size() >= kWindowOps || inflight_bytes_ > kWindowBytes) reclaim_front(true);
@@ -142,7 +150,8 @@ class Replayer {
       // A capture that recorded host times says more: an op its caller called before it saw the
       // previous one of the stream done was issued without that step, and is so here.
       const bool same_stream = i + 1 < trace_.ops.size() && trace_.ops[i + 1].stream == trace_.ops[i].stream;
-      if ((same_stream && !called_ahead(trace_.ops[i], trace_.ops[i + 1])) || i + 1 == trace_.ops.size()) {
+      if ((same_stream && seen_done(trace_.ops[i], trace_.ops[i + 1]) != SeenDone::kOutstanding) ||
+          i + 1 == trace_.ops.size()) {
         while (!inflight_.empty() && inflight_.front().op.done()) reclaim_front(false);
       }
     }
@@ -171,6 +180,7 @@ class Replayer {
     while (next_ < trace_.ops.size()) {
       if (inflight_.size() >= kWindowOps || inflight_bytes_ > kWindowBytes) return false;
       if (!remote_deps_done(next_)) return false;
+      if (!seen_done_ready(trace_.ops[next_])) return false;
       if (options_.honour_start_times && !held_to_start(trace_.ops[next_])) return false;
       submit(next_++);
     }
@@ -261,6 +271,32 @@ class Replayer {
 
   double device_now_ns() { return clock_ ? clock_->now_ns() : 0; }
 
+  // The host's present on a host-driven device's clock: later than the device's time while the
+  // host still copies through staging (one calling thread does those before it calls again).
+  double host_now_ns() {
+    const double device = device_now_ns();
+    return host_clock_ ? std::max(device, static_cast<double>(host_clock_->host_time_ns())) : device;
+  }
+
+  // Before an op is called: the ops its capture's caller had seen done (their captured host times
+  // end before its call) are done here too, whatever the replayed device's speed: the caller's
+  // waits are dependencies as much as its events are, and copies it ran one after another must not
+  // overlap on a slower device. Only ops of this device; nothing for a trace without host times.
+  void wait_seen_done(const Op& op) {
+    for (InFlight& f : inflight_) {
+      if (seen_done(trace_.ops[f.index], op) != SeenDone::kSeenDone || f.op.done()) continue;
+      const auto left = std::max(Clock::duration::zero(), deadline_ - Clock::now());
+      (void)f.op.wait(left);  // its status is taken when it is reclaimed
+    }
+  }
+  // The stepping form of wait_seen_done(): whether they are done.
+  bool seen_done_ready(const Op& op) {
+    for (InFlight& f : inflight_) {
+      if (seen_done(trace_.ops[f.index], op) == SeenDone::kSeenDone && !f.op.done()) return false;
+    }
+    return true;
+  }
+
   // Holds the op until the device's time reaches its held_time(), relative to the first.
   void hold_until_start(const Op& op) {
     if (!held_time(op) || !first_start_) return;
@@ -268,7 +304,7 @@ class Replayer {
     if (host_driven_) {
       if (!clock_) return;
       if (!sim_t0_) sim_t0_ = clock_->now_ns();
-      const double now = clock_->now_ns() - *sim_t0_;
+      const double now = host_now_ns() - *sim_t0_;
       if (now >= target) return;
       // Simulated time moves only while the device has work: a timed compute of the gap on a
       // stream of its own makes it reach the target, deterministically.
@@ -310,7 +346,7 @@ class Replayer {
       return true;
     }
     if (!sim_t0_) sim_t0_ = clock_->now_ns();
-    const double now = clock_->now_ns() - *sim_t0_;
+    const double now = host_now_ns() - *sim_t0_;
     if (now >= target) return true;
     if (!clock_stream_.valid()) clock_stream_ = engine_->create_stream();
     hold_ = clock_stream_.compute(std::chrono::nanoseconds(static_cast<std::int64_t>(target - now)));
@@ -536,6 +572,7 @@ class Replayer {
   const Trace& trace_;
   spyre_dma::backend::MemoryBackdoor* backdoor_;
   spyre_dma::backend::SimulatedClock* clock_;
+  spyre_dma::Device* host_clock_ = nullptr;  // the device, where it gives the host's present
   const ReplayOptions& options_;
   bool host_driven_ = false;
   std::optional<double> sim_t0_;

@@ -36,6 +36,13 @@ std::uint64_t parse_bytes(const std::string& text);
 // Per op of `trace`: whether it is a copy or fill that `selection` takes.
 std::vector<bool> select_ops(const Trace& trace, const OpSelection& selection);
 
+// `mask` (one entry per op of `trace`) narrowed to the first `per_size` copies of each size
+// (direction, host memory, bytes) it selects, in trace order; 0: `mask` as is. Copies the
+// capture's caller called together (each called before it saw one of the others done, by their
+// captured host times) count as one, so that a transfer split over streams is kept whole or left
+// out whole; without host times each copy counts alone.
+std::vector<bool> first_copies_per_size(const Trace& trace, std::vector<bool> mask, std::size_t per_size);
+
 // A trace with the copies and fills `keep` does not select removed (other ops kept, dependencies
 // on removed ops dropped, unused allocations removed).
 Trace sub_trace(const Trace& trace, const std::vector<bool>& keep);
