@@ -4,9 +4,10 @@
 //   2. the trace replayed on the model configured for the same link (--model-preset) and
 //      compared op by op;
 //   3. the model calibrated on one size range (--fit-sizes) and checked on another
-//      (--check-sizes, registered copies: each direction's median |error| within --tolerance);
-//   4. report.md, report.json, trace.jsonl, compare.json (compare-host.json: the same in host
-//      time, reported, not judged), calibrated.json and plot.png in --out.
+//      (--check-sizes, registered copies: each direction's median |error| within --tolerance),
+//      in the time --timing names (device, the default, or host);
+//   4. report.md, report.json, trace.jsonl, compare.json and compare-host.json (the replay in
+//      device and in host time), calibrated.json and plot.png in --out.
 // Exit status: 0 the check passed; 1 it failed or a transfer failed; 2 a usage error.
 #pragma once
 
@@ -30,6 +31,9 @@ struct ValidateOptions {
   std::string fit_sizes = "below:64MiB";
   std::string check_sizes = "atleast:64MiB";
   double tolerance = 0.05;
+  // What the sweep reports and the check judges (docs/engine.md, "Timing"): "device" (first CB
+  // start to last CB end) or "host" (the call to the completion the engine saw, staging included).
+  std::string timing = "device";
   bool no_calibrate = false;
   bool no_plot = false;
   std::string fidelity = "burst";  // of the replays
