@@ -1,5 +1,6 @@
 """The trace tools from Python: capture, read and write, import, replay, compare, calibrate."""
 
+import json
 import os
 
 import numpy as np
@@ -111,7 +112,10 @@ def test_bandwidth_test_import_and_calibrate(tmp_path):
     cal.save_config(out)
     # The file loads back to the fitted configuration.
     assert spyre_dma.model_config(config=out) == cal.config
-    assert "rms log error" in open(out).read()
+    # Strict JSON (any reader opens it), saying where it came from.
+    with open(out) as f:
+        about = json.load(f)["about"]
+    assert about["made_by"] == "spyre-dma trace calibrate" and about["rms_log_error"] == cal.rms_log_error
 
 
 def test_ranks_calibrate_together(tmp_path):
@@ -123,7 +127,8 @@ def test_ranks_calibrate_together(tmp_path):
     assert len(cal.fit.ops) == 2 * len(alone.fit.ops) > 0
     out = str(tmp_path / "node.json")
     cal.save_config(out)
-    assert " + " in open(out).readline()  # the file names both traces
+    with open(out) as f:
+        assert " + " in json.load(f)["about"]["trace"]  # the file names both traces
     # A server preset keeps its arrangement with one device per trace: two behind one switch.
     assert spyre_dma.calibrate([t, t], preset="dgx-a100-gen4", max_replays=4).config["topology"]["devices"] == 2
     with pytest.raises(ValueError, match="empty list"):

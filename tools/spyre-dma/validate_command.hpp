@@ -1,11 +1,12 @@
 // `spyre-dma validate`: the standard validation of a backend against the model (docs/validation.md).
 //   1. a size sweep on the backend (H2D and D2H, registered and pageable, each stream count),
-//      timed on the device clock, median of --repeat runs, recorded as a trace;
+//      timed in the time --timing names (device, the default, or host), median of --repeat
+//      runs, recorded as a trace;
 //   2. the trace replayed on the model configured for the same link (--model-preset) and
 //      compared op by op;
-//   3. the model calibrated on one size range (--fit-sizes) and checked on another
-//      (--check-sizes, registered copies: each direction's median |error| within --tolerance),
-//      in the time --timing names (device, the default, or host);
+//   3. the model calibrated on one size range (--fit-sizes) and checked: registered copies of
+//      --check-sizes, every group of the held-out copies and of the fit copies, each within
+//      --tolerance by median |error|, and no fit group made worse by the calibration;
 //   4. report.md, report.json, trace.jsonl, compare.json and compare-host.json (the replay in
 //      device and in host time), calibrated.json and plot.png in --out.
 // Exit status: 0 the check passed; 1 it failed or a transfer failed; 2 a usage error.

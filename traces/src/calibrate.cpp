@@ -702,15 +702,19 @@ json CalibrationResult::preset_json() const {
 }
 
 void CalibrationResult::write_config_file(const std::string& path, const std::string& source) const {
-  // The loader accepts comments: the file says where it came from.
-  write_file_atomically(path, [&](std::ostream& out) {
-    out << fmt::format("// spyre-dma trace calibrate {} (fit: {}); rms log error {:.4f}\n", source, fit_selection,
-                       rms_log_error);
-    if (staging_buffer_bytes)
-      out << fmt::format("// replay with --staging-buffer {} (the fitted staging piece, a replay option)\n",
-                         staging_buffer_bytes);
-    out << preset_json().dump(2) << "\n";
-  });
+  // Strict JSON (any reader opens it), saying where it came from under "about", which the
+  // model's loader passes over.
+  json about = {{"made_by", "spyre-dma trace calibrate"},
+                {"trace", source},
+                {"fit", fit_selection},
+                {"rms_log_error", rms_log_error}};
+  if (staging_buffer_bytes) {
+    about["replay_staging_buffer_bytes"] = staging_buffer_bytes;
+    about["note"] = "replay with --staging-buffer replay_staging_buffer_bytes (the fitted staging piece, a replay option)";
+  }
+  json file = preset_json();
+  file["about"] = std::move(about);
+  write_file_atomically(path, file.dump(2) + "\n");
 }
 
 

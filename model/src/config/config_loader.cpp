@@ -93,6 +93,7 @@ void apply_object(const json& object, const std::string& prefix, SimConfig& conf
   for (auto it = object.begin(); it != object.end(); ++it) {
     const std::string path = prefix.empty() ? it.key() : prefix + "." + it.key();
     if (path == "preset") continue;  // the base, applied before everything else
+    if (path == "about") continue;   // where the file came from, for its reader (any JSON value)
     if (const Field* f = config::find_field(path)) {
       if (auto error = config::check_value(*f, it.value())) throw ConfigError(file, path, *error);
       f->put(config, it.value());

@@ -144,9 +144,9 @@ struct CalibrationResult {
   // A configuration file: the base preset's name and every key whose value differs from it
   // (the staging piece is a replay option, not part of it: compare --staging-buffer).
   nlohmann::json preset_json() const;
-  // preset_json() as a configuration file, atomically, headed by comments saying where it came
-  // from (`source`, the trace's header.source), its fit and error, and the staging piece to replay
-  // it with; the model's loader reads it back (--config).
+  // preset_json() as a configuration file, atomically, in strict JSON, with an "about" object
+  // saying where it came from (`source`, the trace's header.source), its fit and error, and the
+  // staging piece to replay it with; the model's loader reads it back (--config).
   void write_config_file(const std::string& path, const std::string& source) const;
   nlohmann::json to_json() const;
   std::string summary() const;
