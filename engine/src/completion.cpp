@@ -284,12 +284,30 @@ void EngineCore::complete(OpState& op, Status status, Work& work) {
   // ops of the other modes in submission order.
   if (s.options.ordering == Ordering::kPipelineFifo) publish(op, work);
   if (!op.final_status.ok() && s.first_error.ok()) s.first_error = op.final_status.get();
+  if (!op.final_status.ok()) poison_after(s, op);
   if (op.kind == OpKind::kD2H && op.started) {
     --s.live_d2h;
     if (op.staged) --s.live_staged_d2h;
   }
   if (s.gate.get() == &op) s.gate = nullptr;  // the window still holds it
   work.touched.push_back(&s);
+}
+
+void EngineCore::poison_after(StreamState& s, const OpState& failed) {
+  if (s.options.on_failure != FailurePolicy::kPropagate) return;
+  const Status status = failed.final_status.get();
+  // What reset() and close cancel, they cancel whole: nothing after it is left to fail, and work
+  // submitted after a reset runs.
+  if (status.code() == ErrorCode::kCancelled) return;
+  if (!s.poison.ok() && s.poison_seq < failed.seq) return;  // an earlier failure stands
+  s.poison = Status::dependency_failed(failed.id, status, to_string(failed.kind));
+  s.poison_seq = failed.seq;
+  // Ops after it already under way (CBs handed over, a record or an event wait passed) issue
+  // nothing more and complete with it once their CBs are back.
+  for (const auto& op : s.window) {
+    if (op->seq <= failed.seq || op->finished || !op->started) continue;
+    if (op->first_error.ok()) op->first_error = s.poison;
+  }
 }
 
 const std::shared_ptr<OpState>& EngineCore::owner(const OpState& op) {
@@ -313,7 +331,10 @@ void EngineCore::retire(StreamState& s, Work& work) {
       // Everything before the record has completed: its time is when the last of that finished
       // on the device, or when it was recorded if later (Event::device_time_ns).
       front->end_ns = std::max(front->start_ns, s.retired_end_ns);
-      complete(*front, Status(), work);
+      // A failure before it (on a propagating stream): the event carries it.
+      Status carried = front->first_error.get();
+      if (carried.ok() && s.poisoned_for(*front)) carried = s.poison;
+      complete(*front, std::move(carried), work);
     }
     if (front->device_work()) s.retired_end_ns = std::max(s.retired_end_ns, front->end_ns);
     // A staged D2H is over when its bytes are out of staging, as a pageable cudaMemcpyAsync is

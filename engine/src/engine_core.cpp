@@ -448,6 +448,12 @@ Status EngineCore::reset_device(Lock& lock, Work& work, std::chrono::nanoseconds
   }
   ++epoch_;  // with fail_everything: copy-ins still running outside the lock are abandoned
   fail_everything(Status(ErrorCode::kCancelled, "device reset"), work);
+  // The reset is the recovery: work submitted from here on runs (first_error still reports the
+  // failure to the next synchronize).
+  for (auto& s : streams_) {
+    s->poison = Status();
+    s->poison_seq = 0;
+  }
   settle_staging_jobs(lock, work, timeout);
   for (auto& q : queues_) q->program();
   staging_->release_quarantined();

@@ -191,6 +191,10 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   void finish_cb(std::uint32_t tag, const hw::ResponseBlock& rb, Work& work);
   void maybe_complete(OpState& op, Work& work);
   void complete(OpState& op, Status status, Work& work);
+  static Status awaited_status(const OpState& wait);
+  // After `failed` completed with an error, on a FailurePolicy::kPropagate stream: the ops of
+  // its stream after it fail with it.
+  void poison_after(StreamState& s, const OpState& failed);
   void publish(OpState& op, Work& work);  // done + on_complete, once
   // The window's reference to `op`, while it is in its stream's window (not yet retired).
   static const std::shared_ptr<OpState>& owner(const OpState& op);

@@ -132,6 +132,12 @@ struct StreamState {
   bool busy = false;     // a thread is copying into staging for this stream outside the lock
   bool blocked = false;  // waiting for a queue slot, tag, staging buffer, gate or event
   Status first_error;    // since the last synchronize
+  // What the ops after a failed one complete with (docs/engine.md, "When an op fails"): the first
+  // failure of the stream since the synchronize that saw it, as kDependencyFailed naming the failed
+  // op, and that op's seq; an op of a later seq runs nothing and completes with it.
+  Status poison;
+  std::uint64_t poison_seq = 0;
+  bool poisoned_for(const OpState& op) const noexcept { return !poison.ok() && op.seq > poison_seq; }
 };
 
 }  // namespace spyre_dma::detail

@@ -27,6 +27,14 @@ void EngineCore::pump_blocked(Work& work) {
   for (const auto& key : keys) pump(streams_[key.second - 1], work, false);
 }
 
+// What an event wait completes with once its record has: the failure the record carries (an op
+// before it failed on a propagating stream), else ok (a record a reset cancelled carries nothing).
+Status EngineCore::awaited_status(const OpState& wait) {
+  if (!wait.awaited) return Status();
+  Status carried = wait.awaited->final_status.get();
+  return carried.code() == ErrorCode::kDependencyFailed ? carried : Status();
+}
+
 bool EngineCore::can_start(StreamState& s, std::size_t index, const OpState& op) const {
   if (s.gate && !s.gate->finished) return false;
   auto earlier_done = [&] {
@@ -60,9 +68,10 @@ void EngineCore::pump(const std::shared_ptr<StreamState>& s, Work& work, bool fr
     set_blocked(s, true);
     return;
   }
-  if (s->gate && s->gate->kind == OpKind::kEventWait && !s->gate->finished &&
-      (!s->gate->awaited || s->gate->awaited->finished)) {
-    complete(*s->gate, Status(), work);
+  if (s->gate && s->gate->kind == OpKind::kEventWait && !s->gate->finished) {
+    OpState& wait = *s->gate;
+    if (!wait.first_error.ok()) complete(wait, wait.first_error.get(), work);  // an op before it failed
+    else if (!wait.awaited || wait.awaited->finished) complete(wait, awaited_status(wait), work);
   }
   std::vector<CopyIn> copy_ins;
   bool blocked = false;
@@ -79,6 +88,11 @@ void EngineCore::pump(const std::shared_ptr<StreamState>& s, Work& work, bool fr
     // until then). More staged H2D pieces join the same copy-in and keep their order.
     if (!copy_ins.empty() && op.device_work() && !(op.kind == OpKind::kH2D && op.staged)) break;
     if (!op.started) {
+      if (s->poisoned_for(op)) {  // an earlier op of the stream failed: this one runs nothing
+        complete(op, s->poison, work);
+        ++s->cursor;
+        continue;
+      }
       if (!can_start(*s, s->cursor, op)) {
         blocked = true;
         break;
@@ -93,7 +107,7 @@ void EngineCore::pump(const std::shared_ptr<StreamState>& s, Work& work, bool fr
           ++s->cursor;
           continue;
         case OpKind::kEventWait:
-          if (!op.awaited || op.awaited->finished) complete(op, Status(), work);
+          if (!op.awaited || op.awaited->finished) complete(op, awaited_status(op), work);
           else s->gate = s->window[s->cursor];
           ++s->cursor;
           continue;
@@ -387,10 +401,10 @@ void EngineCore::run_work(Lock& lock, Work& work) {
         const CallbackScope scope(this);
         (*op->host_fn)();
       } catch (const std::exception& e) {
-        st = Status(ErrorCode::kInvalidArgument, std::string(task ? "host task" : "host callback") + " threw: " + e.what());
+        st = Status(ErrorCode::kCallbackFailed, std::string(task ? "host task" : "host callback") + " threw: " + e.what());
       } catch (...) {
-        st = Status(ErrorCode::kInvalidArgument, std::string(task ? "host task" : "host callback") +
-                                                     " threw a non-std exception");
+        st = Status(ErrorCode::kCallbackFailed, std::string(task ? "host task" : "host callback") +
+                                                    " threw a non-std exception");
       }
       if (!task || !st.ok()) results.push_back({op, std::move(st)});
     }

@@ -174,6 +174,21 @@ Op Stream::compute(std::chrono::nanoseconds duration, Callback on_complete) {
   return Op(core->submit(state_, std::move(op)));
 }
 
+std::string_view to_string(OpKind kind) noexcept {
+  switch (kind) {
+    case OpKind::kH2D: return "h2d";
+    case OpKind::kD2H: return "d2h";
+    case OpKind::kD2D: return "d2d";
+    case OpKind::kFill: return "fill";
+    case OpKind::kCompute: return "compute";
+    case OpKind::kHostCallback: return "host_callback";
+    case OpKind::kEventRecord: return "event_record";
+    case OpKind::kEventWait: return "event_wait";
+    case OpKind::kHostTask: return "host_task";
+  }
+  return "unknown";
+}
+
 Op Stream::host_callback(std::function<void()> fn, Callback on_complete) {
   constexpr const char* what = "host_callback";
   auto core = core_of(state_, what);

@@ -170,7 +170,14 @@ Status EngineCore::wait_stream(StreamState& stream, std::chrono::nanoseconds tim
   if (!s.ok()) return s;
   Lock lock(mu_);
   Status first = stream.first_error;
-  if (clear_error) stream.first_error = Status();
+  if (clear_error) {
+    stream.first_error = Status();
+    // The failure this synchronize saw is the caller's now: later ops run again.
+    if (!stream.poison.ok() && stream.poison_seq < target) {
+      stream.poison = Status();
+      stream.poison_seq = 0;
+    }
+  }
   return first;
 }
 
@@ -181,8 +188,10 @@ Status EngineCore::wait_event(const EventState& event, std::chrono::nanoseconds 
     marker = event.marker;
   }
   if (!marker) return Status();
+  // The failure before the record that the event carries (docs/engine.md, "When an op fails"),
+  // else ok: a record a reset cancelled carries nothing.
   Status s = wait_op(*marker, timeout);
-  return s.code() == ErrorCode::kWaitTimeout ? s : Status();
+  return s.code() == ErrorCode::kWaitTimeout || s.code() == ErrorCode::kDependencyFailed ? s : Status();
 }
 
 Status EngineCore::wait_all(std::chrono::nanoseconds timeout) {

@@ -22,10 +22,12 @@ from . import _native
 from ._native import (
     BackendError,
     CalibrationResult,
+    CallbackFailed,
     Cancelled,
     Closed,
     Comparison,
     ConfigError,
+    DependencyFailed,
     DeviceBuffer,
     DeviceError,
     DeviceFault,
@@ -65,7 +67,8 @@ from ._native import (
 from .regress import read_regress_results, regress, regress_frame
 
 __all__ = [
-    "BackendError", "CalibrationResult", "Cancelled", "Closed", "Comparison", "ConfigError", "DeviceBuffer",
+    "BackendError", "CalibrationResult", "CallbackFailed", "Cancelled", "Closed", "Comparison", "ConfigError",
+    "DependencyFailed", "DeviceBuffer",
     "DeviceError", "DeviceFault", "DeviceTimeout", "Engine", "Error", "ErrorCode", "Event", "HostBuffer",
     "InvalidArgument", "IommuFault", "Op", "OpKind", "OutOfMemory", "OutputError", "PeerUnreachable",
     "RemoteAccess", "ReplayResult", "Status",

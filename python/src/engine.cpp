@@ -273,6 +273,11 @@ Ordering ordering(const std::string& name) {
   if (name == "pipeline_fifo") return Ordering::kPipelineFifo;
   throw InvalidArgument(fmt::format("ordering \"{}\": expected strict, op_ordered or pipeline_fifo", name));
 }
+FailurePolicy failure_policy(const std::string& name) {
+  if (name == "isolate") return FailurePolicy::kIsolate;
+  if (name == "propagate") return FailurePolicy::kPropagate;
+  throw InvalidArgument(fmt::format("on_failure \"{}\": expected isolate or propagate", name));
+}
 
 std::string setting_value(py::handle v) {
   if (py::isinstance<py::str>(v)) return v.cast<std::string>();
@@ -607,7 +612,7 @@ void bind_engine(py::module_& m) {
                     try {
                       py::handle{f}();
                     } catch (py::error_already_set& e) {
-                      throw std::runtime_error(e.what());  // fails the op with InvalidArgument
+                      throw std::runtime_error(e.what());  // fails the op with CallbackFailed, the text kept
                     }
                   },
                   std::move(cb));
@@ -617,7 +622,7 @@ void bind_engine(py::module_& m) {
           "Runs fn() once every earlier op of the stream has completed, on the thread inside the engine\n"
           "that finds it ready (an engine thread, one that waits or polls, or this one at submission\n"
           "when nothing before it is pending); later ops wait for it. An exception from fn fails the op\n"
-          "with InvalidArgument.")
+          "with CallbackFailed (its text in the message) and the stream's later ops with DependencyFailed.")
       .def(
           "record", [](PyStream& s, const PyEvent& e) { return submit(s, py::none(), py::none(), [&](Callback) { return s.stream.record(e.event); }); },
           py::arg("event"))
@@ -697,16 +702,22 @@ void bind_engine(py::module_& m) {
            py::arg("device_memory_bytes") = py::none())
       .def(
           "create_stream",
-          [](const Handle& h, const std::string& order, int priority, const std::string& name) {
+          [](const Handle& h, const std::string& order, int priority, const std::string& name,
+             const std::string& on_failure) {
             StreamOptions o;
             o.ordering = ordering(order);
             o.priority = priority;
             o.name = name;
+            o.on_failure = failure_policy(on_failure);
             return PyStream{h, h->engine().create_stream(o)};
           },
           py::arg("ordering") = "strict", py::arg("priority") = 0, py::arg("name") = "",
+          py::arg("on_failure") = "isolate",
           "A new stream. ordering: strict (default), op_ordered or pipeline_fifo; higher priority runs\n"
-          "first when streams compete for queue slots or staging buffers.")
+          "first when streams compete for queue slots or staging buffers. on_failure: isolate (default:\n"
+          "each op stands alone) or propagate (the ops after a failed one, and after a wait on an event\n"
+          "recorded behind it, raise DependencyFailed naming it and run nothing, until a synchronize of\n"
+          "the stream has raised the failure).")
       .def("create_event", [](const Handle& h) { return PyEvent{h, h->engine().create_event()}; })
       .def(
           "allocate",

@@ -13,7 +13,7 @@
 namespace spyre_dma::python {
 namespace {
 
-constexpr std::size_t kCodes = static_cast<std::size_t>(ErrorCode::kRemoteAccess) + 1;
+constexpr std::size_t kCodes = static_cast<std::size_t>(ErrorCode::kCallbackFailed) + 1;
 
 // The classes, made once when the module loads and kept for the process (the module is never
 // unloaded), so that the translator never looks them up by name.
@@ -63,6 +63,7 @@ void raise_status(const Status& s) {
   a["code"] = py::cast(s.code());
   a["message"] = s.message();
   a["device"] = device_detail(s);
+  a["failed_op"] = s.failed_op() ? py::cast(s.failed_op()) : py::none();
   raise(classes().by_code[static_cast<std::size_t>(s.code())], s.message(), a);
 }
 
@@ -91,7 +92,9 @@ void bind_errors(py::module_& m) {
       .value("WAIT_TIMEOUT", ErrorCode::kWaitTimeout)
       .value("CLOSED", ErrorCode::kClosed)
       .value("PEER_UNREACHABLE", ErrorCode::kPeerUnreachable)
-      .value("REMOTE_ACCESS", ErrorCode::kRemoteAccess);
+      .value("REMOTE_ACCESS", ErrorCode::kRemoteAccess)
+      .value("DEPENDENCY_FAILED", ErrorCode::kDependencyFailed)
+      .value("CALLBACK_FAILED", ErrorCode::kCallbackFailed);
 
   py::class_<Status>(m, "Status",
                      "What an operation completed with: ok, or an error code, its message and, for errors the\n"
@@ -100,6 +103,9 @@ void bind_errors(py::module_& m) {
       .def_property_readonly("code", &Status::code, "The ErrorCode.")
       .def_property_readonly("message", &Status::message, "The engine's message ('' when ok).")
       .def_property_readonly("device", &device_detail, "The device's report (dict) for device errors, else None.")
+      .def_property_readonly(
+          "failed_op", [](const Status& s) { return s.failed_op() ? py::cast(s.failed_op()) : py::none(); },
+          "DEPENDENCY_FAILED: the id of the op that failed first (its status is in the message), else None.")
       .def("__bool__", &Status::ok)
       .def("__str__", &Status::to_string)
       .def("__repr__", [](const Status& s) { return "<spyre_dma.Status " + s.to_string() + ">"; })
@@ -134,6 +140,12 @@ void bind_errors(py::module_& m) {
       {ErrorCode::kPeerUnreachable, "PeerUnreachable",
        "The peer that owns the remote memory cannot be reached (never reached, or gone).", nullptr},
       {ErrorCode::kRemoteAccess, "RemoteAccess", "The peer refused the access: a key it never issued or revoked.",
+       nullptr},
+      {ErrorCode::kDependencyFailed, "DependencyFailed",
+       "An op it depends on failed (an earlier op of its stream, or one before the event it waits on); it ran\n"
+       "nothing. Attribute failed_op: the id of the op that failed first.",
+       nullptr},
+      {ErrorCode::kCallbackFailed, "CallbackFailed", "A host callback or host task raised; the message holds its text.",
        nullptr},
   };
   for (const Kind& k : kinds) {

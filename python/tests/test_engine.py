@@ -164,11 +164,11 @@ def test_a_failing_host_callback_fails_its_op(engine):
         raise RuntimeError("boom from Python")
 
     op = s.host_callback(boom)
-    with pytest.raises(spyre_dma.InvalidArgument, match="boom from Python"):
+    with pytest.raises(spyre_dma.CallbackFailed, match="boom from Python"):
         op.wait(timeout=30)
-    with pytest.raises(spyre_dma.InvalidArgument, match="boom from Python"):
+    with pytest.raises(spyre_dma.CallbackFailed, match="boom from Python"):
         s.synchronize()
-    assert op.status().code == spyre_dma.ErrorCode.INVALID_ARGUMENT
+    assert op.status().code == spyre_dma.ErrorCode.CALLBACK_FAILED
     s.synchronize()  # cleared by the previous synchronize
 
 
@@ -355,3 +355,41 @@ def test_close_while_another_thread_waits(refdev):
     assert refdev.closed
     with pytest.raises(spyre_dma.Closed):
         refdev.synchronize()
+
+
+def test_a_propagating_stream_fails_what_follows_a_failure(engine):
+    # docs/engine.md, "When an op fails": DependencyFailed names the op that failed first; nothing
+    # behind it runs, on its stream or on a stream that waits on an event recorded behind it.
+    a = engine.create_stream(on_failure="propagate")
+    b = engine.create_stream(on_failure="propagate")
+    buf = engine.allocate(4096)
+    a.fill(buf, 0x01010101).wait(timeout=30)
+    ev = engine.create_event()
+
+    def boom():
+        raise RuntimeError("no input")
+
+    bad = a.host_callback(boom)
+    after = a.fill(buf, 0x02020202)
+    a.record(ev)
+    b.wait(ev)
+    out = np.full(4096, 0x5A, dtype=np.uint8)
+    d2h = b.copy_d2h(out, buf)
+    with pytest.raises(spyre_dma.CallbackFailed, match="no input"):
+        bad.wait(timeout=30)
+    for op in (after, d2h):
+        with pytest.raises(spyre_dma.DependencyFailed) as e:
+            op.wait(timeout=30)
+        assert e.value.failed_op == bad.id and "no input" in e.value.message
+        assert op.status().failed_op == bad.id
+    assert (out == 0x5A).all()
+    with pytest.raises(spyre_dma.DependencyFailed):
+        ev.synchronize()
+    with pytest.raises(spyre_dma.CallbackFailed):
+        a.synchronize()
+    with pytest.raises(spyre_dma.DependencyFailed):
+        b.synchronize()
+    b.copy_d2h(out, buf).wait(timeout=30)  # each synchronize cleared its stream
+    assert (out == 0x01).all()
+    with pytest.raises(spyre_dma.InvalidArgument, match="on_failure"):
+        engine.create_stream(on_failure="sometimes")

@@ -17,8 +17,19 @@ std::string_view to_string(ErrorCode code) noexcept {
     case ErrorCode::kClosed: return "engine closed";
     case ErrorCode::kPeerUnreachable: return "peer unreachable";
     case ErrorCode::kRemoteAccess: return "remote access refused";
+    case ErrorCode::kDependencyFailed: return "dependency failed";
+    case ErrorCode::kCallbackFailed: return "callback failed";
   }
   return "unknown error";
+}
+
+Status Status::dependency_failed(std::uint64_t failed_op, const Status& cause, std::string_view failed_kind) {
+  if (cause.code() == ErrorCode::kDependencyFailed) return cause;  // the first failure, carried on
+  Status s(ErrorCode::kDependencyFailed,
+           "op " + std::to_string(failed_op) + " (" + std::string(failed_kind) + ") failed first: " + cause.to_string(),
+           cause.device());
+  s.failed_op_ = failed_op;
+  return s;
 }
 
 std::string Status::to_string() const {
@@ -43,6 +54,8 @@ void Status::throw_if_error() const {
     case ErrorCode::kClosed: throw Closed(text);
     case ErrorCode::kPeerUnreachable: throw PeerUnreachable(text);
     case ErrorCode::kRemoteAccess: throw RemoteAccess(text);
+    case ErrorCode::kDependencyFailed: throw DependencyFailed(text);
+    case ErrorCode::kCallbackFailed: throw CallbackFailed(text);
   }
   throw Error(code_, text);
 }

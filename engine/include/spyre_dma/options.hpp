@@ -64,8 +64,22 @@ enum class Ordering : std::uint8_t {
   kPipelineFifo,
 };
 
+// What an op's failure does to the ops of its stream after it (docs/engine.md, "When an op
+// fails").
+enum class FailurePolicy : std::uint8_t {
+  // Each op stands alone: the ops after a failed one run as if it had succeeded. What a
+  // verification run wants, to see exactly which ops a fault hit.
+  kIsolate,
+  // A runtime's rule (CUDA's sticky errors, per stream; flex's poisoned events): every op after
+  // the failed one, and every op after a wait on an event recorded behind it, completes with
+  // kDependencyFailed naming it and runs nothing, until a synchronize of the stream has returned
+  // the failure (or the engine is reset).
+  kPropagate,
+};
+
 struct StreamOptions {
   Ordering ordering = Ordering::kStrict;
+  FailurePolicy on_failure = FailurePolicy::kIsolate;
   // Higher runs first when streams compete for queue slots or staging buffers.
   int priority = 0;
   std::string name;

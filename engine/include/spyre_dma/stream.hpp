@@ -33,6 +33,8 @@ inline constexpr std::chrono::nanoseconds kDefaultWait = 600s;
 enum class OpKind : std::uint8_t {
   kH2D, kD2H, kD2D, kFill, kCompute, kHostCallback, kEventRecord, kEventWait, kHostTask,
 };
+// "h2d", "d2h", "d2d", "fill", "compute", "host_callback", "event_record", "event_wait", "host_task".
+std::string_view to_string(OpKind kind) noexcept;
 
 // How a Stream::host_task ends: call it once, from any thread, with the task's status (ok, or the
 // error the op completes with). Calls after the first, and calls after the op was cancelled
@@ -86,6 +88,9 @@ class Event {
   bool valid() const noexcept { return state_ != nullptr; }
   // True when never recorded, or when everything before its latest record has completed.
   bool query() const;
+  // Waits for the latest record; returns ok, kWaitTimeout, or kDependencyFailed when an op
+  // before the record failed on a FailurePolicy::kPropagate stream (the event carries the
+  // failure: a wait on it fails, and on a propagating stream so does everything after the wait).
   Status synchronize(std::chrono::nanoseconds timeout = kDefaultWait) const;
   // The device's clock, in ns, at the latest record: when everything before it in its stream had
   // finished on the device, or when it was recorded if that was later (an idle stream). 0 until
@@ -125,12 +130,12 @@ class Stream {
   // Runs `fn` once every earlier operation of the stream has completed, on the thread inside the
   // engine that finds it ready (the poller, a thread that waits or polls, or this one, at
   // submission, when nothing before it is pending); later operations wait for it. An exception
-  // thrown by fn fails the op with kInvalidArgument.
+  // thrown by fn fails the op with kCallbackFailed (its text in the message).
   Op host_callback(std::function<void()> fn, Callback on_complete = {});
   // Like host_callback, but for work the host carries out asynchronously (a remote transfer):
   // `start` runs once every earlier operation of the stream has completed, and the op completes
   // when its TaskCompletion is called (during start, or later from any thread), not when start
-  // returns; later operations wait for it. If start throws, the op fails with kInvalidArgument.
+  // returns; later operations wait for it. If start throws, the op fails with kCallbackFailed.
   // reset() and close cancel a task still running (kCancelled); the work it started is the
   // caller's to stop.
   Op host_task(std::function<void(TaskCompletion)> start, Callback on_complete = {});
@@ -140,7 +145,9 @@ class Stream {
   // True when every operation submitted so far has completed.
   bool query() const;
   // Waits for every operation submitted so far; returns the first error any of them completed
-  // with since the previous synchronize (which then clears it), or kWaitTimeout.
+  // with since the previous synchronize (which then clears it), or kWaitTimeout. On a
+  // FailurePolicy::kPropagate stream a failed op fails every later op (kDependencyFailed) until
+  // a synchronize has returned its failure, or a reset (docs/engine.md, "When an op fails").
   Status synchronize(std::chrono::nanoseconds timeout = kDefaultWait);
   // The first error since the last synchronize, without waiting or clearing.
   Status error() const;

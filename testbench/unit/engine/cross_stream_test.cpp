@@ -196,18 +196,19 @@ TEST(HostCallbacks, OrderedWithDeviceOps) {
   EXPECT_TRUE(bytes_equal(second.data(), out.data(), n));
 }
 
-// A callback that throws fails its op (kInvalidArgument) and the stream's error, not the engine.
+// A callback that throws fails its op (kCallbackFailed, its text kept) and the stream's error,
+// not the engine; on a stream that isolates failures (the default) the next op runs.
 TEST(HostCallbacks, ThrowingCallbackFailsItsOp) {
   Rig rig = make_rig();
   Engine& e = *rig.engine;
   Stream s = e.create_stream();
   Op bad = s.host_callback([] { throw std::runtime_error("boom"); });
   Op good = s.host_callback([] {});
-  EXPECT_EQ(bad.wait(kWait).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(bad.wait(kWait).code(), ErrorCode::kCallbackFailed);
   EXPECT_NE(bad.status().message().find("boom"), std::string::npos);
   SPYRE_EXPECT_OK(good.wait(kWait));
-  EXPECT_EQ(s.error().code(), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(s.synchronize(kWait).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(s.error().code(), ErrorCode::kCallbackFailed);
+  EXPECT_EQ(s.synchronize(kWait).code(), ErrorCode::kCallbackFailed);
   SPYRE_EXPECT_OK(s.error());
 }
 

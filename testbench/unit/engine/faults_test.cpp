@@ -232,6 +232,45 @@ TEST(IommuFault, UnmappedRegistrationFailsTheOp) {
   EXPECT_EQ(e.stats().ops_failed, 2u);
 }
 
+// A device failure on a stream that propagates failures (docs/engine.md, "When an op fails"):
+// an op-ordered stream hands the device nothing before the op ahead is done, so what follows the
+// faulting H2D fails naming it and moves no bytes; a strict stream pipelines its ops, so a D2H
+// already handed over when the fault came back may have moved its bytes, and fails all the same.
+TEST(IommuFault, APropagatingStreamFailsWhatFollowsTheFault) {
+  for (const Ordering ordering : {Ordering::kOpOrdered, Ordering::kStrict}) {
+    SCOPED_TRACE(ordering == Ordering::kOpOrdered ? "op-ordered" : "strict");
+    Rig rig = make_rig();
+    Engine& e = *rig.engine;
+    StreamOptions so;
+    so.ordering = ordering;
+    so.on_failure = FailurePolicy::kPropagate;
+    Stream s = e.create_stream(so);
+    DeviceBuffer buf = e.allocate(64 * KiB);
+    SPYRE_ASSERT_OK(s.fill(buf, 0, 64 * KiB, 0x01010101).wait(kWait));
+    HostBuffer h = e.allocate_host(64 * KiB);
+    rig.dev().iommu().unmap(h.iova());
+    std::vector<std::uint8_t> out(4096, 0x5a);
+    Op w = s.copy_h2d(buf, 0, h.data(), 4096);
+    Op r = s.copy_d2h(out.data(), buf, 0, 4096);
+    Op f = s.fill(buf, 8192, 4096, 0x02020202);
+    EXPECT_EQ(w.wait(kWait).code(), ErrorCode::kIommuFault);
+    for (const Op* op : {&r, &f}) {
+      const Status st = op->wait(kWait);
+      EXPECT_EQ(st.code(), ErrorCode::kDependencyFailed) << st.to_string();
+      EXPECT_EQ(st.failed_op(), w.id());
+      ASSERT_TRUE(st.device().has_value());  // the device's words about the fault, carried on
+      EXPECT_EQ(st.device()->kind, hw::ErrorKind::kIommuFault);
+    }
+    EXPECT_EQ(s.synchronize(kWait).code(), ErrorCode::kIommuFault);
+    std::vector<std::uint8_t> now(64 * KiB, 0);
+    SPYRE_ASSERT_OK(s.copy_d2h(now.data(), buf, 0, now.size()).wait(kWait));
+    if (ordering == Ordering::kOpOrdered) {
+      EXPECT_TRUE(std::all_of(out.begin(), out.end(), [](std::uint8_t b) { return b == 0x5a; }));
+      EXPECT_TRUE(std::all_of(now.begin(), now.end(), [](std::uint8_t b) { return b == 0x01; }));
+    }
+  }
+}
+
 // --- A device that stops answering ----------------------------------------------------------
 
 EngineOptions short_timeout(std::size_t staging_buffers = 8) {

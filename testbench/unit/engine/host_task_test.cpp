@@ -88,10 +88,10 @@ TEST(HostTasks, AStartThatThrowsFailsItsOp) {
   Rig rig = make_rig();
   Stream s = rig.engine->create_stream();
   Op t = s.host_task([](TaskCompletion) { throw std::runtime_error("no route"); });
-  EXPECT_EQ(t.wait(kWait).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(t.wait(kWait).code(), ErrorCode::kCallbackFailed);
   EXPECT_NE(t.status().message().find("host task threw: no route"), std::string::npos) << t.status().to_string();
   // The stream goes on.
-  EXPECT_EQ(s.synchronize(kWait).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(s.synchronize(kWait).code(), ErrorCode::kCallbackFailed);
   Op after = s.host_callback([] {});
   SPYRE_ASSERT_OK(after.wait(kWait));
 }

@@ -27,6 +27,12 @@ enum class ErrorCode : std::uint8_t {
   // mid-transfer), or it refused the access (a key it never issued or has revoked).
   kPeerUnreachable,
   kRemoteAccess,
+  // An op that depends on one that failed (an earlier op of its stream, or an op before the event
+  // record it waits on): it moved no bytes it had not moved when the failure became known
+  // (docs/engine.md, "When an op fails"). Status::failed_op() names the op that failed first.
+  kDependencyFailed,
+  // A host callback or host task threw; the message holds the exception's text.
+  kCallbackFailed,
 };
 std::string_view to_string(ErrorCode code) noexcept;
 
@@ -45,6 +51,8 @@ class [[nodiscard]] Status {
   Status() = default;
   Status(ErrorCode code, std::string message, std::optional<DeviceErrorDetail> device = std::nullopt)
       : code_(code), message_(std::move(message)), device_(device) {}
+  // kDependencyFailed: the status of the op `failed_op` (its id) that failed first, carried on.
+  static Status dependency_failed(std::uint64_t failed_op, const Status& cause, std::string_view failed_kind);
   static Status ok_status() { return {}; }
 
   bool ok() const noexcept { return code_ == ErrorCode::kOk; }
@@ -52,6 +60,8 @@ class [[nodiscard]] Status {
   ErrorCode code() const noexcept { return code_; }
   const std::string& message() const noexcept { return message_; }
   const std::optional<DeviceErrorDetail>& device() const noexcept { return device_; }
+  // kDependencyFailed: the id of the op that failed first (0 otherwise).
+  std::uint64_t failed_op() const noexcept { return failed_op_; }
   std::string to_string() const;  // "kind: message"
   // Throws the exception type that matches code() (nothing when ok).
   void throw_if_error() const;
@@ -60,6 +70,7 @@ class [[nodiscard]] Status {
   ErrorCode code_ = ErrorCode::kOk;
   std::string message_;
   std::optional<DeviceErrorDetail> device_;
+  std::uint64_t failed_op_ = 0;
 };
 
 // Base of every exception the engine throws.
@@ -89,6 +100,8 @@ SPYRE_DMA_ERROR_TYPE(WaitTimeout, ErrorCode::kWaitTimeout)
 SPYRE_DMA_ERROR_TYPE(Closed, ErrorCode::kClosed)
 SPYRE_DMA_ERROR_TYPE(PeerUnreachable, ErrorCode::kPeerUnreachable)
 SPYRE_DMA_ERROR_TYPE(RemoteAccess, ErrorCode::kRemoteAccess)
+SPYRE_DMA_ERROR_TYPE(DependencyFailed, ErrorCode::kDependencyFailed)
+SPYRE_DMA_ERROR_TYPE(CallbackFailed, ErrorCode::kCallbackFailed)
 #undef SPYRE_DMA_ERROR_TYPE
 
 }  // namespace spyre_dma
