@@ -324,6 +324,14 @@ void EngineCore::publish(OpState& op, Work& work) {
 }
 
 void EngineCore::retire(StreamState& s, Work& work) {
+  const std::uint64_t retired_before = s.retired;
+  struct Moved {  // stamped once per call that retired something (Engine::stalls)
+    StreamState& s;
+    std::uint64_t before;
+    ~Moved() {
+      if (s.retired != before) s.moved = Clock::now();
+    }
+  } moved{s, retired_before};
   while (!s.window.empty()) {
     const std::shared_ptr<OpState>& front = s.window.front();  // popped last, below
     if (!front->finished) {

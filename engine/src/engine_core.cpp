@@ -330,6 +330,8 @@ void EngineCore::enqueue(Lock& lock, const char* what, const std::shared_ptr<Str
   }
   op->stream = stream.get();
   op->seq = stream->submitted;
+  // A clock read only when work comes to an idle stream: a busy stream moves when ops retire.
+  if (stream->window.empty()) stream->moved = Clock::now();
   stream->window.push_back(op);
   ++stream->submitted;
   ++stats_.ops_submitted;

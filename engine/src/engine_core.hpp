@@ -72,6 +72,7 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   void begin_batch();
   void end_batch();
   EngineStats stats();
+  std::vector<StreamStall> stalls(std::chrono::nanoseconds idle_for);
   const DeviceLimits& limits() const noexcept { return limits_; }
   const EngineOptions& options() const noexcept { return options_; }
   Device& device() noexcept { return *device_->inner(); }  // the caller's, not the guard
@@ -241,7 +242,12 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   // Notifies done_cv_ when a thread waits on it, with the lock dropped for the notify (a woken
   // thread must not run into a held lock); returns with it held again.
   void wake_waiters(Lock& lock);
-  Status wait_until(const std::function<bool()>& pred, std::chrono::nanoseconds timeout);
+  // `held`: the stream whose stall a timed-out wait names (null: every stalled stream).
+  Status wait_until(const std::function<bool()>& pred, std::chrono::nanoseconds timeout,
+                    const StreamState* held = nullptr);
+  // Stalls (stalls.cpp), under the lock: what holds `s`, and the streams that do, in turn.
+  StreamStall stall_of(const StreamState& s, Clock::time_point now) const;
+  std::string stall_report(const StreamState* held) const;
   // A waiting thread's step when progress() found nothing: spin on the RB rings while the spin
   // lasts, else sleep in the device's interrupt (one thread at a time), else on done_cv_.
   void block(Lock& lock, Clock::time_point deadline, Clock::time_point spin_until);

@@ -132,6 +132,8 @@ struct StreamState {
   bool busy = false;     // a thread is copying into staging for this stream outside the lock
   bool blocked = false;  // waiting for a queue slot, tag, staging buffer, gate or event
   Status first_error;    // since the last synchronize
+  // When it last moved: an op retired, or work came to an idle stream (Engine::stalls).
+  std::chrono::steady_clock::time_point moved{};
   // What the ops after a failed one complete with (docs/engine.md, "When an op fails"): the first
   // failure of the stream since the synchronize that saw it, as kDependencyFailed naming the failed
   // op, and that op's seq; an op of a later seq runs nothing and completes with it.

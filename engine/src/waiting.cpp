@@ -11,7 +11,8 @@
 
 namespace spyre_dma::detail {
 
-Status EngineCore::wait_until(const std::function<bool()>& pred, std::chrono::nanoseconds timeout) {
+Status EngineCore::wait_until(const std::function<bool()>& pred, std::chrono::nanoseconds timeout,
+                              const StreamState* held) {
   const auto start = Clock::now();
   const auto deadline = deadline_after<Clock>(start, timeout);
   Lock lock(mu_);
@@ -29,7 +30,9 @@ Status EngineCore::wait_until(const std::function<bool()>& pred, std::chrono::na
     // long simulated op must not keep the waiter past its timeout.
     const auto now = Clock::now();
     if (now >= deadline) {
-      result = Status(ErrorCode::kWaitTimeout, "gave up after " + std::to_string(timeout.count()) + " ns");
+      // What holds it (docs/engine.md, "Stalls"): the caller learns which op to look at.
+      result = Status(ErrorCode::kWaitTimeout,
+                      "gave up after " + std::to_string(timeout.count()) + " ns" + stall_report(held));
       break;
     }
     if (moved) continue;
@@ -155,7 +158,12 @@ void EngineCore::wake_waiters(Lock& lock) {
 }
 
 Status EngineCore::wait_op(const OpState& op, std::chrono::nanoseconds timeout) {
-  Status s = wait_until([&] { return op.done.load(std::memory_order_acquire); }, timeout);
+  const StreamState* held;
+  {
+    Lock lock(mu_);
+    held = op.stream;  // null once the op has retired: then it is done
+  }
+  Status s = wait_until([&] { return op.done.load(std::memory_order_acquire); }, timeout, held);
   if (!s.ok()) return s;
   return op.final_status.get();
 }
@@ -166,7 +174,7 @@ Status EngineCore::wait_stream(StreamState& stream, std::chrono::nanoseconds tim
     Lock lock(mu_);
     target = stream.submitted;
   }
-  Status s = wait_until([&] { return stream.retired >= target; }, timeout);
+  Status s = wait_until([&] { return stream.retired >= target; }, timeout, &stream);
   if (!s.ok()) return s;
   Lock lock(mu_);
   Status first = stream.first_error;

@@ -766,6 +766,36 @@ void bind_engine(py::module_& m) {
       .def("batch", [](const Handle& h) { return PyBatch{h, std::nullopt}; },
            "A context manager: ops submitted inside reach the device with one doorbell per pipeline.")
       .def("stats", [](const Handle& h) { return stats_dict(h->engine().stats()); }, "The engine's counters (dict).")
+      .def(
+          "stalls",
+          [](const Handle& h, const py::object& idle_for) {
+            const auto idle = seconds_to_timeout(idle_for, std::chrono::seconds(1));
+            std::vector<StreamStall> stalls;
+            {
+              py::gil_scoped_release nogil;
+              stalls = h->engine().stalls(idle);
+            }
+            py::list out;
+            for (const StreamStall& st : stalls) {
+              py::dict d;
+              d["stream"] = st.stream;
+              d["name"] = st.name;
+              d["idle_s"] = std::chrono::duration<double>(st.idle).count();
+              d["ops_pending"] = st.ops_pending;
+              d["head_op"] = st.head_op;
+              d["head_kind"] = py::cast(st.head_kind);
+              d["waiting_for"] = st.waiting_for;
+              d["chain"] = st.chain;
+              d["text"] = st.to_string();
+              out.append(std::move(d));
+            }
+            return out;
+          },
+          py::arg("idle_for") = 1.0,
+          "Every stream with work that has completed no op for idle_for seconds or more, and what holds\n"
+          "it: a list of dicts (stream, name, idle_s, ops_pending, head_op, head_kind, waiting_for,\n"
+          "chain: the streams it waits on through events, nearest first; text: all of it in one line).\n"
+          "A wait that times out names the same in its message.")
       .def("limits", [](const Handle& h) { return limits_dict(h->engine().limits()); },
            "What the device reported at open and what the engine made of it (dict).")
       .def_property_readonly("options", [](const Handle& h) { return options_dict(h->engine().options()); })

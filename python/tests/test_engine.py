@@ -393,3 +393,16 @@ def test_a_propagating_stream_fails_what_follows_a_failure(engine):
     assert (out == 0x01).all()
     with pytest.raises(spyre_dma.InvalidArgument, match="on_failure"):
         engine.create_stream(on_failure="sometimes")
+
+
+
+def test_stalls_is_empty_when_every_stream_moves(engine):
+    # docs/engine.md, "Stalls" (the C++ tests Stalls.* hold a stream behind a host task nobody
+    # ends); from Python: the query's form, and nothing named once the work is done.
+    a = engine.create_stream(name="weights")
+    buf = engine.allocate(4096)
+    a.fill(buf, 0x01010101)
+    assert all(s["ops_pending"] >= 1 and s["text"].startswith("stream ") for s in engine.stalls(idle_for=0))
+    a.synchronize(timeout=30)
+    assert engine.stalls(idle_for=0) == []
+    assert engine.stalls() == []

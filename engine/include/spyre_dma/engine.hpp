@@ -13,6 +13,8 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "spyre_dma/device.hpp"
 #include "spyre_dma/memory.hpp"
@@ -57,6 +59,23 @@ struct EngineStats {
   std::uint64_t quarantined_staging = 0;
   std::uint64_t device_faults = 0;       // RBs the engine could not match, broken rings
   std::uint64_t device_memory_allocated = 0;
+};
+
+// A stream that has not moved (docs/engine.md, "Stalls"): it has work, and none of its ops has
+// completed for `idle`. What holds it is its first unfinished op and what that op waits for;
+// `chain` follows event waits to the streams that hold it in turn.
+struct StreamStall {
+  std::uint64_t stream = 0;  // Stream::id()
+  std::string name;          // StreamOptions::name
+  std::chrono::nanoseconds idle{0};
+  std::uint64_t ops_pending = 0;
+  std::uint64_t head_op = 0;  // the first unfinished op's id
+  OpKind head_kind = OpKind::kH2D;
+  std::string waiting_for;  // what the head op waits for, in words
+  // The streams it waits on through events, nearest first, each as "stream N: op M (kind) <what
+  // it waits for>"; the last names what holds them all.
+  std::vector<std::string> chain;
+  std::string to_string() const;
 };
 
 class Engine {
@@ -110,6 +129,9 @@ class Engine {
   [[nodiscard]] SubmitBatch batch();
 
   EngineStats stats() const;
+  // Every stream with work that has completed no op for `idle_for` or longer, and what holds it.
+  // A wait that times out names the same for what it waited on.
+  std::vector<StreamStall> stalls(std::chrono::nanoseconds idle_for = std::chrono::seconds(1)) const;
   const DeviceLimits& limits() const;
   const EngineOptions& options() const;
   Device& device();
