@@ -73,6 +73,9 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   void end_batch();
   EngineStats stats();
   std::vector<StreamStall> stalls(std::chrono::nanoseconds idle_for);
+  // The watchdog (EngineOptions::stall_watchdog), on the poller thread: reports the stalls not
+  // reported yet, without the lock.
+  void watch_stalls(std::unique_lock<std::mutex>& lock);
   const DeviceLimits& limits() const noexcept { return limits_; }
   const EngineOptions& options() const noexcept { return options_; }
   Device& device() noexcept { return *device_->inner(); }  // the caller's, not the guard
@@ -347,6 +350,10 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   std::shared_ptr<DeviceAllocator> allocator_;
   std::shared_ptr<HostRegistry> registry_;
   std::thread poller_;
+  // The watchdog's state (poller thread, under the lock): its next look, and the stalls it has
+  // reported that still go on (stream id, holding op id).
+  Clock::time_point next_watch_{};
+  std::set<std::pair<std::uint64_t, std::uint64_t>> stalls_reported_;
   std::uint64_t op_ids_ = 0;
   std::uint64_t stream_ids_ = 0;
   std::uint64_t alloc_ids_ = 0;

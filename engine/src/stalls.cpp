@@ -1,5 +1,6 @@
 // Stalls named (docs/engine.md, "Stalls"): for a stream that has not moved, the op that holds it,
 // what that op waits for, and the streams that hold it in turn through event waits.
+#include <algorithm>
 #include <cstdio>
 #include <set>
 #include <string>
@@ -118,6 +119,36 @@ std::vector<StreamStall> EngineCore::stalls(std::chrono::nanoseconds idle_for) {
     out.push_back(stall_of(*s, now));
   }
   return out;
+}
+
+void EngineCore::watch_stalls(Lock& lock) {
+  if (options_.stall_watchdog <= std::chrono::nanoseconds::zero()) return;
+  const auto now = Clock::now();
+  if (now < next_watch_) return;
+  next_watch_ = now + std::max<std::chrono::nanoseconds>(options_.stall_watchdog / 4, std::chrono::milliseconds(1));
+  std::vector<StreamStall> fresh;
+  std::set<std::pair<std::uint64_t, std::uint64_t>> going_on;
+  for (const auto& s : streams_) {
+    if (s->window.empty() || now - s->moved < options_.stall_watchdog) continue;
+    StreamStall st = stall_of(*s, now);
+    const auto key = std::make_pair(st.stream, st.head_op);
+    going_on.insert(key);
+    if (!stalls_reported_.count(key)) fresh.push_back(std::move(st));
+  }
+  stalls_reported_ = std::move(going_on);  // one that ended is forgotten; one that goes on, told once
+  if (fresh.empty()) return;
+  lock.unlock();
+  try {
+    const CallbackScope scope(this);
+    if (options_.on_stall) {
+      options_.on_stall(fresh);
+    } else {
+      for (const StreamStall& st : fresh) std::fprintf(stderr, "spyre-dma: stall: %s\n", st.to_string().c_str());
+    }
+  } catch (...) {
+    // A report has nobody to report to; the engine goes on.
+  }
+  lock.lock();
 }
 
 }  // namespace detail

@@ -258,6 +258,8 @@ void EngineCore::poller_main() {
   Lock lock(mu_);
   auto idle_since = Clock::now();
   while (!stop_poller_) {
+    watch_stalls(lock);
+    if (stop_poller_) break;  // a report may have closed the engine
     if (waiters_ > 0) {
       // A waiting thread reaps (and runs what completes); the poller would only take its
       // interrupts. Bounded, so the poller resumes when waiters leave with work still live.

@@ -345,7 +345,11 @@ void bind_traces(py::module_& m) {
            "The compared ops as a DataFrame (captured_ns, simulated_ns, rel_error, ...).")
       .def("groups_frame",
            [](const traces::Comparison& c) { return data_frame(to_python(c.to_json()["groups"]), kGroupColumns); })
-      .def("table", &traces::Comparison::table, "The groups as the command line prints them.");
+      .def("table", &traces::Comparison::table, "The groups as the command line prints them.")
+      .def(
+          "worst", [](const traces::Comparison& c, const traces::Trace& captured, std::size_t n) { return c.worst(captured, n); },
+          py::arg("captured"), py::arg("n") = 5,
+          "The n ops off the most, worst first, with their stream and captured start (trace compare --top).");
 
   m.def(
       "compare",

@@ -81,6 +81,11 @@ def test_compare_in_host_time():
     assert h2d["direction"] == "h2d pageable" and h2d["simulated_ns"] > 2 * device.ops[0]["simulated_ns"]
     with pytest.raises(ValueError, match="sideways"):
         spyre_dma.compare(t, r, timing="sideways")
+    # The worst ops, worst first, each with its stream and captured start (trace compare --top).
+    worst = spyre_dma.compare(t, r, timing="host").worst(t, 2)
+    lines = worst.splitlines()
+    assert lines[0].startswith("worst 2 of ") and lines[0].endswith("compared ops (host time):"), worst
+    assert len(lines) == 4 and lines[2].split()[0] == "1" and lines[3].split()[0] == "2", worst
 
 
 def test_replay_on_refdev_checks_data():

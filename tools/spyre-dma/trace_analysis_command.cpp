@@ -212,6 +212,7 @@ int run_trace_compare(const TraceAnalysisOptions& o) {
     const traces::ReplayResult r = traces::replay_on_sim(t, cfg, ro);
     const traces::Comparison c = traces::compare(t, r, timing);
     fmt::print("{}", c.table());
+    if (o.top > 0) fmt::print("{}", c.worst(t, static_cast<std::size_t>(o.top)));
     nlohmann::json doc = c.to_json();
     doc["config"] = spyre_dma::model::to_json(cfg);
     doc["data_ok"] = r.data_ok;
@@ -309,6 +310,9 @@ void add_trace_analysis_commands(CLI::App& trace) {
                   "Which time to compare: device (the captured duration_ns against the replayed ops' device time) "
                   "or host (host_duration_ns against their host time, staging included)")
       ->check(CLI::IsMember({"device", "host"}));
+  cmp->add_option("--top", o.top, "List the N ops off the most, with where and when the capture ran them (0: none)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000000));
   cmp->add_option("--json", o.json, "Write the comparison as JSON");
   cmp->add_option("--plot", o.plot, "Draw captured and simulated duration against size (PNG)");
   cmp->callback([finish] { finish(run_trace_compare(o)); });

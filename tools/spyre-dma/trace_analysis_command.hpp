@@ -36,6 +36,7 @@ struct TraceAnalysisOptions {
   // each); -1: the trace header's extra.devices_per_switch, else the configuration's
   int devices_per_switch = -1;
   std::string timing = "device";  // compare: which time, "device" or "host" (docs/engine.md, "Timing")
+  int top = 5;                     // compare: the worst ops listed after the table (0: none)
   // calibrate
   std::vector<std::string> more_ranks;  // further ranks' traces of the node: fitted together
   std::vector<std::size_t> fit_ranks;    // with more_ranks: the ranks whose copies are fitted

@@ -327,7 +327,9 @@ nlohmann::json Comparison::to_json() const {
 }
 
 std::string Comparison::table() const {
-  std::string out = fmt::format("timing: {}\n", to_string(timing)) + stats_table(groups);
+  std::string out = fmt::format("timing: {}  (error = (simulated - captured) / captured: > 0, the model is slower)\n",
+                                to_string(timing)) +
+                    stats_table(groups);
   // Bounds, summarised per direction and size so a trace of thousands of tiny copies stays short.
   std::map<std::pair<std::string, std::uint64_t>, std::pair<std::size_t, std::vector<double>>> bounds;
   for (const auto& o : ops) {
@@ -354,6 +356,37 @@ std::string Comparison::table() const {
   if (skipped) {
     out += fmt::format("{} ops without a captured {} time or a replayed one were not compared\n", skipped,
                        to_string(timing));
+  }
+  return out;
+}
+
+std::string Comparison::worst(const Trace& captured, std::size_t n) const {
+  std::vector<const OpComparison*> order;
+  for (const auto& o : ops)
+    if (!o.bound) order.push_back(&o);
+  n = std::min(n, order.size());
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(n), order.end(),
+                    [](const OpComparison* a, const OpComparison* b) {
+                      return std::abs(a->rel_error) > std::abs(b->rel_error) ||
+                             (std::abs(a->rel_error) == std::abs(b->rel_error) && a->id < b->id);
+                    });
+  if (n == 0) return std::string();
+  std::unordered_map<std::uint64_t, const Op*> by_id;
+  for (const Op& op : captured.ops) by_id.emplace(op.id, &op);
+  std::string out = fmt::format("worst {} of {} compared ops ({} time):\n", n, order.size(), to_string(timing));
+  out += fmt::format("{:>4} {:>8} {:<16} {:>10} {:>3} {:>6} {:>12} {:>12} {:>12} {:>9}\n", "rank", "op", "direction",
+                     "bytes", "dev", "stream", "captured at", "captured", "simulated", "error");
+  for (std::size_t i = 0; i < n; ++i) {
+    const OpComparison& o = *order[i];
+    const auto it = by_id.find(o.id);
+    const Op* op = it == by_id.end() ? nullptr : it->second;
+    std::string at = "-";
+    if (op && timing == Timing::kHost && op->host_start_ns) at = fmt_ns(*op->host_start_ns);
+    else if (op && op->start_ns) at = fmt_ns(*op->start_ns);
+    out += fmt::format("{:>4} {:>8} {:<16} {:>10} {:>3} {:>6} {:>12} {:>12} {:>12} {:>+8.1f}%{}\n", i + 1, o.id,
+                       o.direction, o.bytes, o.device, op ? std::to_string(op->stream) : std::string("-"), at,
+                       fmt_ns(o.captured_ns), fmt_ns(o.simulated_ns), 100 * o.rel_error,
+                       o.measure != "copy" ? " (" + o.measure + ")" : o.concurrent ? " (beside its group)" : "");
   }
   return out;
 }

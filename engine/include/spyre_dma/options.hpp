@@ -5,14 +5,17 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace spyre_dma {
 
 using namespace std::chrono_literals;
 
 class OpObserver;  // spyre_dma/observer.hpp
+struct StreamStall;  // spyre_dma/engine.hpp
 
 enum class CompletionMode : std::uint8_t {
   kAuto,          // kPollerThread for self-timed devices, kCallerDriven for host-driven ones
@@ -49,6 +52,12 @@ struct EngineOptions {
   // Sees every op accepted and its completion (trace capture); null: off, one pointer test per
   // op. See spyre_dma/observer.hpp for the threads its callbacks run on.
   std::shared_ptr<OpObserver> observer;
+  // A watchdog (docs/engine.md, "Stalls"): every stream that has completed no op for this long is
+  // reported, once per stall, from the engine's poller thread through on_stall (null: a line per
+  // stream on standard error). 0: off. A host-driven device (sim, rtl) has no poller and no
+  // watchdog: there Engine::stalls() and the waits that time out name stalls.
+  std::chrono::nanoseconds stall_watchdog{0};
+  std::function<void(const std::vector<StreamStall>&)> on_stall;
 };
 
 enum class Ordering : std::uint8_t {

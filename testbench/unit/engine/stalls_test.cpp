@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -73,6 +74,39 @@ TEST(Stalls, AStreamHeldThroughEventsIsNamedWithWhatHoldsIt) {
   end_task(Status());
   SPYRE_EXPECT_OK(c.synchronize(kWait));
   EXPECT_TRUE(e.stalls(std::chrono::nanoseconds(0)).empty());
+}
+
+// The watchdog reports a stall once, from the poller thread, and nothing once it has ended. A
+// host-driven device (sim, rtl) has no poller, hence no watchdog.
+TEST(Stalls, TheWatchdogReportsAStallOnce) {
+  std::mutex mu;
+  std::vector<StreamStall> reported;
+  EngineOptions o;
+  o.stall_watchdog = std::chrono::milliseconds(20);
+  o.on_stall = [&](const std::vector<StreamStall>& stalls) {
+    std::lock_guard lock(mu);
+    reported.insert(reported.end(), stalls.begin(), stalls.end());
+  };
+  Rig rig = make_rig(o);
+  Engine& e = *rig.engine;
+  if (e.device().describe().progress == Progress::kHostDriven) GTEST_SKIP() << "no poller on a host-driven device";
+  Stream s = e.create_stream();
+  TaskCompletion end_task;
+  Op task = s.host_task([&](TaskCompletion done) { end_task = done; });
+  Op after = s.host_callback([] {});
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));  // several of the watchdog's looks
+  {
+    std::lock_guard lock(mu);
+    ASSERT_EQ(reported.size(), 1u);
+    EXPECT_EQ(reported[0].stream, s.id());
+    EXPECT_EQ(reported[0].head_op, task.id());
+    EXPECT_GE(reported[0].idle, std::chrono::milliseconds(20));
+  }
+  end_task(Status());
+  SPYRE_EXPECT_OK(after.wait(kWait));
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  std::lock_guard lock(mu);
+  EXPECT_EQ(reported.size(), 1u);
 }
 
 }  // namespace

@@ -86,3 +86,44 @@ TEST(Compare, OpsWithoutADurationAreSkipped) {
 }
 
 }  // namespace
+
+namespace {
+
+// compare --top: the ops off the most, worst first, bounds left out, each with its stream and
+// captured start; the table says what the sign of an error means.
+TEST(CompareWorst, ListsTheOpsOffTheMostWithTheirContext) {
+  Trace t;
+  Comparison c;
+  const double errors[] = {0.05, -0.40, 0.20, 3.0};
+  for (std::uint64_t i = 0; i < 4; ++i) {
+    Op op;
+    op.id = i + 1;
+    op.kind = OpKind::kH2D;
+    op.bytes = 4096;
+    op.stream = static_cast<std::uint32_t>(i % 2);
+    op.start_ns = 1000.0 * static_cast<double>(i);
+    t.ops.push_back(op);
+    OpComparison o;
+    o.id = op.id;
+    o.direction = "h2d registered";
+    o.bytes = op.bytes;
+    o.captured_ns = 1000;
+    o.simulated_ns = 1000 * (1 + errors[i]);
+    o.rel_error = errors[i];
+    o.bound = i == 3;  // the largest "error" is a bound: never listed
+    c.ops.push_back(o);
+  }
+  c.groups = group_stats(c.ops);
+  const std::string w = c.worst(t, 2);
+  EXPECT_NE(w.find("worst 2 of 3 compared ops (device time):"), std::string::npos) << w;
+  const std::size_t first = w.find("   1        2 h2d registered"), second = w.find("   2        3 h2d registered");
+  ASSERT_NE(first, std::string::npos) << w;
+  ASSERT_NE(second, std::string::npos) << w;
+  EXPECT_LT(first, second);
+  EXPECT_NE(w.find("-40.0%"), std::string::npos) << w;
+  EXPECT_EQ(w.find("+300.0%"), std::string::npos) << w;
+  EXPECT_EQ(c.worst(t, 0), "");
+  EXPECT_NE(c.table().find("> 0, the model is slower"), std::string::npos);
+}
+
+}  // namespace

@@ -72,6 +72,9 @@ struct Comparison {
   const GroupStats* find(const std::string& direction, const std::string& size_class) const;
   nlohmann::json to_json() const;
   std::string table() const;  // the groups, then the bounds, as a text table
+  // The `n` ops with the largest |error| (bounds and latency points left out), worst first, each
+  // with what the capture says of it (stream, host memory, captured start): a text table.
+  std::string worst(const Trace& captured, std::size_t n) const;
 };
 
 // Statistics of a set of per-op comparisons (a subset of Comparison::ops, say).
