@@ -80,7 +80,7 @@ std::string default_model_preset(const ValidateOptions& o) {
   return spyre_dma::model::preset_names().front();
 }
 
-// One line of the check (docs/validation.md, "The check"): what it judges, over how many copies,
+// One line of the check (docs/validation.md, step 3): what it judges, over how many copies,
 // the figure, the limit, and whether it holds.
 struct CheckRow {
   std::string what;  // "check h2d registered", "held-out d2h pageable 64KiB-1MiB", "fit ..."
