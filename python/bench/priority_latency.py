@@ -19,14 +19,7 @@ import sys
 import time
 
 import spyre_dma
-
-
-def parse_size(text):
-    units = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
-    for u, m in units.items():
-        if text.endswith(u):
-            return int(float(text[: -len(u)]) * m)
-    return int(text)
+from sizes import parse_size  # this folder's sizes.py
 
 
 def percentile(sorted_values, q):

@@ -20,6 +20,7 @@ import sys
 import time
 
 import spyre_dma
+from sizes import parse_size  # this folder's sizes.py
 
 
 def status_kib(key):
@@ -28,14 +29,6 @@ def status_kib(key):
             if line.startswith(key + ":"):
                 return int(line.split()[1])
     raise RuntimeError(f"/proc/self/status has no {key}")
-
-
-def parse_size(text):
-    units = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
-    for u, m in units.items():
-        if text.endswith(u):
-            return int(float(text[: -len(u)]) * m)
-    return int(text)
 
 
 def main():

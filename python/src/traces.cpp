@@ -354,10 +354,13 @@ void bind_traces(py::module_& m) {
   m.def(
       "compare",
       [](const TracePtr& captured, const traces::ReplayResult& replayed, const std::string& timing) {
-        if (timing != "device" && timing != "host") {
-          throw py::value_error("timing: '" + timing + "': give 'device' or 'host'");
+        traces::Timing t;
+        try {
+          t = traces::timing_from_string(timing);
+        } catch (const std::invalid_argument& e) {
+          throw py::value_error(e.what());
         }
-        return traces::compare(*captured, replayed, timing == "host" ? traces::Timing::kHost : traces::Timing::kDevice);
+        return traces::compare(*captured, replayed, t);
       },
       py::arg("captured"), py::arg("replayed"), py::kw_only(), py::arg("timing") = "device",
       "Compares every copy and fill of `captured` that has a captured duration with its replay:\n"

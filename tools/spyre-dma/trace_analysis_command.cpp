@@ -171,7 +171,7 @@ int run_trace_compare(const TraceAnalysisOptions& o) {
   return guarded([&]() -> int {
     if (o.backend != "sim") throw BadInput(fmt::format("--backend \"{}\": compare replays on the model (sim)", o.backend));
     const traces::Trace t = traces::read_trace(o.captured);
-    const traces::Timing timing = o.timing == "host" ? traces::Timing::kHost : traces::Timing::kDevice;
+    const traces::Timing timing = traces::timing_from_string(o.timing);  // CLI11 checked the choice
     if (timing == traces::Timing::kHost &&
         std::none_of(t.ops.begin(), t.ops.end(), [](const traces::Op& op) { return op.host_duration_ns.has_value(); })) {
       throw BadInput(fmt::format("--timing host: no op of {} has a captured host_duration_ns (a trace the engine's "

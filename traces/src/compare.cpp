@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -108,6 +109,12 @@ std::vector<GroupStats> group_stats(const std::vector<OpComparison>& ops) {
 }
 
 const char* to_string(Timing timing) { return timing == Timing::kHost ? "host" : "device"; }
+
+Timing timing_from_string(const std::string& text) {
+  if (text == "device") return Timing::kDevice;
+  if (text == "host") return Timing::kHost;
+  throw std::invalid_argument("timing '" + text + "': give 'device' or 'host'");
+}
 
 namespace {
 

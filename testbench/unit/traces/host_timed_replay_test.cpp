@@ -10,12 +10,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "spyre_dma/engine.hpp"
-#include "spyre_dma/model/config_loader.hpp"
-#include "spyre_dma/model/sim_device.hpp"
+#include "sim_capture.hpp"
 #include "spyre_dma/traces/calibrate.hpp"
 #include "spyre_dma/traces/compare.hpp"
-#include "spyre_dma/traces/recorder.hpp"
 #include "spyre_dma/traces/replay.hpp"
 
 namespace st = spyre_dma::traces;
@@ -26,21 +23,15 @@ namespace {
 constexpr std::uint64_t kSplit = 4;            // streams a transfer is split over
 constexpr std::uint64_t kBytes = 256ull << 10;  // one transfer
 
-spyre_dma::model::SimConfig config(const char* preset = "spyre-gen5x16") {
-  auto c = spyre_dma::model::preset(preset);
-  c.fidelity = spyre_dma::model::Fidelity::kBurst;
-  return c;
-}
+spyre_dma::model::SimConfig config(const char* preset = "spyre-gen5x16") { return spyre_dma::test::burst_config(preset); }
 
 // What a bandwidth sweep does, three rounds of: a pageable D2H split over four streams, all
 // waited for; a pageable D2H on one stream, waited for; a registered H2D, waited for. A pageable
 // D2H's copy-out keeps the host busy after the device is done, which is where a replay that held
 // ops on the device's clock fell behind the capture.
 st::Trace capture() {
-  auto recorder = std::make_shared<st::TraceRecorder>();
-  spyre_dma::EngineOptions options;
-  options.observer = recorder;
-  auto engine = spyre_dma::Engine::open(std::make_shared<spyre_dma::model::SimDevice>(config()), options);
+  spyre_dma::test::RecordedEngine rec = spyre_dma::test::recorded_engine(config());
+  spyre_dma::Engine* engine = rec.engine.get();
   std::vector<spyre_dma::Stream> streams;
   for (std::uint64_t i = 0; i < kSplit; ++i) streams.push_back(engine->create_stream());
   spyre_dma::DeviceBuffer buf = engine->allocate(kBytes);
@@ -53,7 +44,7 @@ st::Trace capture() {
     EXPECT_TRUE(streams[0].copy_d2h(heap.data(), buf, 0, kBytes).wait(60s).ok());
     EXPECT_TRUE(streams[0].copy_h2d(buf, 0, registered.data(), kBytes).wait(60s).ok());
   }
-  return recorder->trace();
+  return rec.recorder->trace();
 }
 
 double max_abs_error(const st::Comparison& c) {

@@ -8,11 +8,8 @@
 #include <sstream>
 #include <vector>
 
-#include "spyre_dma/engine.hpp"
-#include "spyre_dma/model/config_loader.hpp"
-#include "spyre_dma/model/sim_device.hpp"
+#include "sim_capture.hpp"
 #include "spyre_dma/traces/compare.hpp"
-#include "spyre_dma/traces/recorder.hpp"
 #include "spyre_dma/traces/replay.hpp"
 #include "spyre_dma/traces/trace_io.hpp"
 
@@ -23,20 +20,14 @@ namespace {
 
 constexpr std::uint64_t kBytes = 2ull << 20;
 
-spyre_dma::model::SimConfig config() {
-  auto c = spyre_dma::model::preset("spyre-gen5x16");
-  c.fidelity = spyre_dma::model::Fidelity::kBurst;
-  return c;
-}
+spyre_dma::model::SimConfig config() { return spyre_dma::test::burst_config(); }
 
 // On one stream: a pageable and a registered H2D, then a pageable and a registered D2H, each
 // waited for before the next is called (a synchronous caller), then two pageable H2Ds called
 // back to back (the second's host time holds its wait for the first).
 st::Trace capture() {
-  auto recorder = std::make_shared<st::TraceRecorder>();
-  spyre_dma::EngineOptions options;
-  options.observer = recorder;
-  auto engine = spyre_dma::Engine::open(std::make_shared<spyre_dma::model::SimDevice>(config()), options);
+  spyre_dma::test::RecordedEngine rec = spyre_dma::test::recorded_engine(config());
+  spyre_dma::Engine* engine = rec.engine.get();
   spyre_dma::Stream s = engine->create_stream();
   spyre_dma::DeviceBuffer buf = engine->allocate(kBytes);
   spyre_dma::HostBuffer registered = engine->allocate_host(kBytes);
@@ -48,7 +39,7 @@ st::Trace capture() {
   s.copy_h2d(buf, 0, heap.data(), kBytes);
   s.copy_h2d(buf, 0, heap.data(), kBytes);
   EXPECT_TRUE(s.synchronize(60s).ok());
-  return recorder->trace();
+  return rec.recorder->trace();
 }
 
 }  // namespace

@@ -53,6 +53,8 @@ struct GroupStats {
 // host_duration_ns against the replayed ops' host times.
 enum class Timing : std::uint8_t { kDevice, kHost };
 const char* to_string(Timing timing);  // "device", "host"
+// "device" or "host"; throws std::invalid_argument naming the text otherwise.
+Timing timing_from_string(const std::string& text);
 
 struct Comparison {
   std::string source;          // the captured trace's header.source
