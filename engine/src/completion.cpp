@@ -96,7 +96,7 @@ bool EngineCore::drain_rbs(Work& work) {
       if (f.state == CbState::kTimedOut) {
         // A late answer: the device is done with the tag and the buffer after all.
         if (f.staging != StagingPool::kNone) work.staging_releases.push_back(f.staging);
-        f = Inflight{};
+        clear_inflight(f);
         tags_.release(rb.tag);
         continue;
       }
@@ -216,7 +216,7 @@ void EngineCore::finish_cb(std::uint32_t tag, const hw::ResponseBlock& rb, Work&
       work.staging_releases.push_back(f.staging);
     }
   }
-  f = Inflight{};
+  clear_inflight(f);
   tags_.release(tag);
   if (!copy_out) {
     --op->cbs_live;
@@ -354,6 +354,12 @@ void EngineCore::retire(StreamState& s, Work& work) {
     if (s.cursor > 0) --s.cursor;
     ++s.retired;
   }
+  // Active a while longer (yields()): a stream that submits its next op right after this one
+  // completed still finds the rings shallow. Stamped (a clock read) only where it can matter: a
+  // stream above the default priority (0), or any stream once there are several priorities.
+  if (s.window.empty() && s.retired != retired_before && options_.priority_share_bytes != 0 &&
+      (several_priorities_ || s.options.priority > 0))
+    s.active_until_ns = priority_clock_ns() + static_cast<std::uint64_t>(options_.priority_hold.count());
 }
 
 void EngineCore::settle(Work& work) {
@@ -386,7 +392,7 @@ void EngineCore::fail_everything(const Status& why, Work& work) {
     }
     if (f.staging != StagingPool::kNone) staging_->release(f.staging);
     tags_.release(tag);
-    f = Inflight{};
+    clear_inflight(f);
   }
   for (auto& order : ring_order_) order.clear();
   for (auto& due : answer_order_) due.clear();

@@ -74,6 +74,14 @@ void EngineCore::start() {
   if (options_.cb_timeout <= std::chrono::nanoseconds::zero()) {
     throw InvalidArgument("EngineOptions::cb_timeout must be positive");
   }
+  if (options_.priority_share_bytes != 0 &&
+      (options_.priority_share_bytes < 2 * hw::kFlitBytes || options_.priority_share_bytes % hw::kFlitBytes != 0)) {
+    throw InvalidArgument("EngineOptions::priority_share_bytes = " + std::to_string(options_.priority_share_bytes) +
+                          ": must be 0 (no share) or a multiple of 128 of at least 256 (two CBs of a flit)");
+  }
+  if (options_.priority_hold < std::chrono::nanoseconds::zero()) {
+    throw InvalidArgument("EngineOptions::priority_hold must not be negative");
+  }
   limits_.max_cb_bytes = std::min<std::uint64_t>(options_.max_cb_bytes, device_max_cb / hw::kFlitBytes * hw::kFlitBytes);
   if (limits_.max_cb_bytes == 0) throw DeviceFault("device reports MAX_CB_BYTES below one flit");
   for (unsigned p = 0; p < hw::kNumPipelines; ++p) {
@@ -215,6 +223,7 @@ void EngineCore::tear_down() {
   for (auto& q : queues_) q.reset();
   staging_.reset();
   streams_.clear();
+  by_priority_.clear();
 }
 
 std::shared_ptr<StreamState> EngineCore::create_stream(StreamOptions options) {
@@ -225,6 +234,10 @@ std::shared_ptr<StreamState> EngineCore::create_stream(StreamOptions options) {
   if (closed_) throw Closed("create_stream: engine closed");
   s->id = ++stream_ids_;
   streams_.push_back(s);
+  const auto at = std::upper_bound(by_priority_.begin(), by_priority_.end(), s->options.priority,
+                                   [](int p, const StreamState* o) { return p > o->options.priority; });
+  by_priority_.insert(at, s.get());
+  several_priorities_ = by_priority_.front()->options.priority != by_priority_.back()->options.priority;
   return s;
 }
 

@@ -124,6 +124,7 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
     int staging = StagingPool::kNone;
     std::uint8_t* copy_out = nullptr;  // staged D2H: where the staging buffer goes
     std::uint64_t bytes = 0;
+    bool yielded = false;  // issued within a ring share: its bytes count in yielded_bytes_
   };
   // Host work collected under the lock and done outside it.
   struct CopyIn {
@@ -188,8 +189,8 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   // another pipeline than the stream's previous device op); records the pipeline.
   bool barrier_before(StreamState& s, const OpState& op);
   // The next CB of a copy or fill `op` (tag and barrier the caller's), valid until the next call;
-  // `piece`: the bytes it moves.
-  hw::DmaCb& build_dma_cb(const OpState& op, int slot, std::uint64_t& piece);
+  // `piece`: the bytes it moves, at most `cap`.
+  hw::DmaCb& build_dma_cb(const OpState& op, int slot, std::uint64_t cap, std::uint64_t& piece);
   template <class Cb>  // hw::DmaCb or, for compute, hw::ControlBlock
   void push_cb(std::uint32_t tag, const Cb& cb, bool from_reservation);
   void finish_cb(std::uint32_t tag, const hw::ResponseBlock& rb, Work& work);
@@ -268,6 +269,14 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   void poller_main();
   bool anything_live() const noexcept;
   bool higher_priority_blocked(const StreamState& s) const;
+  // Whether `s` keeps to the ring share now: a stream of higher priority has work, or had within
+  // priority_hold (scheduler.cpp).
+  bool yields(const StreamState& s);
+  // The clock priority_hold runs on: the host's on the device's clock where it has one (simulated
+  // time on sim and rtl, so a simulation stays deterministic), else the steady clock.
+  std::uint64_t priority_clock_ns();
+  // A CB's ring slot is free again (answered, abandoned, failed by a reset): clears `f`.
+  void clear_inflight(Inflight& f);
   Status status_from_rb(const OpState& op, const hw::ResponseBlock& rb) const;
   HwQueue& queue(hw::Pipeline p) { return *queues_[static_cast<std::size_t>(p)]; }
 
@@ -347,6 +356,12 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   hw::ControlBlock compute_scratch_;  // issue_cb's, for compute ops
   std::vector<std::shared_ptr<StreamState>> streams_;
   std::set<std::pair<int, std::uint64_t>> blocked_;  // (-priority, stream id)
+  // Every stream, highest priority first (yields() walks only the ones above a stream), and
+  // whether they have more than one priority (else nothing yields and nothing is stamped).
+  std::vector<StreamState*> by_priority_;
+  bool several_priorities_ = false;
+  // Bytes of CBs issued within a ring share that are on each pipeline's ring.
+  std::array<std::uint64_t, hw::kNumPipelines> yielded_bytes_{};
   std::shared_ptr<DeviceAllocator> allocator_;
   std::shared_ptr<HostRegistry> registry_;
   std::thread poller_;

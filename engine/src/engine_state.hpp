@@ -130,7 +130,11 @@ struct StreamState {
   std::uint32_t live_d2h = 0;        // D2H ops started and not done
   std::uint32_t live_staged_d2h = 0;
   bool busy = false;     // a thread is copying into staging for this stream outside the lock
-  bool blocked = false;  // waiting for a queue slot, tag, staging buffer, gate or event
+  bool blocked = false;  // waiting for a queue slot, tag, staging buffer, gate, event or ring share
+  // Priority (EngineCore::yields): whether this pump keeps to the ring share, and until when (the
+  // priority clock, ns) this stream counts as active after its window emptied.
+  bool yielding = false;
+  std::uint64_t active_until_ns = 0;
   Status first_error;    // since the last synchronize
   // When it last moved: an op retired, or work came to an idle stream (Engine::stalls).
   std::chrono::steady_clock::time_point moved{};

@@ -21,6 +21,30 @@ bool EngineCore::higher_priority_blocked(const StreamState& s) const {
   return !blocked_.empty() && blocked_.begin()->first < -s.options.priority;
 }
 
+std::uint64_t EngineCore::priority_clock_ns() {
+  if (host_clock_) return device_->host_time_ns();
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count());
+}
+
+bool EngineCore::yields(const StreamState& s) {
+  if (!several_priorities_ || options_.priority_share_bytes == 0) return false;
+  std::uint64_t now = 0;  // read once, and only for a higher stream that is idle
+  for (const StreamState* h : by_priority_) {
+    if (h->options.priority <= s.options.priority) break;
+    if (!h->window.empty()) return true;
+    if (h->active_until_ns == 0) continue;  // never had work
+    if (now == 0) now = priority_clock_ns();
+    if (now < h->active_until_ns) return true;
+  }
+  return false;
+}
+
+void EngineCore::clear_inflight(Inflight& f) {
+  if (f.yielded) yielded_bytes_[static_cast<std::size_t>(f.pipe)] -= f.bytes;
+  f = Inflight{};
+}
+
 void EngineCore::pump_blocked(Work& work) {
   // Highest priority first, so that freed slots and staging buffers go to it.
   const std::vector<std::pair<int, std::uint64_t>> keys(blocked_.begin(), blocked_.end());
@@ -73,6 +97,7 @@ void EngineCore::pump(const std::shared_ptr<StreamState>& s, Work& work, bool fr
     if (!wait.first_error.ok()) complete(wait, wait.first_error.get(), work);  // an op before it failed
     else if (!wait.awaited || wait.awaited->finished) complete(wait, awaited_status(wait), work);
   }
+  s->yielding = yields(*s);
   std::vector<CopyIn> copy_ins;
   bool blocked = false;
   // Nothing in this loop pushes to or pops the window (submit() pushes before, retire() runs
@@ -169,7 +194,7 @@ bool EngineCore::barrier_before(StreamState& s, const OpState& op) {
   return barrier;
 }
 
-hw::DmaCb& EngineCore::build_dma_cb(const OpState& op, int slot, std::uint64_t& piece) {
+hw::DmaCb& EngineCore::build_dma_cb(const OpState& op, int slot, std::uint64_t cap, std::uint64_t& piece) {
   // Built in a CB kept for the purpose (tag and barrier are the caller's).
   hw::DmaCb& cb = dma_scratch_;
   cb.interrupt = false;
@@ -184,7 +209,6 @@ hw::DmaCb& EngineCore::build_dma_cb(const OpState& op, int slot, std::uint64_t& 
     sec.source.flit_offset = 0;
     clear(cb.xlat[1]);
   }
-  std::uint64_t cap = limits_.max_cb_bytes;
   if (op.staged) cap = std::min<std::uint64_t>(cap, staging_->buffer_bytes());
   piece = std::min(op.bytes - op.next, cap);
 
@@ -242,6 +266,19 @@ bool EngineCore::issue_cb(StreamState& s, OpState& op, std::vector<CopyIn>& copy
     return false;
   }
   if (tags_.empty()) return false;
+  // Below an active higher priority: at most the share on this ring (a CB of at most half of it),
+  // and always one CB, so that the stream moves and its answer pumps it again.
+  std::uint64_t cap = limits_.max_cb_bytes;
+  const bool yielded = s.yielding && op.kind != OpKind::kCompute;
+  std::uint64_t& on_ring = yielded_bytes_[static_cast<std::size_t>(op.pipe)];
+  if (yielded) {
+    const std::uint64_t share = options_.priority_share_bytes;
+    cap = std::min(cap, share / 2 / hw::kFlitBytes * hw::kFlitBytes);
+    if (on_ring != 0 && on_ring + std::min(cap, op.bytes - op.next) > share) {
+      ++stats_.priority_yields;
+      return false;
+    }
+  }
   int slot = StagingPool::kNone;
   if (op.staged) {
     slot = staging_->acquire();
@@ -276,10 +313,12 @@ bool EngineCore::issue_cb(StreamState& s, OpState& op, std::vector<CopyIn>& copy
     return true;
   }
   std::uint64_t piece = 0;
-  hw::DmaCb& cb = build_dma_cb(op, slot, piece);
+  hw::DmaCb& cb = build_dma_cb(op, slot, cap, piece);
   cb.tag = tag;
   cb.barrier = barrier;
   f.bytes = piece;
+  f.yielded = yielded;
+  if (yielded) on_ring += piece;
   const std::uint64_t start = op.next;
   op.next += piece;
   if (op.staged && op.kind == OpKind::kH2D) {
@@ -347,7 +386,7 @@ void EngineCore::abandon_copy_in(const CopyIn& c, Work& work) {
   // rings were reprogrammed, so there is no reservation to consume either.
   Inflight& f = inflight_[c.tag];
   staging_->release(f.staging);
-  f = Inflight{};
+  clear_inflight(f);
   tags_.release(c.tag);
   --c.op->cbs_live;
   maybe_complete(*c.op, work);

@@ -298,6 +298,8 @@ struct OpenArgs {
   std::optional<std::array<std::uint32_t, 3>> ring_slots;
   std::optional<std::string> completion;
   std::optional<std::uint64_t> device_memory_bytes;
+  std::optional<std::uint64_t> priority_share_bytes;
+  py::object priority_hold;
 };
 
 Handle open_engine(const OpenArgs& a) {
@@ -318,6 +320,8 @@ Handle open_engine(const OpenArgs& a) {
   set_if(a.device_memory_bytes, o.device_memory_bytes);
   o.cb_timeout = seconds_to_timeout(a.cb_timeout, o.cb_timeout);
   o.poll_spin = seconds_to_timeout(a.poll_spin, o.poll_spin);
+  set_if(a.priority_share_bytes, o.priority_share_bytes);
+  o.priority_hold = seconds_to_timeout(a.priority_hold, o.priority_hold);
   if (a.completion) o.completion = completion_mode(*a.completion);
 
   const backend::Registry& registry = backend::builtin();
@@ -356,6 +360,7 @@ py::dict stats_dict(const EngineStats& s) {
   d["bytes_staged"] = s.bytes_staged;
   d["queue_full_stalls"] = s.queue_full_stalls;
   d["staging_stalls"] = s.staging_stalls;
+  d["priority_yields"] = s.priority_yields;
   d["tags_in_use"] = s.tags_in_use;
   d["quarantined_tags"] = s.quarantined_tags;
   d["quarantined_staging"] = s.quarantined_staging;
@@ -388,6 +393,8 @@ py::dict options_dict(const EngineOptions& o) {
   d["completion"] = completion_name(o.completion);
   d["poll_spin"] = std::chrono::duration<double>(o.poll_spin).count();
   d["device_memory_bytes"] = o.device_memory_bytes;
+  d["priority_share_bytes"] = o.priority_share_bytes;
+  d["priority_hold"] = std::chrono::duration<double>(o.priority_hold).count();
   d["capture"] = o.observer != nullptr;
   return d;
 }
@@ -403,7 +410,8 @@ constexpr const char* kEngineDoc = R"(A DMA engine on one device of a registered
     Engine(backend="sim", *, preset=None, config=None, fidelity=None, settings=None, seed=None,
            capture=False, max_cb_bytes=None, staging_buffer_bytes=None, staging_buffers=None,
            staging_threads=None, cb_timeout=None, ring_slots=None, completion=None,
-           poll_spin=None, device_memory_bytes=None)
+           poll_spin=None, device_memory_bytes=None, priority_share_bytes=None,
+           priority_hold=None)
 
 backend is a name from spyre_dma.backends() (refdev, sim, rtl, cuda). preset, config (a model
 configuration file) and fidelity ("tlp" or "burst") are the model backends' settings; settings
@@ -673,7 +681,8 @@ void bind_engine(py::module_& m) {
                        std::optional<std::size_t> staging_buffer_bytes, std::optional<std::size_t> staging_buffers,
                        std::optional<unsigned> staging_threads, py::object cb_timeout,
                        std::optional<std::array<std::uint32_t, 3>> ring_slots, std::optional<std::string> completion,
-                       py::object poll_spin, std::optional<std::uint64_t> device_memory_bytes) {
+                       py::object poll_spin, std::optional<std::uint64_t> device_memory_bytes,
+                       std::optional<std::uint64_t> priority_share_bytes, py::object priority_hold) {
              OpenArgs a;
              a.backend = backend;
              a.preset = std::move(preset);
@@ -691,6 +700,8 @@ void bind_engine(py::module_& m) {
              a.completion = std::move(completion);
              a.poll_spin = std::move(poll_spin);
              a.device_memory_bytes = device_memory_bytes;
+             a.priority_share_bytes = priority_share_bytes;
+             a.priority_hold = std::move(priority_hold);
              return open_engine(a);
            }),
            py::arg("backend") = "sim", py::kw_only(), py::arg("preset") = py::none(), py::arg("config") = py::none(),
@@ -699,7 +710,8 @@ void bind_engine(py::module_& m) {
            py::arg("staging_buffer_bytes") = py::none(), py::arg("staging_buffers") = py::none(),
            py::arg("staging_threads") = py::none(), py::arg("cb_timeout") = py::none(),
            py::arg("ring_slots") = py::none(), py::arg("completion") = py::none(), py::arg("poll_spin") = py::none(),
-           py::arg("device_memory_bytes") = py::none())
+           py::arg("device_memory_bytes") = py::none(), py::arg("priority_share_bytes") = py::none(),
+           py::arg("priority_hold") = py::none())
       .def(
           "create_stream",
           [](const Handle& h, const std::string& order, int priority, const std::string& name,
@@ -714,7 +726,8 @@ void bind_engine(py::module_& m) {
           py::arg("ordering") = "strict", py::arg("priority") = 0, py::arg("name") = "",
           py::arg("on_failure") = "isolate",
           "A new stream. ordering: strict (default), op_ordered or pipeline_fifo; higher priority runs\n"
-          "first when streams compete for queue slots or staging buffers. on_failure: isolate (default:\n"
+          "first when streams compete for queue slots or staging buffers, and lower ones keep only a\n"
+          "share of the device's rings while it is active (priority_share_bytes). on_failure: isolate (default:\n"
           "each op stands alone) or propagate (the ops after a failed one, and after a wait on an event\n"
           "recorded behind it, raise DependencyFailed naming it and run nothing, until a synchronize of\n"
           "the stream has raised the failure).")

@@ -58,6 +58,14 @@ struct EngineOptions {
   // watchdog: there Engine::stalls() and the waits that time out name stalls.
   std::chrono::nanoseconds stall_watchdog{0};
   std::function<void(const std::vector<StreamStall>&)> on_stall;
+  // Priority on the device (docs/engine.md, "Priority"). A pipeline's ring is first in, first out,
+  // so a CB queued on it cannot be overtaken: what a higher-priority stream's copy waits for is
+  // what lower ones queued before it. While a stream of higher priority is active (has work, or
+  // had within priority_hold), a stream keeps at most this many bytes of its CBs on each DMA
+  // pipeline's ring, shared with every other stream below that priority, in CBs of at most half
+  // of it. 0: no share (priority then orders only the hand-out of queue slots and staging buffers).
+  std::uint64_t priority_share_bytes = 64ull << 10;
+  std::chrono::nanoseconds priority_hold = 1ms;
 };
 
 enum class Ordering : std::uint8_t {
@@ -89,7 +97,8 @@ enum class FailurePolicy : std::uint8_t {
 struct StreamOptions {
   Ordering ordering = Ordering::kStrict;
   FailurePolicy on_failure = FailurePolicy::kIsolate;
-  // Higher runs first when streams compete for queue slots or staging buffers.
+  // Higher runs first when streams compete for queue slots or staging buffers, and lower ones
+  // keep only a share of the rings while a higher one is active (EngineOptions::priority_share_bytes).
   int priority = 0;
   std::string name;
 };

@@ -120,6 +120,7 @@ class ForwardingDevice : public Device {
     return inner_->wait_for_interrupt(timeout);
   }
   void wake_waiter() noexcept override { inner_->wake_waiter(); }
+  std::uint64_t host_time_ns() override { return inner_->host_time_ns(); }
   void host_copied(std::uint64_t bytes) override { inner_->host_copied(bytes); }
 
  protected:
@@ -163,6 +164,7 @@ class SpyDevice final : public Device {
     return inner_->wait_for_interrupt(timeout);
   }
   void wake_waiter() noexcept override { inner_->wake_waiter(); }
+  std::uint64_t host_time_ns() override { return inner_->host_time_ns(); }
 
   std::uint64_t map(void* host, std::size_t bytes, DmaAccess access) override {
     const std::uint64_t iova = inner_->map(host, bytes, access);
