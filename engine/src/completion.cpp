@@ -291,6 +291,24 @@ void EngineCore::complete(OpState& op, Status status, Work& work) {
   }
   if (s.gate.get() == &op) s.gate = nullptr;  // the window still holds it
   work.touched.push_back(&s);
+  if (op.footprint_live) release_footprint(op, work);
+}
+
+void EngineCore::release_footprint(OpState& op, Work& work) {
+  std::vector<OpState*> followers;
+  hazards_.remove(op, followers);
+  if (followers.empty()) return;
+  work.repump = true;  // the streams of those it released are blocked on them
+  // A failure travels to a follower on a propagating stream as it does through an event: the op
+  // that failed first is named, and the follower moves no bytes.
+  const Status status = op.final_status.get();
+  if (status.ok() || status.code() == ErrorCode::kCancelled) return;
+  const Status carried = status.code() == ErrorCode::kDependencyFailed
+                             ? status
+                             : Status::dependency_failed(op.id, status, to_string(op.kind));
+  for (OpState* f : followers) {
+    if (f->stream->options.on_failure == FailurePolicy::kPropagate && f->first_error.ok()) f->first_error = carried;
+  }
 }
 
 void EngineCore::poison_after(StreamState& s, const OpState& failed) {

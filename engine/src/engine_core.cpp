@@ -347,6 +347,10 @@ void EngineCore::enqueue(Lock& lock, const char* what, const std::shared_ptr<Str
   if (stream->window.empty()) stream->moved = Clock::now();
   stream->window.push_back(op);
   ++stream->submitted;
+  if (options_.order_by_footprint) {
+    const Footprint fp = Footprint::of(*op);
+    if (fp.n != 0) stats_.footprint_waits += hazards_.add(*op, fp);
+  }
   ++stats_.ops_submitted;
 }
 

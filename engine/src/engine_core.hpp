@@ -19,6 +19,7 @@
 
 #include "device_guard.hpp"
 #include "engine_state.hpp"
+#include "footprint.hpp"
 #include "host_memory.hpp"
 #include "hw_queue.hpp"
 #include "spyre_dma/engine.hpp"
@@ -200,6 +201,9 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   // After `failed` completed with an error, on a FailurePolicy::kPropagate stream: the ops of
   // its stream after it fail with it.
   void poison_after(StreamState& s, const OpState& failed);
+  // `op` finished with a footprint (order_by_footprint): the ops that waited for its bytes may go,
+  // and on a propagating stream carry its failure.
+  void release_footprint(OpState& op, Work& work);
   void publish(OpState& op, Work& work);  // done + on_complete, once
   // The window's reference to `op`, while it is in its stream's window (not yet retired).
   static const std::shared_ptr<OpState>& owner(const OpState& op);
@@ -251,6 +255,10 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
                     const StreamState* held = nullptr);
   // Stalls (stalls.cpp), under the lock: what holds `s`, and the streams that do, in turn.
   StreamStall stall_of(const StreamState& s, Clock::time_point now) const;
+  // What `op` (unfinished, of `s`) waits for, in words, and the op of another stream it waits on
+  // (an event's record, or an op touching its bytes), if any.
+  std::string waiting_for_here(const StreamState& s, const OpState& op) const;
+  const OpState* awaited_op(const OpState& op) const;
   std::string stall_report(const StreamState* held) const;
   // A waiting thread's step when progress() found nothing: spin on the RB rings while the spin
   // lasts, else sleep in the device's interrupt (one thread at a time), else on done_cv_.
@@ -362,6 +370,7 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   bool several_priorities_ = false;
   // Bytes of CBs issued within a ring share that are on each pipeline's ring.
   std::array<std::uint64_t, hw::kNumPipelines> yielded_bytes_{};
+  HazardTracker hazards_;  // EngineOptions::order_by_footprint
   std::shared_ptr<DeviceAllocator> allocator_;
   std::shared_ptr<HostRegistry> registry_;
   std::thread poller_;

@@ -83,6 +83,10 @@ struct OpState {
   Callback on_complete;
   std::shared_ptr<HostRegistrationState> host;  // set: direct DMA through this registration
   std::shared_ptr<OpState> awaited;             // kEventWait: the record op waited for
+  // Ordering by footprint (HazardTracker, engine lock): the earlier live ops whose bytes this one
+  // must wait for, and whether it is in the tracker (live, with a footprint).
+  std::uint32_t footprint_waits = 0;
+  bool footprint_live = false;
   // kHostCallback, kHostTask (which gets its TaskCompletion bound in); boxed: rare, and 32 bytes.
   std::unique_ptr<std::function<void()>> host_fn;
 

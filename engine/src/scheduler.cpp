@@ -61,6 +61,7 @@ Status EngineCore::awaited_status(const OpState& wait) {
 
 bool EngineCore::can_start(StreamState& s, std::size_t index, const OpState& op) const {
   if (s.gate && !s.gate->finished) return false;
+  if (op.footprint_waits != 0) return false;  // an earlier op touching its bytes is live
   auto earlier_done = [&] {
     for (std::size_t i = 0; i < index; ++i) {
       if (!s.window[i]->finished) return false;

@@ -82,19 +82,38 @@ StreamStall EngineCore::stall_of(const StreamState& s, Clock::time_point now) co
   if (!head) return st;
   st.head_op = head->id;
   st.head_kind = head->kind;
-  st.waiting_for = waiting_for(s, *head);
-  // Follow event waits to the streams that hold this one, once each (event waits cannot form a
-  // cycle, but a chain may come back to a stream already named through another record).
+  st.waiting_for = waiting_for_here(s, *head);
+  // Follow event waits and footprint waits to the streams that hold this one, once each (neither
+  // can form a cycle, but a chain may come back to a stream already named through another op).
   std::set<const StreamState*> seen{&s};
-  for (const OpState* op = head; op && op->kind == OpKind::kEventWait && op->awaited && op->awaited->stream;) {
-    const StreamState& next = *op->awaited->stream;
+  for (const OpState* op = head; op;) {
+    const OpState* awaited = awaited_op(*op);
+    if (!awaited || !awaited->stream) break;
+    const StreamState& next = *awaited->stream;
     if (!seen.insert(&next).second) break;
     const OpState* h = holding_op(next);
     if (!h) break;
-    st.chain.push_back(stream_name(next) + ": " + op_name(*h) + " " + waiting_for(next, *h));
+    st.chain.push_back(stream_name(next) + ": " + op_name(*h) + " " + waiting_for_here(next, *h));
     op = h;
   }
   return st;
+}
+
+const OpState* EngineCore::awaited_op(const OpState& op) const {
+  if (op.kind == OpKind::kEventWait) return op.awaited.get();
+  if (!op.started && op.footprint_waits != 0) return hazards_.first_awaited(op);
+  return nullptr;
+}
+
+std::string EngineCore::waiting_for_here(const StreamState& s, const OpState& op) const {
+  if (!op.started && op.footprint_waits != 0 && !(s.gate && !s.gate->finished)) {
+    if (const OpState* a = hazards_.first_awaited(op); a && a->stream) {
+      return "has not started: it waits for " + op_name(*a) + " on " + stream_name(*a->stream) +
+             ", which touches its bytes (ordering by footprint; " + std::to_string(op.footprint_waits) +
+             " op(s) in all)";
+    }
+  }
+  return waiting_for(s, op);
 }
 
 std::string EngineCore::stall_report(const StreamState* held) const {

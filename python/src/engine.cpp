@@ -300,6 +300,7 @@ struct OpenArgs {
   std::optional<std::uint64_t> device_memory_bytes;
   std::optional<std::uint64_t> priority_share_bytes;
   py::object priority_hold;
+  bool order_by_footprint = false;
 };
 
 Handle open_engine(const OpenArgs& a) {
@@ -322,6 +323,7 @@ Handle open_engine(const OpenArgs& a) {
   o.poll_spin = seconds_to_timeout(a.poll_spin, o.poll_spin);
   set_if(a.priority_share_bytes, o.priority_share_bytes);
   o.priority_hold = seconds_to_timeout(a.priority_hold, o.priority_hold);
+  o.order_by_footprint = a.order_by_footprint;
   if (a.completion) o.completion = completion_mode(*a.completion);
 
   const backend::Registry& registry = backend::builtin();
@@ -361,6 +363,7 @@ py::dict stats_dict(const EngineStats& s) {
   d["queue_full_stalls"] = s.queue_full_stalls;
   d["staging_stalls"] = s.staging_stalls;
   d["priority_yields"] = s.priority_yields;
+  d["footprint_waits"] = s.footprint_waits;
   d["tags_in_use"] = s.tags_in_use;
   d["quarantined_tags"] = s.quarantined_tags;
   d["quarantined_staging"] = s.quarantined_staging;
@@ -395,6 +398,7 @@ py::dict options_dict(const EngineOptions& o) {
   d["device_memory_bytes"] = o.device_memory_bytes;
   d["priority_share_bytes"] = o.priority_share_bytes;
   d["priority_hold"] = std::chrono::duration<double>(o.priority_hold).count();
+  d["order_by_footprint"] = o.order_by_footprint;
   d["capture"] = o.observer != nullptr;
   return d;
 }
@@ -411,7 +415,7 @@ constexpr const char* kEngineDoc = R"(A DMA engine on one device of a registered
            capture=False, max_cb_bytes=None, staging_buffer_bytes=None, staging_buffers=None,
            staging_threads=None, cb_timeout=None, ring_slots=None, completion=None,
            poll_spin=None, device_memory_bytes=None, priority_share_bytes=None,
-           priority_hold=None)
+           priority_hold=None, order_by_footprint=False)
 
 backend is a name from spyre_dma.backends() (refdev, sim, rtl, cuda). preset, config (a model
 configuration file) and fidelity ("tlp" or "burst") are the model backends' settings; settings
@@ -682,7 +686,8 @@ void bind_engine(py::module_& m) {
                        std::optional<unsigned> staging_threads, py::object cb_timeout,
                        std::optional<std::array<std::uint32_t, 3>> ring_slots, std::optional<std::string> completion,
                        py::object poll_spin, std::optional<std::uint64_t> device_memory_bytes,
-                       std::optional<std::uint64_t> priority_share_bytes, py::object priority_hold) {
+                       std::optional<std::uint64_t> priority_share_bytes, py::object priority_hold,
+                       bool order_by_footprint) {
              OpenArgs a;
              a.backend = backend;
              a.preset = std::move(preset);
@@ -702,6 +707,7 @@ void bind_engine(py::module_& m) {
              a.device_memory_bytes = device_memory_bytes;
              a.priority_share_bytes = priority_share_bytes;
              a.priority_hold = std::move(priority_hold);
+             a.order_by_footprint = order_by_footprint;
              return open_engine(a);
            }),
            py::arg("backend") = "sim", py::kw_only(), py::arg("preset") = py::none(), py::arg("config") = py::none(),
@@ -711,7 +717,7 @@ void bind_engine(py::module_& m) {
            py::arg("staging_threads") = py::none(), py::arg("cb_timeout") = py::none(),
            py::arg("ring_slots") = py::none(), py::arg("completion") = py::none(), py::arg("poll_spin") = py::none(),
            py::arg("device_memory_bytes") = py::none(), py::arg("priority_share_bytes") = py::none(),
-           py::arg("priority_hold") = py::none())
+           py::arg("priority_hold") = py::none(), py::arg("order_by_footprint") = false)
       .def(
           "create_stream",
           [](const Handle& h, const std::string& order, int priority, const std::string& name,

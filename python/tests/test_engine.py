@@ -406,3 +406,34 @@ def test_stalls_is_empty_when_every_stream_moves(engine):
     a.synchronize(timeout=30)
     assert engine.stalls(idle_for=0) == []
     assert engine.stalls() == []
+
+
+def test_streams_sharing_a_buffer_are_ordered_by_footprint():
+    # docs/engine.md, "Ordering by footprint": no event between the writer and the reader.
+    with spyre_dma.Engine("refdev", order_by_footprint=True) as e:
+        assert e.options["order_by_footprint"] is True
+        writer, reader = e.create_stream(), e.create_stream()
+        buf = e.allocate(1 << 20)
+        src = e.allocate_host(1 << 20)
+        out = e.allocate_host(1 << 20)
+        memoryview(src)[:] = bytes(range(256)) * 4096
+        writer.copy_h2d(buf, src)
+        reader.copy_d2h(out, buf)
+        e.synchronize(timeout=30)
+        assert bytes(memoryview(out)) == bytes(memoryview(src))
+        assert e.stats()["footprint_waits"] == 1
+
+
+def test_lower_priority_streams_keep_to_the_ring_share():
+    # docs/engine.md, "Priority": while a higher stream is active, lower ones use CBs of half the share.
+    with spyre_dma.Engine("refdev", priority_share_bytes=64 << 10, priority_hold=3600.0) as e:
+        assert e.options["priority_share_bytes"] == 64 << 10
+        high = e.create_stream(priority=10)
+        high.copy_h2d(e.allocate(4096), e.allocate_host(4096)).wait(timeout=30)
+        lows = [e.create_stream(priority=0) for _ in range(4)]
+        before = e.stats()["cbs_submitted"]
+        for s in lows:
+            s.copy_h2d(e.allocate(1 << 20), e.allocate_host(1 << 20))
+        e.synchronize(timeout=30)
+        assert e.stats()["cbs_submitted"] - before == 4 * (1 << 20) // (32 << 10)
+        assert e.stats()["priority_yields"] > 0

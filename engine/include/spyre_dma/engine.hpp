@@ -54,6 +54,7 @@ struct EngineStats {
   std::uint64_t bytes_staged = 0;        // moved through staging buffers
   std::uint64_t queue_full_stalls = 0;   // times an op waited for a queue slot
   std::uint64_t staging_stalls = 0;      // times an op waited for a staging buffer
+  std::uint64_t footprint_waits = 0;     // waits of an op for an earlier one that touches its bytes
   std::uint64_t priority_yields = 0;     // times an op waited for its ring share (a higher priority was active)
   std::uint64_t tags_in_use = 0;
   std::uint64_t quarantined_tags = 0;

@@ -66,6 +66,11 @@ struct EngineOptions {
   // of it. 0: no share (priority then orders only the hand-out of queue slots and staging buffers).
   std::uint64_t priority_share_bytes = 64ull << 10;
   std::chrono::nanoseconds priority_hold = 1ms;
+  // Ordering by footprint (docs/engine.md, "Ordering by footprint"): an op waits for every earlier
+  // op, on any stream, that touches a byte it touches (device or host memory) where one of the two
+  // writes, so that streams sharing buffers need no events between them. Costs a scan of the
+  // live ops' ranges per submission.
+  bool order_by_footprint = false;
 };
 
 enum class Ordering : std::uint8_t {
