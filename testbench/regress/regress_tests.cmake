@@ -1,5 +1,5 @@
 # Included by testbench/CMakeLists.txt (after tools/, which defines spyre-dma).
-# The regression suites as CTest tests (label `regress`): smoke and directed on refdev and sim,
+# The regression suites as CTest tests (label `regress`): smoke, directed and footprint on refdev and sim,
 # the fault campaign on sim, and the scoreboard's self-test (a corrupted seed must fail, with the
 # finding named). `spyre-dma regress` runs the tests in two worker processes.
 if(TARGET spyre-dma)
@@ -12,9 +12,9 @@ if(TARGET spyre-dma)
   # The sanitizer presets run a shorter smoke (their builds are several times slower).
   set(SPYRE_DMA_REGRESS_SMOKE_SEEDS "" CACHE STRING "Seeds A..B of the CTest smoke runs (empty: the suite's own)")
   foreach(_backend IN LISTS _backends)
-    foreach(_suite smoke directed)
+    foreach(_suite smoke directed footprint)
       set(_seeds "")
-      if(_suite STREQUAL "smoke" AND SPYRE_DMA_REGRESS_SMOKE_SEEDS)
+      if(NOT _suite STREQUAL "directed" AND SPYRE_DMA_REGRESS_SMOKE_SEEDS)
         set(_seeds --seeds ${SPYRE_DMA_REGRESS_SMOKE_SEEDS})
       endif()
       add_test(NAME regress.${_suite}.${_backend}

@@ -148,6 +148,7 @@ CoverageContext coverage_context(const RegressOptions& o, const Suite& suite) {
   c.faults = c.model && (suite.directed || suite.profile.fault_at_cb || rate > 0);
   c.huge_ops = suite.directed || (suite.profile.max_op_bytes > (16ull << 20) && suite.profile.large_fraction > 0);
   c.systemc_path = o.backend.name == "sim";
+  c.footprint = suite.directed || suite.profile.footprint_share > 0;
   return c;
 }
 

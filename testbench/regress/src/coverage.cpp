@@ -41,6 +41,8 @@ std::vector<BinInfo> build_catalogue() {
       {"stream.many", "a test with four or more streams"},
       {"event.cross_stream", "a wait on an event recorded by another stream"},
       {"event.same_stream", "a wait on an event recorded by the same stream"},
+      {"order.footprint", "two ops of different streams touching the same bytes, ordered by footprint (device timestamps)",
+       kNeedsFootprint},
       {"pipeline.compute", "CBs on the COMPUTE queue"},
       {"pipeline.dmai", "CBs on the DMAI queue"},
       {"pipeline.dmao", "CBs on the DMAO queue"},
@@ -137,7 +139,8 @@ const BinInfo* find_bin(const std::string& name) {
 bool CoverageContext::reaches(const BinInfo& b) const {
   if (b.unreachable) return false;
   return (!(b.needs & kNeedsFaults) || faults) && (!(b.needs & kNeedsModel) || model) &&
-         (!(b.needs & kNeedsHugeOps) || huge_ops) && (!(b.needs & kNeedsSystemcPath) || systemc_path);
+         (!(b.needs & kNeedsHugeOps) || huge_ops) && (!(b.needs & kNeedsSystemcPath) || systemc_path) &&
+         (!(b.needs & kNeedsFootprint) || footprint);
 }
 
 void Coverage::hit(const std::string& bin, std::uint64_t n) {

@@ -29,6 +29,7 @@ enum BinNeeds : unsigned {
   kNeedsModel = 1u << 1,        // the model's statistics (sim, rtl)
   kNeedsHugeOps = 1u << 2,      // ops above 16 MiB (nightly)
   kNeedsSystemcPath = 1u << 3,  // the SystemC data path (sim): the RTL never poisons its writes
+  kNeedsFootprint = 1u << 4,    // tests with ordering by footprint (the footprint suite)
 };
 
 struct BinInfo {
@@ -43,7 +44,7 @@ const BinInfo* find_bin(const std::string& name);
 
 // What a run can reach.
 struct CoverageContext {
-  bool faults = false, model = false, huge_ops = false, systemc_path = false;
+  bool faults = false, model = false, huge_ops = false, systemc_path = false, footprint = false;
   bool reaches(const BinInfo& b) const;
 };
 

@@ -65,6 +65,12 @@ class Reader {
     fail(at, "expected an unsigned integer, got " + v.dump());
   }
 
+  bool boolean(const json& obj, const char* key, const std::string& where, bool dflt) const {
+    if (!obj.contains(key)) return dflt;
+    if (!obj[key].is_boolean()) fail(where + "." + key, "expected true or false, got " + obj[key].dump());
+    return obj[key].get<bool>();
+  }
+
   // A probability: a number in [0, 1].
   double rate(const json& obj, const char* key, const std::string& where) const {
     if (!obj.contains(key)) return 0;
@@ -177,11 +183,12 @@ DirectedTest parse_directed(const std::string& text, const std::string& file) {
   }
   if (j.contains("engine")) {
     const json& e = j["engine"];
-    rd.keys(e, "$.engine", {"ring_slots", "max_cb_bytes", "staging_buffers", "staging_buffer_bytes"});
+    rd.keys(e, "$.engine", {"ring_slots", "max_cb_bytes", "staging_buffers", "staging_buffer_bytes", "order_by_footprint"});
     p.tuning.ring_slots = static_cast<std::uint32_t>(rd.u64(e, "ring_slots", "$.engine", 0));
     p.tuning.max_cb_bytes = rd.u64(e, "max_cb_bytes", "$.engine", 0);
     p.tuning.staging_buffers = static_cast<std::uint32_t>(rd.u64(e, "staging_buffers", "$.engine", 0));
     p.tuning.staging_buffer_bytes = rd.u64(e, "staging_buffer_bytes", "$.engine", 0);
+    p.tuning.order_by_footprint = rd.boolean(e, "order_by_footprint", "$.engine", false);
   }
   if (j.contains("faults")) {
     const json& f = j["faults"];
@@ -294,6 +301,7 @@ std::string to_directed_json(const Program& p, const std::string& description, b
   if (p.tuning.max_cb_bytes) engine["max_cb_bytes"] = p.tuning.max_cb_bytes;
   if (p.tuning.staging_buffers) engine["staging_buffers"] = p.tuning.staging_buffers;
   if (p.tuning.staging_buffer_bytes) engine["staging_buffer_bytes"] = p.tuning.staging_buffer_bytes;
+  if (p.tuning.order_by_footprint) engine["order_by_footprint"] = true;
   if (!engine.empty()) j["engine"] = engine;
   json faults = json::object();
   const FaultPlan& x = p.faults;

@@ -129,6 +129,8 @@ class Builder {
       p_.tuning.staging_buffer_bytes = kStage[r_.below(kStage.size())];
     }
     max_cb_ = p_.tuning.max_cb_bytes ? p_.tuning.max_cb_bytes : 4 * MiB;
+    // Drawn only where the profile asks for it, so that the other profiles' programs stay as they were.
+    if (prof_.footprint_share > 0) p_.tuning.order_by_footprint = r_.chance(prof_.footprint_share);
   }
 
   void choose_streams() {
@@ -237,8 +239,10 @@ class Builder {
     return false;
   }
 
-  // Orders the op about to be emitted on `stream` after every epoch write it reads.
+  // Orders the op about to be emitted on `stream` after every epoch write it reads (with ordering
+  // by footprint, the engine's job).
   void order_reads(std::uint32_t stream, Queue pipe, const EpochUse& use, std::uint64_t lo, std::uint64_t hi) {
+    if (p_.tuning.order_by_footprint) return;
     for (const Write& w : use.writes) {
       if (!w.range.overlaps(lo, hi)) continue;
       const Ordering o = p_.streams[stream].ordering;

@@ -5,7 +5,8 @@
 // 4 KiB page, MPS (512) and MRRS (4096) multiples, the engine's CB size, device chunk boundaries.
 // Host memory is registered, pageable or unaligned; allocations are single- or multi-chunk;
 // streams differ in ordering mode and priority; events tie streams together wherever a read
-// depends on another stream's write (and sometimes where nothing does). Some seeds shrink the
+// depends on another stream's write (and sometimes where nothing does), unless the test runs with
+// ordering by footprint (GeneratorProfile::footprint_share). Some seeds shrink the
 // rings and the staging pool so that queue-full and staging stalls happen.
 #pragma once
 
@@ -31,6 +32,9 @@ struct GeneratorProfile {
   double fault_rate = 0;
   // One fault at a chosen CB per test, its kind cycling with the seed.
   bool fault_at_cb = false;
+  // The share of tests that run with the engine's ordering by footprint: there a read of another
+  // stream's write gets no event (the engine must order it), and the checkers hold the engine to it.
+  double footprint_share = 0;
 };
 
 Program generate(const GeneratorProfile& profile, std::uint64_t seed);

@@ -65,29 +65,40 @@ std::string check_dev(const Program& p, const OpSpec& op, std::size_t i, std::ui
   return {};
 }
 
-struct Touch {
-  std::size_t op;
-  std::uint32_t stream;
-  std::uint64_t lo, hi;
-};
-
-bool overlap(const Touch& a, std::uint64_t lo, std::uint64_t hi) { return a.lo < hi && lo < a.hi; }
-
 }  // namespace
 
+std::vector<SpecTouch> touches(const OpSpec& op) {
+  auto host = [&](std::uint64_t off, bool write) { return SpecTouch{true, op.host, off, off + op.bytes, write}; };
+  auto dev = [&](std::uint32_t buf, std::uint64_t off, bool write) {
+    return SpecTouch{false, buf, off, off + op.bytes, write};
+  };
+  switch (op.type) {
+    case OpType::kH2D: return {host(op.host_offset, false), dev(op.dev, op.dev_offset, true)};
+    case OpType::kD2H: return {dev(op.dev, op.dev_offset, false), host(op.host_offset, true)};
+    case OpType::kD2D: return {dev(op.src_dev, op.src_offset, false), dev(op.dev, op.dev_offset, true)};
+    case OpType::kFill: return {dev(op.dev, op.dev_offset, true)};
+    default: return {};
+  }
+}
+
 std::string check_hazards(const Program& p) {
-  // Buffers are keyed as (host?, index).
-  std::map<std::pair<bool, std::uint32_t>, std::vector<Touch>> writes, reads;
-  auto ordered = [&](const Touch& w, std::size_t reader, std::uint32_t stream) {
+  struct Seen {
+    std::size_t op;
+    SpecTouch t;
+  };
+  std::vector<Seen> writes, reads;
+  auto ordered = [&](std::size_t writer, std::size_t reader) {
+    if (p.tuning.order_by_footprint) return true;  // the engine orders a read after the write it overlaps
+    const std::uint32_t stream = p.ops[reader].stream, ws = p.ops[writer].stream;
     // The same stream orders it, except across pipelines on a pipeline-FIFO stream.
-    if (w.stream == stream &&
-        (p.streams[stream].ordering != Ordering::kPipelineFifo || queue_of(p.ops[w.op].type) == queue_of(p.ops[reader].type))) {
+    if (ws == stream &&
+        (p.streams[stream].ordering != Ordering::kPipelineFifo || queue_of(p.ops[writer].type) == queue_of(p.ops[reader].type))) {
       return true;
     }
     // An event recorded on the writer's stream after the write, waited on by the reader's stream
     // between the record and the read.
-    for (std::size_t r = w.op + 1; r < reader; ++r) {
-      if (p.ops[r].type != OpType::kRecord || p.ops[r].stream != w.stream) continue;
+    for (std::size_t r = writer + 1; r < reader; ++r) {
+      if (p.ops[r].type != OpType::kRecord || p.ops[r].stream != ws) continue;
       for (std::size_t k = r + 1; k < reader; ++k) {
         if (p.ops[k].type == OpType::kWait && p.ops[k].stream == stream && p.ops[k].event == p.ops[r].event) {
           return true;
@@ -102,31 +113,24 @@ std::string check_hazards(const Program& p) {
       writes.clear(), reads.clear();
       continue;
     }
-    std::vector<std::pair<std::pair<bool, std::uint32_t>, std::uint64_t>> rd, wr;
-    switch (op.type) {
-      case OpType::kH2D: rd.push_back({{true, op.host}, op.host_offset}); wr.push_back({{false, op.dev}, op.dev_offset}); break;
-      case OpType::kD2H: rd.push_back({{false, op.dev}, op.dev_offset}); wr.push_back({{true, op.host}, op.host_offset}); break;
-      case OpType::kD2D: rd.push_back({{false, op.src_dev}, op.src_offset}); wr.push_back({{false, op.dev}, op.dev_offset}); break;
-      case OpType::kFill: wr.push_back({{false, op.dev}, op.dev_offset}); break;
-      default: break;
-    }
-    for (const auto& [buf, off] : rd) {
-      for (const Touch& w : writes[buf]) {
-        if (overlap(w, off, off + op.bytes) && !ordered(w, i, op.stream)) {
-          return "op " + std::to_string(i) + " reads what op " + std::to_string(w.op) + " wrote, unordered";
+    const std::vector<SpecTouch> ts = touches(op);
+    for (const SpecTouch& t : ts) {
+      if (t.write) {
+        for (const Seen& w : writes) {
+          if (w.t.overlaps(t)) return "op " + std::to_string(i) + " writes bytes op " + std::to_string(w.op) + " wrote";
+        }
+        for (const Seen& r : reads) {
+          if (r.t.overlaps(t)) return "op " + std::to_string(i) + " writes bytes op " + std::to_string(r.op) + " read";
+        }
+      } else {
+        for (const Seen& w : writes) {
+          if (w.t.overlaps(t) && !ordered(w.op, i)) {
+            return "op " + std::to_string(i) + " reads what op " + std::to_string(w.op) + " wrote, unordered";
+          }
         }
       }
     }
-    for (const auto& [buf, off] : wr) {
-      for (const Touch& w : writes[buf]) {
-        if (overlap(w, off, off + op.bytes)) return "op " + std::to_string(i) + " writes bytes op " + std::to_string(w.op) + " wrote";
-      }
-      for (const Touch& r : reads[buf]) {
-        if (overlap(r, off, off + op.bytes)) return "op " + std::to_string(i) + " writes bytes op " + std::to_string(r.op) + " read";
-      }
-    }
-    for (const auto& [buf, off] : rd) reads[buf].push_back(Touch{i, op.stream, off, off + op.bytes});
-    for (const auto& [buf, off] : wr) writes[buf].push_back(Touch{i, op.stream, off, off + op.bytes});
+    for (const SpecTouch& t : ts) (t.write ? writes : reads).push_back(Seen{i, t});
   }
   return {};
 }

@@ -6,7 +6,8 @@
 // every byte the epoch touched is compared with the scoreboard's shadow. Within an epoch a program
 // obeys the hazard rules the scoreboard relies on (see scoreboard.hpp): a byte is written at most
 // once, nothing is written after it was read, and a read of a byte written earlier in the epoch is
-// ordered after that write (same stream in a mode that orders it, or an event).
+// ordered after that write (same stream in a mode that orders it, an event, or the engine's
+// ordering by footprint where the program runs with it).
 #pragma once
 
 #include <array>
@@ -86,6 +87,7 @@ struct EngineTuning {
   std::uint64_t max_cb_bytes = 0;
   std::uint32_t staging_buffers = 0;
   std::uint64_t staging_buffer_bytes = 0;
+  bool order_by_footprint = false;  // EngineOptions::order_by_footprint: reads need no events
 };
 
 // Faults the sim backend injects (rates per TLP or per CB; see model/sim_config.hpp FaultConfig).
@@ -118,6 +120,17 @@ struct Program {
   EngineTuning tuning;
   FaultPlan faults;
 };
+
+// A byte range an op reads or writes: in a host buffer or a device buffer, by index.
+struct SpecTouch {
+  bool host = false;
+  std::uint32_t buf = 0;
+  std::uint64_t lo = 0, hi = 0;  // [lo, hi)
+  bool write = false;
+  bool overlaps(const SpecTouch& o) const noexcept { return host == o.host && buf == o.buf && lo < o.hi && o.lo < hi; }
+};
+// What `op` reads and writes (none for compute, host work, events and syncs).
+std::vector<SpecTouch> touches(const OpSpec& op);
 
 // Structural checks (indices in range, ranges inside their buffers, device offsets aligned): the
 // empty string when the program is runnable, else what is wrong, naming the op and field.

@@ -109,6 +109,7 @@ void TestRun::setup() {
   if (p_.tuning.max_cb_bytes) eo.max_cb_bytes = p_.tuning.max_cb_bytes;
   if (p_.tuning.staging_buffers) eo.staging_buffers = p_.tuning.staging_buffers;
   if (p_.tuning.staging_buffer_bytes) eo.staging_buffer_bytes = p_.tuning.staging_buffer_bytes;
+  eo.order_by_footprint = p_.tuning.order_by_footprint;
   engine_ = Engine::open(monitor_, eo);
   max_cb_ = engine_->limits().max_cb_bytes;
   for (std::size_t i = 0; i < p_.streams.size(); ++i) {

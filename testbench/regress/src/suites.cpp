@@ -18,6 +18,14 @@ const std::vector<Suite>& suites() {
     smoke.first_seed = 1, smoke.last_seed = 100;
     s.push_back(smoke);
 
+    Suite footprint;
+    footprint.name = "footprint";
+    footprint.description = "short random programs with ordering by footprint: reads across streams without events";
+    footprint.profile = smoke.profile;
+    footprint.profile.footprint_share = 1;
+    footprint.first_seed = 1, footprint.last_seed = 100;
+    s.push_back(footprint);
+
     Suite small;
     small.name = "small";
     small.description = "long random programs of small ops (three in four of at most 1 KiB, the rest up to 64 KiB)";

@@ -200,6 +200,7 @@ void TestRun::check_order(const std::vector<std::size_t>& ops) {
     }
     prev_device[key] = i;
   }
+  if (p_.tuning.order_by_footprint) check_footprint_order(ops);
   // Event order: device work after a wait starts after the recording stream's earlier work.
   for (const Wait& w : waits_) {
     const std::uint32_t from = p_.ops[w.record].stream, to = p_.ops[w.wait].stream;
@@ -227,6 +228,38 @@ void TestRun::check_order(const std::vector<std::size_t>& ops) {
       }
       break;  // later ops of the stream follow this one
     }
+  }
+}
+
+void TestRun::check_footprint_order(const std::vector<std::size_t>& ops) {
+  // Every later op that touches a byte an earlier one touched, one of the two writing, on another
+  // stream (or another pipeline of a pipeline-FIFO stream), starts on the device after the earlier
+  // one ended there.
+  std::vector<std::pair<std::size_t, std::vector<SpecTouch>>> done;
+  for (std::size_t i : ops) {
+    const Record& r = records_[i];
+    if (!r.op.valid() || !r.status.ok() || r.op.device_end_ns() == 0) continue;
+    std::vector<SpecTouch> ts = touches(p_.ops[i]);
+    if (ts.empty()) continue;
+    for (const auto& [k, earlier] : done) {
+      const OpSpec &a = p_.ops[k], &b = p_.ops[i];
+      if (a.stream == b.stream &&
+          (p_.streams[b.stream].ordering != Ordering::kPipelineFifo || queue_of(a.type) == queue_of(b.type))) {
+        continue;  // the stream's own order (checked above)
+      }
+      const bool conflict = std::any_of(earlier.begin(), earlier.end(), [&](const SpecTouch& x) {
+        return std::any_of(ts.begin(), ts.end(), [&](const SpecTouch& y) { return (x.write || y.write) && x.overlaps(y); });
+      });
+      if (!conflict) continue;
+      cover("order.footprint");
+      if (r.op.device_start_ns() < records_[k].op.device_end_ns()) {
+        findings_.add(FindingKind::kOrderViolation, static_cast<std::int64_t>(i),
+                      fmt::format("op {} on stream {} started at {} ns, before op {} on stream {}, which touches its "
+                                  "bytes, ended ({} ns; ordering by footprint)",
+                                  i, b.stream, r.op.device_start_ns(), k, a.stream, records_[k].op.device_end_ns()));
+      }
+    }
+    done.emplace_back(i, std::move(ts));
   }
 }
 

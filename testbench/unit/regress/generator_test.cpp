@@ -19,7 +19,7 @@ TEST(Generator, TheSeedDecidesEverything) {
 }
 
 TEST(Generator, ProgramsAreRunnableAndKeepTheHazardRules) {
-  for (const char* suite : {"smoke", "faults"}) {
+  for (const char* suite : {"smoke", "faults", "footprint"}) {
     GeneratorProfile prof = find_suite(suite)->profile;
     for (std::uint64_t seed = 0; seed < 150; ++seed) {
       const Program p = generate(prof, seed);
@@ -28,6 +28,24 @@ TEST(Generator, ProgramsAreRunnableAndKeepTheHazardRules) {
       ASSERT_EQ(p.ops.back().type, OpType::kSync);
     }
   }
+}
+
+// With ordering by footprint the generator leaves reads across streams to the engine: no event,
+// and a program the hazard rules would refuse without the engine's ordering.
+TEST(Generator, FootprintProgramsLeaveReadsAcrossStreamsToTheEngine) {
+  const GeneratorProfile prof = find_suite("footprint")->profile;
+  const GeneratorProfile smoke = find_suite("smoke")->profile;
+  std::size_t unordered = 0, events_smoke = 0, events_footprint = 0;
+  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+    Program p = generate(prof, seed);
+    ASSERT_TRUE(p.tuning.order_by_footprint);
+    for (const OpSpec& op : p.ops) events_footprint += op.type == OpType::kWait;
+    for (const OpSpec& op : generate(smoke, seed).ops) events_smoke += op.type == OpType::kWait;
+    p.tuning.order_by_footprint = false;
+    unordered += !check_hazards(p).empty();
+  }
+  EXPECT_GT(unordered, 20u) << "programs that need the engine's ordering";
+  EXPECT_LT(events_footprint, events_smoke);
 }
 
 TEST(Generator, TheMixCoversTheEdges) {
