@@ -3,6 +3,7 @@
 
 #include "spyre_dma/device.hpp"
 #include "spyre_dma/engine.hpp"
+#include "spyre_dma/host_pool.hpp"
 #include "spyre_dma/memory.hpp"
 #include "spyre_dma/observer.hpp"
 #include "spyre_dma/options.hpp"
