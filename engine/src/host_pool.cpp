@@ -14,7 +14,6 @@
 #include <system_error>
 
 #include "spyre_dma/engine.hpp"
-#include "spyre_dma/shareable_memory.hpp"
 #include "spyre_dma/status.hpp"
 
 namespace spyre_dma {
@@ -69,7 +68,9 @@ struct HostPoolState {
   void* base = nullptr;
   std::size_t file_bytes = 0;
   std::size_t slots = 0, slot_bytes = 0;
-  ~HostPoolState() { free_shareable(base); }
+  ~HostPoolState() {
+    if (base) ::munmap(base, file_bytes);
+  }
 
   SlotHeader& slot(std::size_t i) const {
     return reinterpret_cast<SlotHeader*>(static_cast<std::uint8_t*>(base) + kPage)[i];
@@ -103,9 +104,17 @@ struct HostPoolState {
 
 namespace {
 
-std::shared_ptr<detail::HostPoolState> map_pool(int fd, std::size_t file_bytes) {
+// Maps the pool's file (and closes `fd`: the mapping keeps the memory).
+std::shared_ptr<detail::HostPoolState> map_pool(int fd, std::size_t file_bytes, const std::string& name) {
+  void* p = ::mmap(nullptr, file_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  const int err = errno;
+  ::close(fd);
+  if (p == MAP_FAILED) {
+    throw InvalidArgument("shared host pool " + name + ": cannot map " + std::to_string(file_bytes) +
+                          " bytes: " + std::strerror(err));
+  }
   auto s = std::make_shared<detail::HostPoolState>();
-  s->base = map_shareable(fd, file_bytes);  // takes fd
+  s->base = p;
   s->file_bytes = file_bytes;
   return s;
 }
@@ -138,7 +147,7 @@ SharedHostPool SharedHostPool::create(const std::string& name, Options o) {
   }
   std::shared_ptr<detail::HostPoolState> s;
   try {
-    s = map_pool(fd, file_bytes);
+    s = map_pool(fd, file_bytes, n);
   } catch (...) {
     ::shm_unlink(n.c_str());
     throw;
@@ -161,7 +170,7 @@ SharedHostPool SharedHostPool::open(const std::string& name) {
     ::close(fd);
     throw InvalidArgument("shared host pool " + n + ": not a pool (" + std::to_string(st.st_size) + " bytes)");
   }
-  auto s = map_pool(fd, static_cast<std::size_t>(st.st_size));
+  auto s = map_pool(fd, static_cast<std::size_t>(st.st_size), n);
   const auto* h = static_cast<const detail::FileHeader*>(s->base);
   if (h->magic.load(std::memory_order_acquire) != detail::kMagic) {
     throw InvalidArgument("shared host pool " + n + ": not a pool, or not yet created (no header)");
@@ -185,7 +194,11 @@ std::size_t SharedHostPool::slots() const noexcept { return state_ ? state_->slo
 std::size_t SharedHostPool::slot_bytes() const noexcept { return state_ ? state_->slot_bytes : 0; }
 
 HostBuffer SharedHostPool::register_with(Engine& engine) {
-  return engine.register_host(state_->data(0), state_->slots * state_->slot_bytes);
+  try {
+    return engine.register_host(state_->data(0), state_->slots * state_->slot_bytes);
+  } catch (const InvalidArgument&) {
+    return HostBuffer();  // a device that cannot map it (in another process): copies are staged
+  }
 }
 
 SharedHostPool::Offload SharedHostPool::offload(Stream& stream, std::uint64_t key, const DeviceBuffer& src,

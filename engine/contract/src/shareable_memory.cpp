@@ -10,8 +10,6 @@
 #include <map>
 #include <mutex>
 #include <new>
-#include <string>
-#include <system_error>
 
 namespace spyre_dma {
 namespace {
@@ -64,27 +62,6 @@ void* allocate_shareable(std::size_t bytes) {
     ::munmap(p, rounded);
     if (a.fd >= 0) ::close(a.fd);
     throw std::bad_alloc();
-  }
-  return p;
-}
-
-void* map_shareable(int fd, std::size_t bytes) {
-  const std::size_t rounded = (bytes + kPage - 1) / kPage * kPage;
-  void* p = bytes == 0 || rounded < bytes ? MAP_FAILED
-                                          : ::mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (p == MAP_FAILED) {
-    const int err = bytes == 0 ? EINVAL : errno;
-    ::close(fd);
-    throw std::system_error(err, std::generic_category(), "mmap of a shared file of " + std::to_string(bytes) + " bytes");
-  }
-  try {
-    Table& t = table();
-    std::lock_guard<std::mutex> lock(t.mu);
-    t.by_address.emplace(reinterpret_cast<std::uintptr_t>(p), Allocation{rounded, fd});
-  } catch (...) {
-    ::munmap(p, rounded);
-    ::close(fd);
-    throw;
   }
   return p;
 }

@@ -56,7 +56,9 @@ class SharedHostPool {
   std::size_t slot_of(std::uint64_t key) const noexcept { return static_cast<std::size_t>(key % slots()); }
 
   // The pool's memory registered with `engine` (once per engine), so that copies to and from
-  // slots are direct DMA.
+  // slots are direct DMA. A device that cannot map it (one in another process, behind vfio-user,
+  // maps only the engine's own sealed memory) gets an invalid handle: the copies then go through
+  // the engine's staging buffers, with the same rules.
   HostBuffer register_with(Engine& engine);
 
   // The writer's side: takes key's slot and copies `bytes` of `src` at `src_offset` into it on

@@ -18,11 +18,7 @@ namespace spyre_dma {
 
 // Page-aligned, zero-filled memory of at least `bytes` (> 0). Throws std::bad_alloc when none.
 void* allocate_shareable(std::size_t bytes);
-// Maps `bytes` of an open shared file (a POSIX shared-memory object other processes map too)
-// shared, page-aligned, and records it like an allocation: it takes `fd` (closed by
-// free_shareable, or here when the mapping fails). Throws std::system_error naming the call.
-void* map_shareable(int fd, std::size_t bytes);
-// Frees what allocate_shareable or map_shareable returned (null is ignored).
+// Frees what allocate_shareable returned (null is ignored).
 void free_shareable(void* p) noexcept;
 
 // Where [p, p + bytes) lies in a shareable allocation: its file descriptor (owned by the
