@@ -1,4 +1,4 @@
-// The engine in Python: Engine, Stream, Op, Event, DeviceBuffer, HostBuffer.
+// The engine in Python: Engine, Stream, Op, Event, DeviceBuffer, HostBuffer, and SharedHostPool.
 //
 // Lifetimes. Every Python object made from an engine holds the engine's handle, so the engine
 // lives while any of them does, or until Engine.close() (after which they fail with Closed, as the
@@ -898,6 +898,96 @@ void bind_engine(py::module_& m) {
       "a synchronize; with period_ns, op i is submitted no earlier than i * period_ns after the first\n"
       "(the pace of another loop). Returns (seconds submitting, seconds in all, seconds inside the\n"
       "submit calls).");
+}
+
+
+// The shared host pool (spyre_dma/host_pool.hpp). Bound here: its calls take this file's stream,
+// buffer and op objects.
+struct PyPoolFetch {
+  Handle h;
+  SharedHostPool::Fetch fetch;
+};
+
+void bind_host_pool(py::module_& m) {
+  py::class_<PyPoolFetch>(m, "PoolFetch", "A copy from a shared pool slot to the device (SharedHostPool.fetch).")
+      .def_property_readonly("op", [](const PyPoolFetch& f) { return PyOp{f.h, f.fetch.op}; })
+      .def_property_readonly("nbytes", [](const PyPoolFetch& f) { return f.fetch.bytes; })
+      .def("valid", [](const PyPoolFetch& f) { return poll(f.h, [&] { return f.fetch.valid(); }); },
+           "Whether the copy's bytes count: the op completed well and the slot did not change meanwhile.");
+
+  py::class_<SharedHostPool>(m, "SharedHostPool",
+                             "Host memory shared by several processes: slots a key maps to, each published only once\n"
+                             "the DMA that filled it completed; a stale or half-written slot is a miss, never bytes\n"
+                             "(docs/engine.md, \"A shared host pool\").")
+      .def_static(
+          "create",
+          [](const std::string& name, std::size_t slots, std::size_t slot_bytes) {
+            return SharedHostPool::create(name, {slots, slot_bytes});
+          },
+          py::arg("name"), py::arg("slots") = 64, py::arg("slot_bytes") = std::size_t{1} << 20,
+          "Creates the pool `name` (a POSIX shared-memory name); InvalidArgument if it exists.")
+      .def_static("open", &SharedHostPool::open, py::arg("name"), "Opens a pool another process created.")
+      .def_static("remove", &SharedHostPool::remove, py::arg("name"), "Removes the pool's name.")
+      .def_property_readonly("slots", &SharedHostPool::slots)
+      .def_property_readonly("slot_bytes", &SharedHostPool::slot_bytes)
+      .def("slot_of", &SharedHostPool::slot_of, py::arg("key"))
+      .def("published", &SharedHostPool::published, "How many slots are published now.")
+      .def(
+          "register_with",
+          [](SharedHostPool& p, const Handle& h) -> py::object {
+            HostBuffer b = without_gil(h, [&](Engine& e) { return p.register_with(e); });
+            if (!b.valid()) return py::none();
+            return py::cast(PyHostBuffer{h, std::move(b), py::none()});
+          },
+          py::arg("engine"),
+          "Registers the pool with the engine (once per engine) so that its copies are direct; keep the\n"
+          "HostBuffer it returns. None where the device cannot map it: copies are staged.")
+      .def(
+          "offload",
+          [](SharedHostPool& p, PyStream& s, std::uint64_t key, const PyDeviceBuffer& src, std::uint64_t src_offset,
+             std::optional<std::uint64_t> nbytes) -> py::object {
+            const std::uint64_t n = nbytes ? *nbytes : rest_of(src.buffer, src_offset, "source");
+            SharedHostPool::Offload o;
+            {
+              py::gil_scoped_release nogil;
+              o = p.offload(s.stream, key, src.buffer, src_offset, n);
+            }
+            if (o.offer != SharedHostPool::Offer::kStarted) return py::none();
+            return py::cast(PyOp{s.h, std::move(o.op)});
+          },
+          py::arg("stream"), py::arg("key"), py::arg("src"), py::arg("src_offset") = 0, py::arg("nbytes") = py::none(),
+          "Copies device bytes into key's slot on `stream` and publishes the slot when the copy has\n"
+          "completed well. Returns the Op (it completes after the publication), or None when a live\n"
+          "writer holds the slot.")
+      .def(
+          "read",
+          [](const SharedHostPool& p, std::uint64_t key, py::handle out) -> py::object {
+            HostRange r = host_range(out, true, "out");
+            std::optional<std::size_t> n;
+            {
+              py::gil_scoped_release nogil;
+              n = p.read(key, r.data, r.bytes);
+            }
+            if (!n) return py::none();
+            return py::int_(*n);
+          },
+          py::arg("key"), py::arg("out"),
+          "Copies key's bytes into `out` (a writable buffer) and returns how many, or None on a miss.")
+      .def(
+          "fetch",
+          [](SharedHostPool& p, PyStream& s, std::uint64_t key, const PyDeviceBuffer& dst,
+             std::uint64_t dst_offset) -> py::object {
+            std::optional<SharedHostPool::Fetch> f;
+            {
+              py::gil_scoped_release nogil;
+              f = p.fetch(s.stream, key, dst.buffer, dst_offset);
+            }
+            if (!f) return py::none();
+            return py::cast(PyPoolFetch{s.h, std::move(*f)});
+          },
+          py::arg("stream"), py::arg("key"), py::arg("dst"), py::arg("dst_offset") = 0,
+          "Copies key's bytes to the device on `stream`: a PoolFetch, or None on a miss. Its bytes count\n"
+          "only if valid() once its op completed.");
 }
 
 }  // namespace spyre_dma::python

@@ -18,6 +18,7 @@ namespace py = pybind11;
 void bind_errors(py::module_& m);
 void bind_engine(py::module_& m);
 void bind_traces(py::module_& m);
+void bind_host_pool(py::module_& m);  // engine.cpp
 
 // JSON trees as plain Python data (dict, list, str, int, float, bool, None) and back. from_python
 // throws InvalidArgument naming `what` and the type it cannot represent.

@@ -1,6 +1,7 @@
 """The engine from Python: copies, fills, events, polling, callbacks, registration, lifetimes."""
 
 import gc
+import os
 import sys
 import threading
 import time
@@ -437,3 +438,32 @@ def test_lower_priority_streams_keep_to_the_ring_share():
         e.synchronize(timeout=30)
         assert e.stats()["cbs_submitted"] - before == 4 * (1 << 20) // (32 << 10)
         assert e.stats()["priority_yields"] > 0
+
+
+def test_a_shared_host_pool_publishes_a_slot_once_its_copy_completed():
+    # docs/engine.md, "A shared host pool" (the C++ tests kill writers at random points).
+    name = f"spyre-dma-pytest-{os.getpid()}"
+    spyre_dma.SharedHostPool.remove(name)
+    pool = spyre_dma.SharedHostPool.create(name, slots=4, slot_bytes=64 << 10)
+    try:
+        reader = spyre_dma.SharedHostPool.open(name)
+        with spyre_dma.Engine("refdev") as e:
+            reg = pool.register_with(e)
+            assert reg is not None
+            s = e.create_stream()
+            src = e.allocate(4096)
+            s.fill(src, 0x01020304)
+            out = bytearray(64 << 10)
+            assert reader.read(7, out) is None
+            op = pool.offload(s, 7, src)
+            op.wait(timeout=30)
+            assert reader.published() == 1
+            assert reader.read(7, out) == 4096
+            assert bytes(out[:8]) == bytes([4, 3, 2, 1, 4, 3, 2, 1])
+            back = e.allocate(4096)
+            f = reader.fetch(s, 7, back)
+            f.op.wait(timeout=30)
+            assert f.valid() and f.nbytes == 4096
+            assert reader.fetch(s, 8, back) is None
+    finally:
+        spyre_dma.SharedHostPool.remove(name)
