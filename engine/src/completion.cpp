@@ -321,9 +321,18 @@ void EngineCore::poison_after(StreamState& s, const OpState& failed) {
   s.poison = Status::dependency_failed(failed.id, status, to_string(failed.kind));
   s.poison_seq = failed.seq;
   // Ops after it already under way (CBs handed over, a record or an event wait passed) issue
-  // nothing more and complete with it once their CBs are back.
+  // nothing more and complete with it once their CBs are back. One that has finished but is not
+  // yet published (an event wait passes as soon as its record is done, ahead of the ops before it)
+  // is published with it too: no op after the failed one completes well.
   for (const auto& op : s.window) {
-    if (op->seq <= failed.seq || op->finished || !op->started) continue;
+    if (op->seq <= failed.seq || !op->started) continue;
+    if (op->finished) {
+      if (!op->done.load(std::memory_order_relaxed) && op->final_status.ok()) {
+        op->final_status = s.poison;
+        ++stats_.ops_failed;
+      }
+      continue;
+    }
     if (op->first_error.ok()) op->first_error = s.poison;
   }
 }

@@ -72,6 +72,8 @@ std::vector<BinInfo> build_catalogue() {
        "only a device that stops answering times a CB out, and the model's faults are all answered in an RB; "
        "the engine suites (Hang.*, Misbehaving.*/stopXanswering) cover it"},
       {"error.device_fault", "an op failed with kDeviceFault", kFaultBin},
+      {"error.dependency_failed", "an op failed behind a failed op of its propagating stream (or an event it waited on)",
+       kFaultBin},
       {"error.cancelled", "an op failed with kCancelled", kNeedsNothing,
        "only Engine::reset() or closing the engine with work in flight cancels, and which ops are still in "
        "flight then is the host's timing, not the test's; the engine suites (Reset.CancelsInFlightWorkExactlyOnce, Lifetime.*) cover it"},

@@ -206,12 +206,15 @@ DirectedTest parse_directed(const std::string& text, const std::string& file) {
   for (std::size_t i = 0; i < j["streams"].size(); ++i) {
     const std::string at = fmt::format("$.streams[{}]", i);
     const json& s = j["streams"][i];
-    rd.keys(s, at, {"ordering", "priority"});
+    rd.keys(s, at, {"ordering", "priority", "on_failure"});
     StreamSpec spec;
     spec.ordering = rd.choice<Ordering>(s, "ordering", at, Ordering::kStrict,
                                         {{"strict", Ordering::kStrict},
                                          {"op_ordered", Ordering::kOpOrdered},
                                          {"pipeline_fifo", Ordering::kPipelineFifo}});
+    spec.on_failure = rd.choice<FailurePolicy>(s, "on_failure", at, FailurePolicy::kIsolate,
+                                               {{"isolate", FailurePolicy::kIsolate},
+                                                {"propagate", FailurePolicy::kPropagate}});
     if (s.contains("priority")) {
       const json& v = s["priority"];
       if (!v.is_number_integer() || v.get<std::int64_t>() < -1000 || v.get<std::int64_t>() > 1000) {
@@ -312,7 +315,9 @@ std::string to_directed_json(const Program& p, const std::string& description, b
   if (!faults.empty()) j["faults"] = faults;
   static const char* kOrdering[] = {"strict", "op_ordered", "pipeline_fifo"};
   for (const StreamSpec& s : p.streams) {
-    j["streams"].push_back({{"ordering", kOrdering[static_cast<int>(s.ordering)]}, {"priority", s.priority}});
+    json stream = {{"ordering", kOrdering[static_cast<int>(s.ordering)]}, {"priority", s.priority}};
+    if (s.on_failure == FailurePolicy::kPropagate) stream["on_failure"] = "propagate";
+    j["streams"].push_back(std::move(stream));
   }
   for (const HostBufferSpec& h : p.host_buffers) {
     json b = {{"bytes", h.bytes}, {"kind", h.kind == HostKind::kRegistered ? "registered" : "pageable"}};

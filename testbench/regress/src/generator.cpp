@@ -140,6 +140,8 @@ class Builder {
       const double u = r_.unit();
       s.ordering = u < 0.6 ? Ordering::kStrict : u < 0.8 ? Ordering::kOpOrdered : Ordering::kPipelineFifo;
       s.priority = static_cast<int>(r_.below(3)) - 1;
+      // Drawn only where the profile asks for it, so that the other profiles' programs stay as they were.
+      if (prof_.propagate_share > 0 && r_.chance(prof_.propagate_share)) s.on_failure = FailurePolicy::kPropagate;
       p_.streams.push_back(s);
     }
   }

@@ -35,6 +35,9 @@ struct GeneratorProfile {
   // The share of tests that run with the engine's ordering by footprint: there a read of another
   // stream's write gets no event (the engine must order it), and the checkers hold the engine to it.
   double footprint_share = 0;
+  // The share of streams that propagate failures (FailurePolicy::kPropagate): in a test with
+  // faults, the ops behind a failed one fail with kDependencyFailed and move nothing.
+  double propagate_share = 0;
 };
 
 Program generate(const GeneratorProfile& profile, std::uint64_t seed);

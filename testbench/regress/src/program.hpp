@@ -46,6 +46,7 @@ struct DeviceBufferSpec {
 struct StreamSpec {
   Ordering ordering = Ordering::kStrict;
   int priority = 0;
+  FailurePolicy on_failure = FailurePolicy::kIsolate;
 };
 
 enum class OpType : std::uint8_t {

@@ -165,6 +165,9 @@ Report Report::from_json(const json& j, const std::string& file) {
     c.metrics.bytes = get<std::uint64_t>(m, "bytes", mat);
     c.metrics.cbs = get<std::uint64_t>(m, "cbs", mat);
     c.metrics.failed_ops = get<std::uint64_t>(m, "failed_ops", mat);
+    if (m.contains("dependency_failed_ops")) {
+      c.metrics.dependency_failed_ops = get<std::uint64_t>(m, "dependency_failed_ops", mat);
+    }
     c.metrics.epochs = get<std::uint64_t>(m, "epochs", mat);
     c.metrics.resets = get<std::uint64_t>(m, "resets", mat);
     c.metrics.bytes_checked = get<std::uint64_t>(m, "bytes_checked", mat);
@@ -277,6 +280,9 @@ std::string Report::summary() const {
   for (const auto& [k, n] : sum.faults_injected) injected += n;
   out += fmt::format("  {:<24} {}\n", "faults injected", injected);
   out += fmt::format("  {:<24} {}\n", "ops failed (reported)", sum.failed_ops);
+  if (sum.dependency_failed_ops > 0) {
+    out += fmt::format("  {:<24} {}\n", "ops failed behind them", sum.dependency_failed_ops);
+  }
   out += fmt::format("  {:<24} {}\n", "engine resets", sum.resets);
   out += fmt::format("  {:<24} {:.3f} ms\n", "simulated time", sum.sim_time_ns / 1e6);
   out += fmt::format("  {:<24} {:.2f} s in tests, {:.2f} s elapsed\n", "wall time", sum.wall_s, wall_s);

@@ -116,6 +116,7 @@ void TestRun::setup() {
     StreamOptions so;
     so.ordering = p_.streams[i].ordering;
     so.priority = p_.streams[i].priority;
+    so.on_failure = p_.streams[i].on_failure;
     so.name = fmt::format("s{}", i);
     streams_.push_back(engine_->create_stream(so));
   }
@@ -279,7 +280,8 @@ TestResult TestRun::finish(Clock::time_point t0) {
 
 nlohmann::json TestMetrics::to_json() const {
   return {{"ops", ops},           {"data_ops", data_ops},   {"bytes", bytes},
-          {"cbs", cbs},           {"failed_ops", failed_ops}, {"epochs", epochs},
+          {"cbs", cbs},           {"failed_ops", failed_ops}, {"dependency_failed_ops", dependency_failed_ops},
+          {"epochs", epochs},
           {"resets", resets},     {"bytes_checked", bytes_checked}, {"sim_time_ns", sim_time_ns},
           {"wall_s", wall_s},     {"faults_injected", faults_injected},
           {"phases_s", {{"setup", setup_s}, {"run", run_s}, {"check", check_s}, {"teardown", teardown_s}}}};
@@ -334,6 +336,7 @@ TestDigest TestDigest::from_json(const nlohmann::json& j) {
 
 TestMetrics& TestMetrics::operator+=(const TestMetrics& o) {
   ops += o.ops, data_ops += o.data_ops, bytes += o.bytes, cbs += o.cbs, failed_ops += o.failed_ops;
+  dependency_failed_ops += o.dependency_failed_ops;
   epochs += o.epochs, resets += o.resets, bytes_checked += o.bytes_checked, sim_time_ns += o.sim_time_ns;
   wall_s += o.wall_s, setup_s += o.setup_s, run_s += o.run_s, check_s += o.check_s, teardown_s += o.teardown_s;
   for (const auto& [k, n] : o.faults_injected) faults_injected[k] += n;

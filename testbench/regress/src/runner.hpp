@@ -43,7 +43,8 @@ struct TestMetrics {
   std::uint64_t data_ops = 0;   // copies and fills
   std::uint64_t bytes = 0;      // bytes the data ops moved
   std::uint64_t cbs = 0;
-  std::uint64_t failed_ops = 0;
+  std::uint64_t failed_ops = 0;             // failed first (a fault, a refusal): the roots
+  std::uint64_t dependency_failed_ops = 0;  // kDependencyFailed: behind a root on a propagating stream
   std::uint64_t epochs = 0;
   std::uint64_t resets = 0;
   std::uint64_t bytes_checked = 0;

@@ -50,10 +50,11 @@ const std::vector<Suite>& suites() {
 
     Suite faults;
     faults.name = "faults";
-    faults.description = "one fault of each kind at a chosen CB (the kind cycles with the seed)";
+    faults.description = "one fault of each kind at a chosen CB (the kind cycles with the seed); half the streams propagate failures";
     faults.profile.ops = 200;
     faults.profile.max_op_bytes = 2ull << 20;
     faults.profile.fault_at_cb = true;
+    faults.profile.propagate_share = 0.5;
     faults.first_seed = 0, faults.last_seed = 31;
     faults.needs_faults = true;
     s.push_back(faults);

@@ -79,6 +79,9 @@ class TestRun {
   // FIFO within a stream, event order and strict-mode barriers, from completion order and from
   // the device's own timestamps.
   void check_order(const std::vector<std::size_t>& ops);
+  // Failures that travel: every kDependencyFailed names a root of the epoch, and nothing after a
+  // root runs on a propagating stream.
+  void check_propagation(const std::vector<std::size_t>& ops);
   // With ordering by footprint: ops touching the same bytes (one writing) ran in submission order.
   void check_footprint_order(const std::vector<std::size_t>& ops);
   // The model's own verdicts: its protocol checker, and whether the faults it injected show up

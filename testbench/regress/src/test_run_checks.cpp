@@ -138,7 +138,10 @@ void TestRun::end_epoch(std::size_t at) {
       continue;
     }
     const Status st = r.has_callback ? r.status : r.op.status();
-    if (!st.ok()) {
+    if (st.code() == ErrorCode::kDependencyFailed) {
+      ++metrics_.dependency_failed_ops;
+      stream_failed[p_.ops[i].stream] = true;
+    } else if (!st.ok()) {
       ++metrics_.failed_ops;
       stream_failed[p_.ops[i].stream] = true;
       const ErrorCode c = st.code();
@@ -158,6 +161,7 @@ void TestRun::end_epoch(std::size_t at) {
                                 s, stream_failed[s] ? "an" : "no", at, sync[s].ok() ? "ok" : sync[s].to_string()));
     }
   }
+  check_propagation(ops);
   check_order(ops);
   scoreboard_.verify_epoch();
   if (needs_reset) {
@@ -170,6 +174,50 @@ void TestRun::end_epoch(std::size_t at) {
     }
   }
   waits_.clear();
+}
+
+void TestRun::check_propagation(const std::vector<std::size_t>& ops) {
+  // An op that failed behind another names one that failed first (a root), in this epoch: each
+  // stream's synchronize at the epoch's end clears what it carries.
+  std::map<std::uint64_t, std::size_t> by_id;
+  for (std::size_t i : ops) {
+    if (records_[i].op.valid()) by_id[records_[i].op.id()] = i;
+  }
+  auto status_of = [&](std::size_t i) { return records_[i].has_callback ? records_[i].status : records_[i].op.status(); };
+  for (std::size_t i : ops) {
+    if (!records_[i].op.valid() || !records_[i].op.done()) continue;
+    const Status st = status_of(i);
+    if (st.code() != ErrorCode::kDependencyFailed) continue;
+    const auto root = by_id.find(st.failed_op());
+    const Status rs = root == by_id.end() ? Status() : status_of(root->second);
+    if (root == by_id.end() || rs.ok() || rs.code() == ErrorCode::kDependencyFailed) {
+      findings_.add(FindingKind::kWrongError, static_cast<std::int64_t>(i),
+                    fmt::format("op {} ({}) failed behind op id {}, which is not an op of this epoch that failed first: {}",
+                                i, to_string(p_.ops[i].type), st.failed_op(), st.to_string()));
+    } else {
+      cover("error.dependency_failed");
+    }
+  }
+  // On a propagating stream that orders its ops (strict, op-ordered), nothing after a root
+  // failure runs: every later op of the epoch fails.
+  std::map<std::uint32_t, std::size_t> first_root;
+  for (std::size_t i : ops) {
+    const OpSpec& op = p_.ops[i];
+    const StreamSpec& s = p_.streams[op.stream];
+    if (s.on_failure != FailurePolicy::kPropagate || s.ordering == Ordering::kPipelineFifo) continue;
+    if (!records_[i].op.valid() || !records_[i].op.done()) continue;
+    const Status st = status_of(i);
+    const auto root = first_root.find(op.stream);
+    if (root != first_root.end()) {
+      if (st.ok()) {
+        findings_.add(FindingKind::kMissedError, static_cast<std::int64_t>(i),
+                      fmt::format("stream {} propagates failures, but op {} ({}) ran after op {} had failed", op.stream,
+                                  i, to_string(op.type), root->second));
+      }
+    } else if (!st.ok() && st.code() != ErrorCode::kDependencyFailed) {
+      first_root[op.stream] = i;
+    }
+  }
 }
 
 void TestRun::check_order(const std::vector<std::size_t>& ops) {

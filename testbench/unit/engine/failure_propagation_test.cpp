@@ -150,3 +150,27 @@ TEST(FailurePropagation, AResetClearsIt) {
 
 }  // namespace
 }  // namespace spyre_dma::test
+
+namespace spyre_dma::test {
+namespace {
+
+// An event wait passes as soon as its record is done, ahead of the ops before it in its stream;
+// when one of those then fails, the wait is not reported as having completed well.
+TEST(FailurePropagation, AWaitThatPassedBeforeTheFailureIsReportedBehindIt) {
+  Rig rig = make_rig();
+  Engine& e = *rig.engine;
+  Stream s = e.create_stream(propagating()), other = e.create_stream();
+  Event ev = e.create_event();
+  SPYRE_ASSERT_OK(other.record(ev).wait(kWait));
+  TaskCompletion end_task;
+  Op task = s.host_task([&](TaskCompletion done) { end_task = done; });
+  Op wait = s.wait(ev);
+  EXPECT_EQ(wait.wait(std::chrono::milliseconds(20)).code(), ErrorCode::kWaitTimeout);  // published in order
+  end_task(Status(ErrorCode::kInvalidArgument, "the producer gave up"));
+  EXPECT_EQ(task.wait(kWait).code(), ErrorCode::kInvalidArgument);
+  expect_dependency_failed(wait, task);
+  (void)s.synchronize(kWait);
+}
+
+}  // namespace
+}  // namespace spyre_dma::test
