@@ -418,8 +418,9 @@ def test_streams_sharing_a_buffer_are_ordered_by_footprint():
         src = e.allocate_host(1 << 20)
         out = e.allocate_host(1 << 20)
         memoryview(src)[:] = bytes(range(256)) * 4096
-        writer.copy_h2d(buf, src)
-        reader.copy_d2h(out, buf)
+        with e.batch():  # the write is still live when the read is submitted (no doorbell yet)
+            writer.copy_h2d(buf, src)
+            reader.copy_d2h(out, buf)
         e.synchronize(timeout=30)
         assert bytes(memoryview(out)) == bytes(memoryview(src))
         assert e.stats()["footprint_waits"] == 1

@@ -36,8 +36,12 @@ TEST(FootprintOrdering, AReadOnAnotherStreamWaitsForTheWrite) {
   HostBuffer src = e.allocate_host(kBytes), out = e.allocate_host(kBytes);
   fill_pattern(src.data(), kBytes, 7);
   std::memset(out.data(), 0, kBytes);
-  Op w = writer.copy_h2d(buf, 0, src.data(), kBytes);
-  Op r = reader.copy_d2h(out.data(), buf, 0, kBytes);
+  Op w, r;
+  {
+    const Engine::SubmitBatch batch = e.batch();  // no doorbell yet: the write is live for the read
+    w = writer.copy_h2d(buf, 0, src.data(), kBytes);
+    r = reader.copy_d2h(out.data(), buf, 0, kBytes);
+  }
   SPYRE_ASSERT_OK(r.wait(kWait));
   SPYRE_ASSERT_OK(w.wait(kWait));
   EXPECT_TRUE(bytes_equal(src.data(), out.data(), kBytes));
@@ -121,8 +125,12 @@ TEST(FootprintOrdering, APipelineFifoStreamIsOrderedAcrossItsPipelines) {
   DeviceBuffer buf = e.allocate(kBytes);
   HostBuffer src = e.allocate_host(kBytes), out = e.allocate_host(kBytes);
   fill_pattern(src.data(), kBytes, 9);
-  Op w = s.copy_h2d(buf, 0, src.data(), kBytes);
-  Op r = s.copy_d2h(out.data(), buf, 0, kBytes);
+  Op w, r;
+  {
+    const Engine::SubmitBatch batch = e.batch();
+    w = s.copy_h2d(buf, 0, src.data(), kBytes);
+    r = s.copy_d2h(out.data(), buf, 0, kBytes);
+  }
   SPYRE_ASSERT_OK(s.synchronize(kWait));
   EXPECT_TRUE(bytes_equal(src.data(), out.data(), kBytes));
   EXPECT_EQ(e.stats().footprint_waits, 1u);
