@@ -3,13 +3,17 @@
 // random points that never makes a reader accept torn or stale bytes.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <stdexcept>
@@ -158,53 +162,108 @@ bool whole(const std::uint8_t* p, std::uint64_t key, std::vector<std::uint8_t>& 
   return std::memcmp(scratch.data(), p, kPayload) == 0;
 }
 
-// The writer process: publishes slot after slot until it is killed; counts in `publishes`.
-[[noreturn]] void writer_main(const std::string& name, std::atomic<std::uint64_t>* publishes, unsigned seed) {
-  try {
-    SharedHostPool pool = SharedHostPool::open(name);
-    Rig rig = make_rig();
-    Engine& e = *rig.engine;
-    HostBuffer reg = pool.register_with(e);
-    Stream s = e.create_stream();
-    DeviceBuffer dev = e.allocate(kPayload);
-    HostBuffer stage = e.allocate_host(kPayload);
-    std::mt19937_64 rng(seed);
-    for (std::uint64_t gen = 1;; ++gen) {
-      const std::uint64_t key = rng() % kKeys;
-      make_payload(static_cast<std::uint8_t*>(stage.data()), key, (std::uint64_t{seed} << 32) | gen);
-      if (!s.copy_h2d(dev, 0, stage.data(), kPayload).wait(kWait).ok()) ::_exit(3);
-      SharedHostPool::Offload o = pool.offload(s, key, dev, 0, kPayload);
-      if (o.offer != SharedHostPool::Offer::kStarted) continue;
-      if (!o.op.wait(kWait).ok()) ::_exit(4);
-      publishes->fetch_add(1);
-    }
-  } catch (...) {
-    ::_exit(2);
+// What the test and its writer processes share besides the pool: a second small shared-memory
+// object with the writer's readiness and the count of publishes.
+struct Shared {
+  std::atomic<std::uint64_t> publishes;
+  std::atomic<std::uint32_t> ready;  // the running writer has its engine open
+};
+
+Shared* map_shared(const std::string& name, bool create) {
+  const int fd = ::shm_open(("/" + name + "-count").c_str(), O_RDWR | (create ? O_CREAT | O_EXCL : 0), 0600);
+  if (fd < 0) return nullptr;
+  if (create && ::ftruncate(fd, 4096) != 0) {
+    ::close(fd);
+    return nullptr;
   }
+  void* p = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ::close(fd);
+  return p == MAP_FAILED ? nullptr : static_cast<Shared*>(p);
+}
+
+constexpr const char* kWriterEnv = "SPYRE_DMA_TEST_POOL_WRITER";  // "<pool name> <seed>"
+
+// The writer process: this test binary again, run by the test below with only this test selected
+// and kWriterEnv set (a fresh process, not a fork: the engine starts threads, which a fork of a
+// threaded process may not). It publishes slot after slot until it is killed.
+TEST(SharedHostPoolWriter, PublishesUntilKilled) {
+  const char* arg = std::getenv(kWriterEnv);
+  if (!arg) GTEST_SKIP() << "run by SharedHostPool.AWriterKilledAtRandomPointsNeverLetsATornOrStaleSlotBeRead";
+  char name[256] = {};
+  unsigned seed = 0;
+  ASSERT_EQ(std::sscanf(arg, "%255s %u", name, &seed), 2);
+  Shared* shared = map_shared(name, false);
+  ASSERT_NE(shared, nullptr);
+  SharedHostPool pool = SharedHostPool::open(name);
+  Rig rig = make_rig();
+  Engine& e = *rig.engine;
+  HostBuffer reg = pool.register_with(e);
+  Stream s = e.create_stream();
+  DeviceBuffer dev = e.allocate(kPayload);
+  HostBuffer stage = e.allocate_host(kPayload);
+  std::mt19937_64 rng(seed);
+  shared->ready.store(1);
+  for (std::uint64_t gen = 1;; ++gen) {
+    const std::uint64_t key = rng() % kKeys;
+    make_payload(static_cast<std::uint8_t*>(stage.data()), key, (std::uint64_t{seed} << 32) | gen);
+    SPYRE_ASSERT_OK(s.copy_h2d(dev, 0, stage.data(), kPayload).wait(kWait));
+    SharedHostPool::Offload o = pool.offload(s, key, dev, 0, kPayload);
+    if (o.offer != SharedHostPool::Offer::kStarted) continue;
+    SPYRE_ASSERT_OK(o.op.wait(kWait));
+    shared->publishes.fetch_add(1);
+  }
+}
+
+pid_t spawn_writer(const std::string& name, unsigned seed) {
+  static char filter[] = "--gtest_filter=SharedHostPoolWriter.PublishesUntilKilled";
+  char exe[] = "/proc/self/exe";
+  char* argv[] = {exe, filter, nullptr};
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e; ++e) env_strings.emplace_back(*e);
+  env_strings.push_back(std::string(kWriterEnv) + "=" + name + " " + std::to_string(seed));
+  std::vector<char*> envp;
+  for (std::string& v : env_strings) envp.push_back(v.data());
+  envp.push_back(nullptr);
+  pid_t pid = -1;
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);  // its gtest chatter
+  const int rc = ::posix_spawn(&pid, exe, &actions, nullptr, argv, envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  return rc == 0 ? pid : -1;
 }
 
 TEST(SharedHostPool, AWriterKilledAtRandomPointsNeverLetsATornOrStaleSlotBeRead) {
   if (test_backend() != "refdev") GTEST_SKIP() << "the writers open refdev in their own processes";
   PoolName n("kill");
+  ::shm_unlink(("/" + n.name + "-count").c_str());
   SharedHostPool pool = SharedHostPool::create(n.name, {kSlots, kPayload});
-  auto* publishes = static_cast<std::atomic<std::uint64_t>*>(
-      ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
-  ASSERT_NE(publishes, MAP_FAILED);
-  new (publishes) std::atomic<std::uint64_t>(0);
+  Shared* shared = map_shared(n.name, true);
+  ASSERT_NE(shared, nullptr);
+  struct Unlink {
+    std::string name;
+    ~Unlink() { ::shm_unlink(("/" + name + "-count").c_str()); }
+  } unlink_count{n.name};
 
   constexpr std::uint64_t kTarget = 10000;
   std::mt19937_64 rng(2024);
   std::vector<std::uint8_t> out(kPayload), scratch(kPayload);
   std::uint64_t accepted = 0, misses = 0, torn = 0, kills = 0;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (publishes->load() < kTarget && std::chrono::steady_clock::now() < deadline) {
-    const unsigned seed = static_cast<unsigned>(kills + 1);
-    const pid_t child = ::fork();
-    ASSERT_GE(child, 0);
-    if (child == 0) writer_main(n.name, publishes, seed);
-    // Read while it writes, then kill it at a random point of its run.
-    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(rng() % 20000);
-    do {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(240);
+  while (shared->publishes.load() < kTarget && std::chrono::steady_clock::now() < deadline) {
+    shared->ready.store(0);
+    const pid_t child = spawn_writer(n.name, static_cast<unsigned>(kills + 1));
+    ASSERT_GT(child, 0);
+    // Read while it starts and writes, then kill it at a random point of its run.
+    const auto started = std::chrono::steady_clock::now();
+    std::chrono::steady_clock::time_point until{};
+    for (;;) {
+      const auto now = std::chrono::steady_clock::now();
+      if (until == std::chrono::steady_clock::time_point{} && shared->ready.load() != 0) {
+        until = now + std::chrono::microseconds(rng() % 20000);
+      }
+      if (until != std::chrono::steady_clock::time_point{} && now >= until) break;
+      if (now - started > std::chrono::seconds(60)) break;  // it never got ready: the wait below says so
       const std::uint64_t key = rng() % kKeys;
       if (pool.read(key, out.data(), out.size())) {
         ++accepted;
@@ -212,16 +271,16 @@ TEST(SharedHostPool, AWriterKilledAtRandomPointsNeverLetsATornOrStaleSlotBeRead)
       } else {
         ++misses;
       }
-    } while (std::chrono::steady_clock::now() < until);
+    }
     ::kill(child, SIGKILL);
     int status = 0;
     ASSERT_EQ(::waitpid(child, &status, 0), child);
     ASSERT_TRUE(WIFSIGNALED(status)) << "the writer ended on its own, status " << status;
     ++kills;
   }
-  const std::uint64_t done = publishes->load();
-  ::munmap(publishes, 4096);
-  EXPECT_GE(done, kTarget) << "publishes in 120 s";
+  const std::uint64_t done = shared->publishes.load();
+  ::munmap(shared, 4096);
+  EXPECT_GE(done, kTarget) << "publishes in 240 s";
   EXPECT_EQ(torn, 0u) << accepted << " reads accepted, " << misses << " misses, " << kills << " writers killed";
   EXPECT_GT(accepted, 0u);
   std::printf("shared pool: %llu publishes by %llu writers killed at random points; %llu reads accepted, %llu torn; "
