@@ -35,6 +35,18 @@ struct PoolName {
   ~PoolName() { SharedHostPool::remove(name); }
 };
 
+// A pool of `slots` small slots and an engine it is registered with.
+struct PoolRig {
+  PoolName n;
+  SharedHostPool pool;
+  Rig rig;
+  HostBuffer reg;
+  PoolRig(const char* what, std::size_t slots)
+      : n(what), pool(SharedHostPool::create(n.name, {slots, 4 * KiB})), rig(make_rig()),
+        reg(pool.register_with(*rig.engine)) {}
+  Engine& engine() { return *rig.engine; }
+};
+
 TEST(SharedHostPool, APublishedSlotIsReadOnTheHostAndFetchedToTheDevice) {
   PoolName n("basic");
   SharedHostPool pool = SharedHostPool::create(n.name, {4, 64 * KiB});
@@ -80,11 +92,9 @@ TEST(SharedHostPool, APublishedSlotIsReadOnTheHostAndFetchedToTheDevice) {
 }
 
 TEST(SharedHostPool, ASlotBeingWrittenIsAMissAndBusyForOtherWriters) {
-  PoolName n("busy");
-  SharedHostPool pool = SharedHostPool::create(n.name, {2, 4 * KiB});
-  Rig rig = make_rig();
-  Engine& e = *rig.engine;
-  HostBuffer reg = pool.register_with(e);
+  PoolRig r("busy", 2);
+  Engine& e = r.engine();
+  SharedHostPool& pool = r.pool;
   Stream a = e.create_stream(), b = e.create_stream();
   DeviceBuffer src = e.allocate(4 * KiB);
   TaskCompletion end_task;
@@ -102,11 +112,9 @@ TEST(SharedHostPool, ASlotBeingWrittenIsAMissAndBusyForOtherWriters) {
 }
 
 TEST(SharedHostPool, AFailedCopyGivesTheSlotBackEmpty) {
-  PoolName n("fail");
-  SharedHostPool pool = SharedHostPool::create(n.name, {2, 4 * KiB});
-  Rig rig = make_rig();
-  Engine& e = *rig.engine;
-  HostBuffer reg = pool.register_with(e);
+  PoolRig r("fail", 2);
+  Engine& e = r.engine();
+  SharedHostPool& pool = r.pool;
   StreamOptions propagate;
   propagate.on_failure = FailurePolicy::kPropagate;
   Stream s = e.create_stream(propagate);

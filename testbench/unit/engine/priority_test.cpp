@@ -71,24 +71,8 @@ TEST(RingShare, StreamsBelowAnActiveHigherOneKeepToTheShareAndMoveEveryByte) {
   EXPECT_EQ(rig.spy->overruns(), 0u);
 }
 
-TEST(RingShare, AHigherStreamIdleLongerThanTheHoldHoldsNothing) {
-  Rig rig = make_rig(share_options(std::chrono::nanoseconds(0)));
-  Engine& e = *rig.engine;
-  Stream high = e.create_stream(with(Ordering::kStrict, 10));
-  make_active(e, high);  // done, and no hold after it
-  rig.spy->clear();
-  Stream low = e.create_stream(with(Ordering::kStrict, 0));
-  constexpr std::uint64_t n = 1 * MiB;
-  DeviceBuffer buf = e.allocate(n);
-  HostBuffer h = e.allocate_host(n);
-  SPYRE_ASSERT_OK(low.copy_h2d(buf, 0, h.data(), n).wait(kWait));
-  EXPECT_EQ(largest_cb(rig.spy->cbs()), std::min<std::uint64_t>(n, e.limits().max_cb_bytes));
-  EXPECT_EQ(e.stats().priority_yields, 0u);
-}
-
-TEST(RingShare, AShareOfZeroTurnsItOff) {
-  EngineOptions o = share_options(std::chrono::hours(1));
-  o.priority_share_bytes = 0;
+// After a high stream's copy, a low stream copies 1 MiB in whole CBs: nothing holds it.
+void expect_a_low_copy_in_whole_cbs(EngineOptions o) {
   Rig rig = make_rig(o);
   Engine& e = *rig.engine;
   Stream high = e.create_stream(with(Ordering::kStrict, 10));
@@ -100,6 +84,17 @@ TEST(RingShare, AShareOfZeroTurnsItOff) {
   HostBuffer h = e.allocate_host(n);
   SPYRE_ASSERT_OK(low.copy_h2d(buf, 0, h.data(), n).wait(kWait));
   EXPECT_EQ(largest_cb(rig.spy->cbs()), std::min<std::uint64_t>(n, e.limits().max_cb_bytes));
+  EXPECT_EQ(e.stats().priority_yields, 0u);
+}
+
+TEST(RingShare, AHigherStreamIdleLongerThanTheHoldHoldsNothing) {
+  expect_a_low_copy_in_whole_cbs(share_options(std::chrono::nanoseconds(0)));  // no hold after its copy
+}
+
+TEST(RingShare, AShareOfZeroTurnsItOff) {
+  EngineOptions o = share_options(std::chrono::hours(1));
+  o.priority_share_bytes = 0;
+  expect_a_low_copy_in_whole_cbs(o);
 }
 
 // The high stream's copy, submitted behind 64 MiB the low streams queued, completes while most of
