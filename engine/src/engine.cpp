@@ -24,6 +24,8 @@ Engine::~Engine() {
 }
 
 Stream Engine::create_stream(StreamOptions options) { return Stream(core_->create_stream(std::move(options))); }
+
+Stream Engine::pooled_stream(bool high_priority) { return Stream(core_->pooled_stream(high_priority)); }
 Event Engine::create_event() { return Event(core_->create_event()); }
 
 DeviceBuffer Engine::allocate(std::uint64_t bytes, AllocOptions options) {

@@ -79,6 +79,10 @@ void EngineCore::start() {
     throw InvalidArgument("EngineOptions::priority_share_bytes = " + std::to_string(options_.priority_share_bytes) +
                           ": must be 0 (no share) or a multiple of 128 of at least 256 (two CBs of a flit)");
   }
+  if (options_.pooled_streams == 0 || options_.pooled_streams > 1024) {
+    throw InvalidArgument("EngineOptions::pooled_streams = " + std::to_string(options_.pooled_streams) +
+                          ": expected 1..1024");
+  }
   if (options_.priority_hold < std::chrono::nanoseconds::zero()) {
     throw InvalidArgument("EngineOptions::priority_hold must not be negative");
   }
@@ -224,6 +228,7 @@ void EngineCore::tear_down() {
   staging_.reset();
   streams_.clear();
   by_priority_.clear();
+  for (auto& pool : pools_) pool.clear();
 }
 
 std::shared_ptr<StreamState> EngineCore::create_stream(StreamOptions options) {
@@ -239,6 +244,20 @@ std::shared_ptr<StreamState> EngineCore::create_stream(StreamOptions options) {
   by_priority_.insert(at, s.get());
   several_priorities_ = by_priority_.front()->options.priority != by_priority_.back()->options.priority;
   return s;
+}
+
+std::shared_ptr<StreamState> EngineCore::pooled_stream(bool high_priority) {
+  const unsigned c = high_priority ? 1 : 0;
+  std::lock_guard<std::mutex> lock(pool_mu_);
+  auto& pool = pools_[c];
+  const unsigned i = pool_next_[c];
+  pool_next_[c] = (i + 1) % options_.pooled_streams;
+  if (i < pool.size()) return pool[i];
+  StreamOptions o;
+  o.priority = high_priority ? Engine::kPooledHighPriority : 0;
+  o.name = std::string(high_priority ? "pool-high-" : "pool-low-") + std::to_string(i);
+  pool.push_back(create_stream(std::move(o)));
+  return pool.back();
 }
 
 std::shared_ptr<EventState> EngineCore::create_event() {

@@ -44,6 +44,7 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   void shutdown();
 
   std::shared_ptr<StreamState> create_stream(StreamOptions options);
+  std::shared_ptr<StreamState> pooled_stream(bool high_priority);
   std::shared_ptr<EventState> create_event();
   std::shared_ptr<AllocationState> allocate(std::uint64_t bytes, AllocOptions options);
   std::shared_ptr<HostRegistrationState> register_host(void* ptr, std::size_t bytes, bool owned);
@@ -371,6 +372,11 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   // Bytes of CBs issued within a ring share that are on each pipeline's ring.
   std::array<std::uint64_t, hw::kNumPipelines> yielded_bytes_{};
   HazardTracker hazards_;  // EngineOptions::order_by_footprint
+  // Engine::pooled_stream's pools (low, high) and the next index of each; own lock, as
+  // create_stream takes the engine's.
+  std::mutex pool_mu_;
+  std::array<std::vector<std::shared_ptr<StreamState>>, 2> pools_;
+  std::array<unsigned, 2> pool_next_{};
   std::shared_ptr<DeviceAllocator> allocator_;
   std::shared_ptr<HostRegistry> registry_;
   std::thread poller_;

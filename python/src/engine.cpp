@@ -719,6 +719,12 @@ void bind_engine(py::module_& m) {
            py::arg("device_memory_bytes") = py::none(), py::arg("priority_share_bytes") = py::none(),
            py::arg("priority_hold") = py::none(), py::arg("order_by_footprint") = false)
       .def(
+          "pooled_stream",
+          [](const Handle& h, bool high_priority) { return PyStream{h, h->engine().pooled_stream(high_priority)}; },
+          py::arg("high_priority") = false,
+          "A stream from the engine's pools, handed out in turn (as torch.cuda's stream pool): priority 0,\n"
+          "or 1 with high_priority, so that its copies overtake the low streams' bulk copies.")
+      .def(
           "create_stream",
           [](const Handle& h, const std::string& order, int priority, const std::string& name,
              const std::string& on_failure) {

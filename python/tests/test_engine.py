@@ -426,6 +426,13 @@ def test_streams_sharing_a_buffer_are_ordered_by_footprint():
         assert e.stats()["footprint_waits"] == 1
 
 
+def test_pooled_streams_come_in_turn_per_class(engine):
+    low = [engine.pooled_stream() for _ in range(33)]
+    high = engine.pooled_stream(high_priority=True)
+    assert low[0].id == low[32].id and low[0].id != low[1].id  # 32 per class by default
+    assert high.priority == 1 and low[5].priority == 0
+
+
 def test_lower_priority_streams_keep_to_the_ring_share():
     # docs/engine.md, "Priority": while a higher stream is active, lower ones use CBs of half the share.
     with spyre_dma.Engine("refdev", priority_share_bytes=64 << 10, priority_hold=3600.0) as e:

@@ -90,6 +90,13 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
 
   Stream create_stream(StreamOptions options = {});
+  // A stream from the engine's pools, as a runtime takes one per task rather than creating it
+  // (CUDA's stream pools, flex's pools of low- and high-priority streams): round robin over
+  // EngineOptions::pooled_streams strict streams per class, made on first use. Low: priority 0;
+  // high: kPooledHighPriority, so that a high one's copies overtake the low ones' bulk
+  // (docs/engine.md, "Priority"). Streams handed out twice are shared: their order is one.
+  static constexpr int kPooledHighPriority = 1;
+  Stream pooled_stream(bool high_priority = false);
   Event create_event();
 
   // Device memory. Throws OutOfMemory (naming the size) when it cannot be satisfied,

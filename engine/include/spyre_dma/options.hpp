@@ -71,6 +71,8 @@ struct EngineOptions {
   // writes, so that streams sharing buffers need no events between them. Costs a scan of the
   // live ops' ranges per submission.
   bool order_by_footprint = false;
+  // Streams per class (low, high priority) that Engine::pooled_stream hands out in turn.
+  unsigned pooled_streams = 32;
 };
 
 enum class Ordering : std::uint8_t {

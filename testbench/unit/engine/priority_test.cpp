@@ -157,6 +157,30 @@ TEST(RingShare, ASmallCopyBehindBulkTakesAtMostTwiceItsTimeAloneInSimulatedTime)
   EXPECT_LE(loaded, 2 * alone) << "alone " << alone << " ns, behind 8 streams " << loaded << " ns";
 }
 
+// Pooled streams, as a runtime takes them: in turn from a pool per class, the high ones above.
+TEST(PooledStreams, AreHandedOutInTurnPerClassAndTheHighOnesRankAbove) {
+  EngineOptions o;
+  o.pooled_streams = 3;
+  Rig rig = make_rig(o);
+  Engine& e = *rig.engine;
+  std::vector<Stream> low, high;
+  for (int i = 0; i < 4; ++i) low.push_back(e.pooled_stream());
+  for (int i = 0; i < 4; ++i) high.push_back(e.pooled_stream(true));
+  EXPECT_EQ(low[0].id(), low[3].id());  // three per class, then round again
+  EXPECT_NE(low[0].id(), low[1].id());
+  EXPECT_NE(low[1].id(), low[2].id());
+  EXPECT_EQ(high[0].id(), high[3].id());
+  EXPECT_NE(high[0].id(), low[0].id());
+  EXPECT_EQ(low[2].options().priority, 0);
+  EXPECT_EQ(high[2].options().priority, Engine::kPooledHighPriority);
+  EXPECT_EQ(high[1].options().name, "pool-high-1");
+  DeviceBuffer buf = e.allocate(4096);
+  SPYRE_ASSERT_OK(high[1].fill(buf, 0, 4096, 7).wait(kWait));
+  EngineOptions bad;
+  bad.pooled_streams = 0;
+  EXPECT_THROW(make_rig(bad), InvalidArgument);
+}
+
 TEST(RingShare, OptionsOutOfRangeAreRefusedByName) {
   for (std::uint64_t bad : {std::uint64_t{128}, std::uint64_t{1000}}) {
     EngineOptions o;
