@@ -1,4 +1,4 @@
-// The regression bench's directed-test reader (testbench/regress/README.md format), as read by
+// The regression bench's directed-test reader (docs/regress.md, "Directed tests"), as read by
 // `spyre-dma regress --suite directed --directed FILE`. Only DirectedError may escape
 // parse_directed(); an accepted test's program passes check_program() (or was rejected by it
 // inside the reader), and to_directed_json() of the program reads back to the same text.

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli_checks.hpp"
 #include "size_spec.hpp"
 #include "spyre_dma/backend/builtin.hpp"
 
@@ -56,7 +57,7 @@ void add_backend_options(CLI::App& cmd, BackendOptions& o, bool model_settings) 
          "--cuda-memory",
          [&o](const std::string& v) { o.extra["cuda-memory"] = std::to_string(parse_size(v)); },
          "cuda: device memory to allocate (e.g. 4GiB)")
-      ->type_name("SIZE");
+      ->check(size_value());
   cmd.add_option("--cuda-device", o.extra["cuda-device"], "cuda: CUDA device ordinal")->check(CLI::NonNegativeNumber);
   cmd.add_option("--vfio-socket", o.extra["vfio-socket"], "vfio-user: the socket of a running `spyre-dma serve`");
   cmd.add_option("--vfio-serve", o.extra["vfio-serve"],

@@ -32,6 +32,19 @@ CLI::Validator size_list() {
       "SIZES");
 }
 
+CLI::Validator size_value() {
+  return CLI::Validator(
+      [](std::string& v) {
+        try {
+          (void)parse_size(v);
+          return std::string();
+        } catch (const std::exception& e) {
+          return std::string(e.what());
+        }
+      },
+      "SIZE");
+}
+
 CLI::Validator timeout_seconds() { return finite_range(0.001, kMaxTimeoutSeconds); }
 
 std::chrono::nanoseconds to_timeout(double seconds) {

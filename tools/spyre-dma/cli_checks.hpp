@@ -14,6 +14,9 @@ CLI::Validator finite_range(double min, double max);
 
 // A list of transfer sizes (size_spec.hpp's parse_size_list), checked as the command line is read.
 CLI::Validator size_list();
+// One size (parse_size), checked as the command line is read: a bad one is a usage error naming
+// the option, not an exception out of the option's callback.
+CLI::Validator size_value();
 
 // A --timeout in seconds: finite, at least a millisecond, at most a week.
 inline constexpr double kMaxTimeoutSeconds = 7 * 24 * 3600.0;

@@ -31,8 +31,8 @@ CLI::App* add_rdma_bench_command(CLI::App& app, RdmaBenchOptions& o) {
   serve->excludes(connect);
   cmd->add_option_function<std::string>(
          "--bytes", [&o](const std::string& v) { o.bytes = parse_size(v); }, "serve: the range's size (default 64MiB)")
-      ->type_name("SIZE");
-  cmd->add_option("--sizes", o.sizes, "client: transfer sizes (default 4KiB..4MiB)");
+      ->check(size_value());
+  cmd->add_option("--sizes", o.sizes, "client: transfer sizes (default 4KiB..4MiB)")->check(size_list());
   cmd->add_option("--iterations", o.iterations, "client: transfers per size for bandwidth (default 200)")
       ->check(CLI::Range(1u, 1000000u));
   cmd->add_option("--window", o.window, "client: transfers in flight for bandwidth (default 16)")

@@ -1,5 +1,5 @@
 // Directed tests: small JSON files that spell out a Program (buffers, streams, operations) and
-// what each operation must return. The format is documented in testbench/regress/README.md;
+// what each operation must return. The format is documented in docs/regress.md ("Directed tests");
 // testbench/regress/directed/ holds the project's set.
 #pragma once
 
