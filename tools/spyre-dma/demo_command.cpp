@@ -18,6 +18,7 @@
 #include "spyre_dma/traces/output_file.hpp"
 #include "cli_checks.hpp"
 #include "memory_check.hpp"
+#include "outputs.hpp"
 
 namespace spyre_dma_cli {
 namespace {
@@ -111,13 +112,11 @@ CLI::App* add_demo_command(CLI::App& app, DemoOptions& o) {
 
 int run_demo(const DemoOptions& o) {
   SweepConfig config = sweep_config(o);
-  if (!o.json.empty()) {  // find out now, not after the sweep, that the file cannot be written
-    try {
-      spyre_dma::traces::check_output_path(o.json, "--json");
-    } catch (const spyre_dma::traces::OutputError& e) {
-      fmt::print(stderr, "spyre-dma demo: {}\n", e.what());
-      return 2;
-    }
+  // Find out now, not after the sweep, that a file cannot be written.
+  if (!check_outputs("demo", {{"--json", o.json}, {"--plot", o.plot}, {"--trace", o.backend.trace},
+                              {"--wave", o.backend.wave}},
+                     {o.backend.config})) {
+    return 2;
   }
 
   const BackendOptions& backend = o.backend;

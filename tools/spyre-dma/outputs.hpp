@@ -14,7 +14,8 @@ struct NamedOutput {
 };
 
 // Prints what is wrong with each (as "spyre-dma <command>: cannot write ...") and returns false
-// if any cannot be written or is also one of `inputs`.
+// if any cannot be written, is also one of `inputs`, or names the same file as another output
+// (after resolving links and `..`).
 bool check_outputs(std::string_view command, const std::vector<NamedOutput>& outputs,
                    const std::vector<std::string>& inputs = {});
 
