@@ -12,6 +12,8 @@
 #include <signal.h>
 #include <limits>
 #include <optional>
+#include <filesystem>
+#include <map>
 #include <system_error>
 
 #include "backend.hpp"
@@ -658,6 +660,7 @@ int run_regress(const RegressOptions& o) {
 
 int run_merge(const MergeOptions& o) {
   std::vector<Report> parts;
+  std::vector<std::string> part_files;  // the file each of `parts` was read from
   std::vector<std::string> missing;
   std::vector<std::string> inputs = o.inputs;
   for (const std::string& e : o.expected) {
@@ -670,6 +673,19 @@ int run_merge(const MergeOptions& o) {
   if (!check_outputs("regress-merge", {{"--json", o.json}, {"--junit", o.junit}, {"--coverage", o.coverage}}, inputs)) {
     return 2;
   }
+  {  // one file given twice, under one name or two (a link, a `..`)
+    std::map<std::string, std::string> by_file;
+    for (const std::string& path : inputs) {
+      std::error_code ec;
+      const std::string key = std::filesystem::weakly_canonical(std::filesystem::absolute(path, ec), ec).string();
+      const auto [it, fresh] = by_file.emplace(ec ? path : key, path);
+      if (!fresh) {
+        fmt::print(stderr, "spyre-dma: error: regress-merge: '{}' and '{}' are the same file: merge each shard once\n",
+                   it->second, path);
+        return 2;
+      }
+    }
+  }
   for (const std::string& path : inputs) {
     std::ifstream f(path);
     if (!f) {
@@ -678,6 +694,7 @@ int run_merge(const MergeOptions& o) {
     }
     try {
       parts.push_back(Report::from_json(nlohmann::json::parse(f), path));
+      part_files.push_back(path);
     } catch (const nlohmann::json::parse_error& e) {
       fmt::print(stderr, "spyre-dma: error: {}: invalid JSON: {}\n", path, e.what());
       missing.push_back(path);
@@ -686,10 +703,19 @@ int run_merge(const MergeOptions& o) {
       missing.push_back(path);
     }
   }
+  if (const std::string conflict = merge_conflicts(parts, part_files); !conflict.empty()) {
+    fmt::print(stderr, "spyre-dma: error: regress-merge: {}\n", conflict);
+    return 2;
+  }
   const Report m = merge_reports(parts, missing);
   fmt::print("{}", m.summary());
   fmt::print("{}", m.coverage.table());
   if (!write_outputs(m, o.json, o.junit, o.coverage)) return 2;
+  if (!m.interrupted.empty()) {  // counted so far, not the whole: not a pass
+    fmt::print(stderr, "spyre-dma: regress-merge: a shard was interrupted ({}): the merged run is incomplete\n",
+               m.interrupted);
+    return 1;
+  }
   return m.failures() == 0 ? 0 : 1;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <stdexcept>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -301,6 +302,22 @@ std::string Report::summary() const {
                        c.findings.empty() ? c.status : c.findings.front().message, c.repro, triage_lines(c.triage));
   }
   return out;
+}
+
+std::string merge_conflicts(const std::vector<Report>& parts, const std::vector<std::string>& files) {
+  std::map<std::tuple<std::string, std::string, std::uint64_t>, std::size_t> seen;  // test -> part
+  for (std::size_t p = 0; p < parts.size(); ++p) {
+    for (const CaseResult& c : parts[p].cases) {
+      if (c.status == "missing") continue;
+      const auto [it, fresh] = seen.emplace(std::make_tuple(c.suite, c.backend, c.seed), p);
+      if (!fresh && it->second != p) {
+        return fmt::format("{} and {} both hold test {} seed {} on {}: the same shard twice, or shards whose seeds "
+                           "overlap; merge each test once",
+                           files[it->second], files[p], c.suite, c.seed, c.backend);
+      }
+    }
+  }
+  return {};
 }
 
 Report merge_reports(const std::vector<Report>& parts, const std::vector<std::string>& missing) {

@@ -58,5 +58,9 @@ struct Report {
 
 // Joins shard reports; a shard listed in `missing` (its file absent) becomes a failed case.
 Report merge_reports(const std::vector<Report>& parts, const std::vector<std::string>& missing);
+// Why `parts` (read from `files`, in order) cannot be merged, or empty: the same test (suite,
+// backend, seed) in two of them (a shard given twice, under two names or as a copy, or shards
+// whose seed ranges overlap), naming both files.
+std::string merge_conflicts(const std::vector<Report>& parts, const std::vector<std::string>& files);
 
 }  // namespace spyre_dma::regress
