@@ -15,17 +15,6 @@ Touch device(const AllocationState& a, std::uint64_t offset, std::uint64_t bytes
   return Touch{a.id, offset, offset + bytes, write};
 }
 
-bool conflict(const Footprint& a, const Footprint& b) {
-  for (unsigned i = 0; i < a.n; ++i) {
-    for (unsigned j = 0; j < b.n; ++j) {
-      const Touch& x = a.touch[i];
-      const Touch& y = b.touch[j];
-      if (x.space == y.space && (x.write || y.write) && x.lo < y.hi && y.lo < x.hi) return true;
-    }
-  }
-  return false;
-}
-
 // Whether the stream's own order already puts `later` after `earlier` (both of `s`).
 bool stream_orders(const StreamState& s, const OpState& earlier, const OpState& later) {
   return s.options.ordering != Ordering::kPipelineFifo || earlier.pipe == later.pipe;
