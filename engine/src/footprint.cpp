@@ -68,6 +68,7 @@ unsigned HazardTracker::add(OpState& op, const Footprint& fp) {
   op.footprint_waits = waits;
   op.footprint_live = true;
   Entry& e = entries_[&op];
+  e.follows = std::move(after);
   for (unsigned i = 0; i < fp.n; ++i) {
     const Touch& t = fp.touch[i];
     Space& space = spaces_[t.space];
@@ -87,6 +88,12 @@ void HazardTracker::remove(OpState& op, std::vector<OpState*>& followers) {
     const auto space = spaces_.find(e.space[i]);
     space->second.by_lo.erase(e.at[i]);
     if (space->second.by_lo.empty()) spaces_.erase(space);
+  }
+  for (OpState* earlier : e.follows) {  // those still live, which it never got to follow
+    const auto it = entries_.find(earlier);
+    if (it == entries_.end()) continue;
+    auto& list = it->second.followers;
+    list.erase(std::remove(list.begin(), list.end(), &op), list.end());
   }
   for (OpState* f : e.followers) {
     --f->footprint_waits;

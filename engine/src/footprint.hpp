@@ -35,8 +35,9 @@ class HazardTracker {
   // that stream does not order the two (pipeline FIFO, different pipelines), that touches a byte
   // it touches, one of the two writing. Returns how many.
   unsigned add(OpState& op, const Footprint& fp);
-  // `op` finished: it leaves the tracker, and each op that followed it has one wait less.
-  // `followers` gets them all (those whose last wait it was have footprint_waits 0).
+  // `op` finished: it leaves the tracker (and the followers of the ops it still waited for), and
+  // each op that followed it has one wait less. `followers` gets them all (those whose last wait
+  // it was have footprint_waits 0).
   void remove(OpState& op, std::vector<OpState*>& followers);
   // The live op that `op` still waits for first (stall reports), or null.
   const OpState* first_awaited(const OpState& op) const;
@@ -58,6 +59,9 @@ class HazardTracker {
   };
   struct Entry {
     std::vector<OpState*> followers;
+    // The live ops it waits for: an op that finishes before them (failed behind its own stream,
+    // cancelled) leaves their followers, so that they never touch it after it is gone.
+    std::vector<OpState*> follows;
     Index::iterator at[2];
     std::uint64_t space[2] = {0, 0};
     unsigned n = 0;

@@ -78,7 +78,7 @@ struct HostPoolState {
   std::uint8_t* data(std::size_t i) const {
     return static_cast<std::uint8_t*>(base) + kPage + headers_bytes(slots) + i * slot_bytes;
   }
-  // The state word if `key` is published in slot i with at most `capacity` bytes, else nothing.
+  // The state word if `key` is published in slot i (its length in `bytes`), else nothing.
   std::optional<std::uint64_t> published(std::size_t i, std::uint64_t key, std::uint64_t& bytes) const {
     const SlotHeader& h = slot(i);
     const std::uint64_t s = h.state.load(std::memory_order_acquire);

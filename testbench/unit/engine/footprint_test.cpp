@@ -168,6 +168,34 @@ TEST(FootprintOrdering, AFailureTravelsToAPropagatingReaderOnly) {
   (void)strict_reader.synchronize(kWait);
 }
 
+// An op that waits for another's bytes may finish first (failed behind its own stream): it leaves
+// the earlier op's followers then, and the earlier op's completion touches nothing of it (the
+// sanitizer builds would see a use after free).
+TEST(FootprintOrdering, AFollowerThatFailsFirstIsForgottenByWhatItFollowed) {
+  Rig rig = make_rig(by_footprint());
+  Engine& e = *rig.engine;
+  StreamOptions propagate;
+  propagate.on_failure = FailurePolicy::kPropagate;
+  Stream writer = e.create_stream(), reader = e.create_stream(propagate);
+  DeviceBuffer buf = e.allocate(4096);
+  TaskCompletion hold_writer, fail_reader;
+  writer.host_task([&](TaskCompletion done) { hold_writer = done; });
+  Op w = writer.fill(buf, 0, 4096, 5);
+  Op bad = reader.host_task([&](TaskCompletion done) { fail_reader = done; });
+  {
+    std::vector<std::uint8_t> out(4096);
+    Op r = reader.copy_d2h(out.data(), buf, 0, 4096);  // follows w
+    EXPECT_EQ(r.wait(std::chrono::milliseconds(20)).code(), ErrorCode::kWaitTimeout);
+    fail_reader(Status(ErrorCode::kInvalidArgument, "no"));
+    EXPECT_EQ(r.wait(kWait).code(), ErrorCode::kDependencyFailed);  // before w ran
+    EXPECT_FALSE(w.done());
+    (void)reader.synchronize(kWait);
+  }  // r and its memory are gone
+  hold_writer(Status());
+  SPYRE_ASSERT_OK(w.wait(kWait));
+  EXPECT_EQ(bad.status().code(), ErrorCode::kInvalidArgument);
+}
+
 // A reader held by a write that cannot start is named as held by it.
 TEST(FootprintOrdering, AStallNamesTheOpWhoseBytesItWaitsFor) {
   Rig rig = make_rig(by_footprint());
