@@ -19,30 +19,31 @@ CLI::Validator finite_range(double min, double max) {
       fmt::format("FINITE in [{}, {}]", min, max));
 }
 
-CLI::Validator size_list() {
+namespace {
+
+// A validator that runs `parse` on the option's text: its exception's words are the usage error.
+template <typename Parse>
+CLI::Validator parsed_by(Parse parse, const char* name) {
   return CLI::Validator(
-      [](std::string& v) {
+      [parse](std::string& v) {
         try {
-          (void)parse_size_list(v);
+          (void)parse(v);
           return std::string();
         } catch (const std::exception& e) {
           return std::string(e.what());
         }
       },
-      "SIZES");
+      name);
+}
+
+}  // namespace
+
+CLI::Validator size_list() {
+  return parsed_by([](const std::string& v) { return parse_size_list(v); }, "SIZES");
 }
 
 CLI::Validator size_value() {
-  return CLI::Validator(
-      [](std::string& v) {
-        try {
-          (void)parse_size(v);
-          return std::string();
-        } catch (const std::exception& e) {
-          return std::string(e.what());
-        }
-      },
-      "SIZE");
+  return parsed_by([](const std::string& v) { return parse_size(v); }, "SIZE");
 }
 
 CLI::Validator timeout_seconds() { return finite_range(0.001, kMaxTimeoutSeconds); }

@@ -9,17 +9,11 @@
 
 namespace spyre_dma_cli {
 
-namespace {
-
-// The file a path names once links and `..` are resolved (as far as they exist), so that two
-// spellings of one file compare equal.
-std::string resolved(const std::string& path) {
+std::string resolved_path(const std::string& path) {
   std::error_code ec;
   const std::filesystem::path p = std::filesystem::weakly_canonical(std::filesystem::absolute(path, ec), ec);
   return ec ? path : p.string();
 }
-
-}  // namespace
 
 bool check_outputs(std::string_view command, const std::vector<NamedOutput>& outputs,
                    const std::vector<std::string>& inputs) {
@@ -28,7 +22,7 @@ bool check_outputs(std::string_view command, const std::vector<NamedOutput>& out
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     for (std::size_t j = i + 1; j < outputs.size(); ++j) {
       if (outputs[i].path.empty() || outputs[j].path.empty()) continue;
-      if (resolved(outputs[i].path) != resolved(outputs[j].path)) continue;
+      if (resolved_path(outputs[i].path) != resolved_path(outputs[j].path)) continue;
       fmt::print(stderr, "spyre-dma {}: {} '{}' and {} '{}' name the same file: give each its own\n", command,
                  outputs[i].option, outputs[i].path, outputs[j].option, outputs[j].path);
       ok = false;

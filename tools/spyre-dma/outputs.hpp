@@ -13,6 +13,10 @@ struct NamedOutput {
   std::string path;         // empty: not asked for
 };
 
+// The file a path names once links and `..` are resolved (as far as they exist), so that two
+// spellings of one file compare equal.
+std::string resolved_path(const std::string& path);
+
 // Prints what is wrong with each (as "spyre-dma <command>: cannot write ...") and returns false
 // if any cannot be written, is also one of `inputs`, or names the same file as another output
 // (after resolving links and `..`).

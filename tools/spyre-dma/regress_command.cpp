@@ -12,7 +12,6 @@
 #include <signal.h>
 #include <limits>
 #include <optional>
-#include <filesystem>
 #include <map>
 #include <system_error>
 
@@ -676,9 +675,7 @@ int run_merge(const MergeOptions& o) {
   {  // one file given twice, under one name or two (a link, a `..`)
     std::map<std::string, std::string> by_file;
     for (const std::string& path : inputs) {
-      std::error_code ec;
-      const std::string key = std::filesystem::weakly_canonical(std::filesystem::absolute(path, ec), ec).string();
-      const auto [it, fresh] = by_file.emplace(ec ? path : key, path);
+      const auto [it, fresh] = by_file.emplace(resolved_path(path), path);
       if (!fresh) {
         fmt::print(stderr, "spyre-dma: error: regress-merge: '{}' and '{}' are the same file: merge each shard once\n",
                    it->second, path);

@@ -247,8 +247,7 @@ class Builder {
     if (p_.tuning.order_by_footprint) return;
     for (const Write& w : use.writes) {
       if (!w.range.overlaps(lo, hi)) continue;
-      const Ordering o = p_.streams[stream].ordering;
-      const bool ordered = w.stream == stream && (o != Ordering::kPipelineFifo || w.pipe == pipe);
+      const bool ordered = w.stream == stream && stream_orders(p_, stream, w.pipe, pipe);
       if (!ordered) link(w.stream, stream);
     }
   }

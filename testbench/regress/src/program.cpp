@@ -67,6 +67,10 @@ std::string check_dev(const Program& p, const OpSpec& op, std::size_t i, std::ui
 
 }  // namespace
 
+bool stream_orders(const Program& p, std::uint32_t stream, Queue earlier, Queue later) {
+  return p.streams[stream].ordering != Ordering::kPipelineFifo || earlier == later;
+}
+
 std::vector<SpecTouch> touches(const OpSpec& op) {
   auto host = [&](std::uint64_t off, bool write) { return SpecTouch{true, op.host, off, off + op.bytes, write}; };
   auto dev = [&](std::uint32_t buf, std::uint64_t off, bool write) {
@@ -90,11 +94,7 @@ std::string check_hazards(const Program& p) {
   auto ordered = [&](std::size_t writer, std::size_t reader) {
     if (p.tuning.order_by_footprint) return true;  // the engine orders a read after the write it overlaps
     const std::uint32_t stream = p.ops[reader].stream, ws = p.ops[writer].stream;
-    // The same stream orders it, except across pipelines on a pipeline-FIFO stream.
-    if (ws == stream &&
-        (p.streams[stream].ordering != Ordering::kPipelineFifo || queue_of(p.ops[writer].type) == queue_of(p.ops[reader].type))) {
-      return true;
-    }
+    if (ws == stream && stream_orders(p, stream, queue_of(p.ops[writer].type), queue_of(p.ops[reader].type))) return true;
     // An event recorded on the writer's stream after the write, waited on by the reader's stream
     // between the record and the read.
     for (std::size_t r = writer + 1; r < reader; ++r) {

@@ -130,6 +130,10 @@ struct SpecTouch {
   bool write = false;
   bool overlaps(const SpecTouch& o) const noexcept { return host == o.host && buf == o.buf && lo < o.hi && o.lo < hi; }
 };
+// Whether stream `stream` alone orders an op on queue `later` after an earlier one of its own on
+// queue `earlier`: every mode does, except pipeline FIFO across queues.
+bool stream_orders(const Program& program, std::uint32_t stream, Queue earlier, Queue later);
+
 // What `op` reads and writes (none for compute, host work, events and syncs).
 std::vector<SpecTouch> touches(const OpSpec& op);
 

@@ -53,6 +53,8 @@ class TestRun {
     int callbacks = 0;
     std::int64_t prev = -1;  // the stream's previous op with a callback (strict, op-ordered)
     Status status;
+    // How the op ended: as its callback saw it where it has one, else as the op says.
+    Status result() const { return has_callback ? status : op.status(); }
   };
   struct Wait {
     std::size_t wait, record;

@@ -137,7 +137,7 @@ void TestRun::end_epoch(std::size_t at) {
                     fmt::format("op {} ({}) never completed", i, to_string(p_.ops[i].type)));
       continue;
     }
-    const Status st = r.has_callback ? r.status : r.op.status();
+    const Status st = r.result();
     if (st.code() == ErrorCode::kDependencyFailed) {
       ++metrics_.dependency_failed_ops;
       stream_failed[p_.ops[i].stream] = true;
@@ -183,7 +183,7 @@ void TestRun::check_propagation(const std::vector<std::size_t>& ops) {
   for (std::size_t i : ops) {
     if (records_[i].op.valid()) by_id[records_[i].op.id()] = i;
   }
-  auto status_of = [&](std::size_t i) { return records_[i].has_callback ? records_[i].status : records_[i].op.status(); };
+  auto status_of = [&](std::size_t i) { return records_[i].result(); };
   for (std::size_t i : ops) {
     if (!records_[i].op.valid() || !records_[i].op.done()) continue;
     const Status st = status_of(i);
@@ -291,8 +291,7 @@ void TestRun::check_footprint_order(const std::vector<std::size_t>& ops) {
     if (ts.empty()) continue;
     for (const auto& [k, earlier] : done) {
       const OpSpec &a = p_.ops[k], &b = p_.ops[i];
-      if (a.stream == b.stream &&
-          (p_.streams[b.stream].ordering != Ordering::kPipelineFifo || queue_of(a.type) == queue_of(b.type))) {
+      if (a.stream == b.stream && stream_orders(p_, b.stream, queue_of(a.type), queue_of(b.type))) {
         continue;  // the stream's own order (checked above)
       }
       const bool conflict = std::any_of(earlier.begin(), earlier.end(), [&](const SpecTouch& x) {
