@@ -4,12 +4,17 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <signal.h>
+
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <memory>
 
 #include <nlohmann/json.hpp>
 
+#include "cli_checks.hpp"
+#include "size_spec.hpp"
 #include "spyre_dma/backend/builtin.hpp"
 #include "spyre_dma/vfio/server.hpp"
 
@@ -33,6 +38,22 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
   cmd->add_flag("--once", o.once, "Serve one client, then exit");
   cmd->add_option("--patch", o.patch, "JSON merge patch for the device's configuration (sim, rtl)");
   cmd->add_option("--seed", o.seed, "Seed of the device's random numbers (fault injection)");
+  cmd->add_option("--clients", o.clients,
+                  "Clients served at once, each with its own device (sim and rtl: 1, one model per process)")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 256u));
+  cmd->add_option_function<std::string>(
+         "--client-memory", [&o](const std::string& v) { o.client_memory = parse_size(v); },
+         "Device memory one client may write through the memory region (default 4GiB)")
+      ->check(size_value());
+  cmd->add_option("--client-mappings", o.client_mappings, "DMA mappings one client may hold")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 1u << 20));
+  cmd->add_option("--reply-timeout", o.reply_timeout_s,
+                  "Seconds a reply may wait for its client to read it before the client is disconnected")
+      ->capture_default_str()
+      ->check(timeout_seconds());
+  cmd->footer("Example: spyre-dma serve --backend refdev --socket /tmp/spyre.sock --clients 4");
   return cmd;
 }
 
@@ -51,19 +72,31 @@ int run_serve(const ServeOptions& o) {
     return 2;
   }
   const std::string backend = o.backend.name;
+  spyre_dma::vfio::ServerLimits limits;
+  limits.clients = o.clients;
+  limits.client_memory_bytes = o.client_memory;
+  limits.client_mappings = o.client_mappings;
+  limits.reply_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(to_timeout(o.reply_timeout_s));
   std::unique_ptr<spyre_dma::vfio::Server> made;
   try {
     made = std::make_unique<spyre_dma::vfio::Server>(
         [backend, settings] { return spyre_dma::backend::builtin().open(backend, settings); }, o.socket,
-        [](const std::string& line) { fmt::print(stderr, "{}\n", line); });
+        [](const std::string& line) { fmt::print(stderr, "{}\n", line); }, limits);
   } catch (const std::runtime_error& e) {  // the socket path: a usage error
     fmt::print(stderr, "spyre-dma serve: error: {}\n", e.what());
     return 2;
   }
   spyre_dma::vfio::Server& server = *made;
   g_server = &server;
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
+  // A peer must not end the server with a signal: writes to a socket whose reader is gone fail with
+  // EPIPE instead of killing the process. SIGINT and SIGTERM stop serving (no SA_RESTART, so a
+  // wait in progress wakes).
+  std::signal(SIGPIPE, SIG_IGN);
+  struct sigaction stop {};
+  stop.sa_handler = on_signal;
+  sigemptyset(&stop.sa_mask);
+  ::sigaction(SIGINT, &stop, nullptr);
+  ::sigaction(SIGTERM, &stop, nullptr);
   if (!o.once) fmt::print(stderr, "spyre-dma serve: {} on {}\n", backend, o.socket);
   server.serve(o.once);
   g_server = nullptr;

@@ -20,11 +20,15 @@ struct ServeOptions {
   bool once = false;
   std::string patch;  // a JSON merge patch for the device's configuration (a test's faults)
   std::optional<std::uint64_t> seed;
+  unsigned clients = 1;
+  std::uint64_t client_memory = 4ull << 30;
+  std::uint32_t client_mappings = 4096;
+  double reply_timeout_s = 5;
 };
 
 CLI::App* add_serve_command(CLI::App& app, ServeOptions& options);
-// Serves until SIGINT or SIGTERM (or, with --once, until the first client has left). Returns the
-// exit status.
+// Serves until SIGINT or SIGTERM (or, with --once, until the first client has left); SIGPIPE is
+// ignored, so no client can end the process with a signal. Returns the exit status.
 int run_serve(const ServeOptions& options);
 
 }  // namespace spyre_dma_cli

@@ -39,10 +39,21 @@ void Channel::send(Header header, const std::vector<std::uint8_t>& payload, cons
     std::memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
   }
   std::size_t left = kHeaderBytes + payload.size();
+  const auto deadline = deadline_after<std::chrono::steady_clock>(std::chrono::steady_clock::now(), send_timeout_);
   while (left > 0) {
-    const ssize_t n = ::sendmsg(socket_.get(), &msg, MSG_NOSIGNAL);
+    // Never blocking in the kernel: a peer that stops reading is waited for only until the deadline.
+    const ssize_t n = ::sendmsg(socket_.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0) {
       if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        if (!wait_for(POLLOUT, deadline, "sending to")) {
+          throw PeerStalled("vfio-user: " + peer_ + " did not take " + std::string(to_string(header.command)) +
+                                 " (" + std::to_string(left) + " bytes left) within " +
+                                 std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(send_timeout_).count()) +
+                                 " ms; it has stopped reading");
+        }
+        continue;
+      }
       throw ConnectionClosed("vfio-user: sending " + std::string(to_string(header.command)) + " to " + peer_ +
                              " failed: " + std::strerror(errno));
     }
@@ -64,20 +75,30 @@ void Channel::send(Header header, const std::vector<std::uint8_t>& payload, cons
   }
 }
 
-void Channel::read_exact(std::uint8_t* p, std::size_t n, std::chrono::steady_clock::time_point deadline,
-                         std::vector<UniqueFd>& fds, bool started) {
-  while (n > 0) {
+bool Channel::wait_for(short events, std::chrono::steady_clock::time_point deadline, const char* doing) {
+  for (;;) {
     const auto now = std::chrono::steady_clock::now();
     const auto wait = deadline > now ? std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now +
                                                                                              std::chrono::microseconds(999))
                                      : std::chrono::milliseconds(0);
-    pollfd pfd{socket_.get(), POLLIN, 0};
-    const int ready = ::poll(&pfd, 1, static_cast<int>(std::min<std::int64_t>(wait.count(), 1 << 30)));
+    pollfd pfd[2] = {{socket_.get(), events, 0}, {cancel_fd_, POLLIN, 0}};
+    const int ready = ::poll(pfd, cancel_fd_ >= 0 ? 2 : 1, static_cast<int>(std::min<std::int64_t>(wait.count(), 1 << 30)));
     if (ready < 0) {
       if (errno == EINTR) continue;
-      throw ConnectionClosed("vfio-user: waiting for " + peer_ + " failed: " + std::strerror(errno));
+      throw ConnectionClosed("vfio-user: " + std::string(doing) + " " + peer_ + " failed: " + std::strerror(errno));
     }
-    if (ready == 0) {
+    if (cancel_fd_ >= 0 && pfd[1].revents != 0) {
+      throw ConnectionClosed("vfio-user: stopped while " + std::string(doing) + " " + peer_);
+    }
+    // An error or hang-up on the socket is "ready": the send or receive that follows reports it.
+    return ready > 0;
+  }
+}
+
+void Channel::read_exact(std::uint8_t* p, std::size_t n, std::chrono::steady_clock::time_point deadline,
+                         std::vector<UniqueFd>& fds, bool started) {
+  while (n > 0) {
+    if (!wait_for(POLLIN, deadline, "waiting for")) {
       throw ReceiveTimeout("vfio-user: " + peer_ + (started ? " stopped in the middle of a message" : " sent nothing") +
                            " before the deadline");
     }

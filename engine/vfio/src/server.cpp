@@ -12,8 +12,11 @@
 
 #include <array>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <list>
 #include <map>
+#include <set>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -37,6 +40,18 @@ struct Refusal {
   std::string why;
 };
 
+// What the kernel calls the file behind `fd` ("anon_inode:[eventfd]", "pipe:[123]", a path).
+std::string fd_kind(int fd) {
+  char link[64];
+  std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  char target[256];
+  const ssize_t n = ::readlink(link, target, sizeof target - 1);
+  if (n < 0) return std::string("unknown: ") + std::strerror(errno);
+  return std::string(target, static_cast<std::size_t>(n));
+}
+
+bool is_eventfd(int fd) { return fd_kind(fd) == "anon_inode:[eventfd]"; }
+
 std::string sockaddr_path_error(const std::string& path) {
   return "vfio-user server: socket path " + path + " is longer than " + std::to_string(sizeof(sockaddr_un{}.sun_path) - 1) +
          " bytes";
@@ -47,10 +62,12 @@ std::string sockaddr_path_error(const std::string& path) {
 // One client's connection: its device, its mappings and its interrupts.
 class Server::Session {
  public:
-  Session(Server& server, UniqueFd socket)
-      : server_(server), channel_(std::move(socket), "the client"), instance_(server.factory_()),
+  Session(Server& server, UniqueFd socket, std::uint64_t number)
+      : server_(server), name_("client " + std::to_string(number)),
+        channel_(std::move(socket), name_, server.limits_.reply_timeout), instance_(server.factory_()),
         device_(instance_.device) {
     if (!device_) throw std::runtime_error("vfio-user server: the device factory returned no device");
+    channel_.set_cancel(server.stop_pipe_[0]);
     if (instance_.memory) memory_bytes_ = device_->read64(hw::reg::kDeviceMemBytes_64);
     description_ = device_->describe();
     host_driven_ = description_.progress == Progress::kHostDriven;
@@ -67,6 +84,8 @@ class Server::Session {
     std::uint64_t size = 0;  // as the client mapped it
   };
 
+  // A line in the server's log, naming this client.
+  void note(const std::string& line) const { server_.log(line + " (" + name_ + ")"); }
   void handle(const Message& m);
   void reply(const Header& command, const std::vector<std::uint8_t>& payload);
   void refuse(const Header& command, const Refusal& r);
@@ -82,10 +101,14 @@ class Server::Session {
   void observe_completions();
   // Refuses a memory-region access of no bytes or more than one message carries.
   void check_memory_access(const RegionAccess& a) const;
+  // Counts the 1 MiB blocks a memory-region write touches; refuses one that would take the
+  // client past ServerLimits::client_memory_bytes.
+  void charge_memory_write(const RegionAccess& a);
   void forward_interrupts();
   void close() noexcept;
 
   Server& server_;
+  std::string name_;  // "client N", in the log and in errors
   Channel channel_;
   backend::Instance instance_;  // its capabilities live as long as its device
   std::shared_ptr<Device> device_;
@@ -93,6 +116,7 @@ class Server::Session {
   DeviceDescription description_;
   bool host_driven_ = false;
   std::map<std::uint64_t, Mapping> mappings_;  // by the client's IOVA
+  std::set<std::uint64_t> memory_blocks_;      // 1 MiB blocks written through the memory region
   std::mutex irq_mu_;
   std::array<UniqueFd, hw::kNumPipelines> eventfds_;
   std::atomic<bool> done_{false};
@@ -115,11 +139,14 @@ void Server::Session::run() {
     } catch (const ConnectionClosed&) {
       return;
     } catch (const std::exception& e) {  // a header that cannot be trusted, a message cut short
-      if (server_.log_) server_.log_(std::string(e.what()) + "; the connection is closed");
+      note(std::string(e.what()) + "; the connection is closed");
       return;
     }
     try {
       handle(m);
+    } catch (const PeerStalled& e) {
+      note(std::string(e.what()) + "; the connection is closed");
+      return;
     } catch (const ConnectionClosed&) {
       return;
     }
@@ -129,7 +156,7 @@ void Server::Session::run() {
 void Server::Session::handle(const Message& m) {
   const Header& h = m.header;
   if (h.is_reply()) {
-    if (server_.log_) server_.log_("vfio-user server: the client sent a reply to no command (message " + std::to_string(h.id) + ")");
+    note("vfio-user server: the client sent a reply to no command (message " + std::to_string(h.id) + ")");
     return;
   }
   Reader r = m.reader();
@@ -191,7 +218,7 @@ void Server::Session::reply(const Header& command, const std::vector<std::uint8_
 }
 
 void Server::Session::refuse(const Header& command, const Refusal& r) {
-  if (server_.log_) server_.log_(r.why);
+  note(r.why);
   if (!command.wants_reply()) return;
   Header h;
   h.id = command.id;
@@ -284,6 +311,14 @@ void Server::Session::set_irqs(Reader& r, const Message& m) {
                               std::to_string(m.fds.size()) + " file descriptors"};
   }
   for (std::uint32_t i = 0; i < s.count; ++i) {
+    // Only an eventfd: a write to it never blocks for long and never raises SIGPIPE, where a pipe
+    // or a socket the client stops reading would do either.
+    if (!is_eventfd(m.fds[i].get())) {
+      throw Refusal{EINVAL, "vfio-user server: SET_IRQS vector " + std::to_string(s.start + i) +
+                                " came with a file descriptor that is not an eventfd (" + fd_kind(m.fds[i].get()) + ")"};
+    }
+  }
+  for (std::uint32_t i = 0; i < s.count; ++i) {
     const int dup = ::fcntl(m.fds[i].get(), F_DUPFD_CLOEXEC, 0);
     if (dup < 0) throw Refusal{errno, std::string("vfio-user server: an eventfd cannot be kept: ") + std::strerror(errno)};
     eventfds_[s.start + i].reset(dup);
@@ -322,6 +357,7 @@ void Server::Session::region_write(Reader& r) {
   const RegionAccess a = parse_region_access(r, true);
   if (a.region == kMemoryRegion && memory_bytes_ != 0) {
     check_memory_access(a);
+    charge_memory_write(a);
     return instance_.memory->backdoor_write(a.offset, a.data.data(), a.data.size());
   }
   if (a.region == kMisbehaveRegion && instance_.misbehave && a.offset == 0 && a.count == kMisbehaveRegionBytes) {
@@ -367,6 +403,23 @@ void Server::Session::check_memory_access(const RegionAccess& a) const {
   }
 }
 
+void Server::Session::charge_memory_write(const RegionAccess& a) {
+  constexpr std::uint64_t kBlock = 1u << 20;
+  if (a.offset >= memory_bytes_ || a.count > memory_bytes_ - a.offset) return;  // the backdoor refuses it by name
+  std::vector<std::uint64_t> fresh;
+  for (std::uint64_t b = a.offset / kBlock; b <= (a.offset + a.count - 1) / kBlock; ++b) {
+    if (memory_blocks_.count(b) == 0) fresh.push_back(b);
+  }
+  const std::uint64_t limit = server_.limits_.client_memory_bytes;
+  if ((memory_blocks_.size() + fresh.size()) * kBlock > limit) {
+    throw Refusal{ENOMEM, "vfio-user server: a memory-region write at offset " + std::to_string(a.offset) +
+                              " would take the client past its limit of " + std::to_string(limit) +
+                              " bytes of device memory written (" + std::to_string(memory_blocks_.size() * kBlock) +
+                              " touched so far)"};
+  }
+  memory_blocks_.insert(fresh.begin(), fresh.end());
+}
+
 void Server::Session::observe_completions() {
   // The client wrote this after it saw the device's RBs; those RBs were published with each
   // pipeline's RB_PI. Reading RB_PI here carries that order into this process, where the
@@ -401,6 +454,10 @@ void Server::Session::dma_map(Reader& r, const Message& m) {
   }
   if (mappings_.count(d.address) != 0) {
     throw Refusal{EEXIST, "vfio-user server: IOVA " + std::to_string(d.address) + " is mapped already"};
+  }
+  if (mappings_.size() >= server_.limits_.client_mappings) {
+    throw Refusal{ENOSPC, "vfio-user server: DMA_MAP at IOVA " + std::to_string(d.address) + " would exceed the " +
+                              std::to_string(server_.limits_.client_mappings) + " mappings a client may hold"};
   }
   const std::uint64_t first = d.offset / kPage * kPage;
   const std::uint64_t delta = d.offset - first;
@@ -438,8 +495,17 @@ void Server::Session::signal(std::uint32_t mask) {
   std::lock_guard<std::mutex> lock(irq_mu_);
   for (unsigned p = 0; p < hw::kNumPipelines; ++p) {
     if ((mask & (1u << p)) == 0 || !eventfds_[p]) continue;
+    // Never blocking: the descriptor's blocking mode is the client's (it shares the open file), so
+    // readiness is asked first. An eventfd refuses a write only when its counter is full, which a
+    // client that reads its interrupts never lets happen: that vector is dropped, not waited on.
+    pollfd pfd{eventfds_[p].get(), POLLOUT, 0};
+    const bool writable = ::poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLOUT) != 0;
     const std::uint64_t one = 1;
-    (void)!::write(eventfds_[p].get(), &one, sizeof one);
+    if (writable && ::write(eventfds_[p].get(), &one, sizeof one) == static_cast<ssize_t>(sizeof one)) continue;
+    note("vfio-user server: interrupt vector " + std::to_string(p) + " cannot be signalled (" +
+         (writable ? std::string(std::strerror(errno)) : std::string("its eventfd is full")) +
+         "); the vector is released");
+    eventfds_[p].reset();
   }
 }
 
@@ -449,7 +515,7 @@ void Server::Session::forward_interrupts() {
     try {
       mask = device_->wait_for_interrupt(std::chrono::milliseconds(20));
     } catch (const std::exception& e) {
-      if (server_.log_) server_.log_(std::string("vfio-user server: the device's interrupts stopped: ") + e.what());
+      note(std::string("vfio-user server: the device's interrupts stopped: ") + e.what());
       return;
     }
     if (mask != 0) signal(mask);
@@ -473,8 +539,13 @@ void Server::Session::close() noexcept {
   instance_ = backend::Instance();
 }
 
-Server::Server(DeviceFactory factory, std::string socket_path, Log log)
-    : factory_(std::move(factory)), path_(std::move(socket_path)), log_(std::move(log)) {
+Server::Server(DeviceFactory factory, std::string socket_path, Log log, ServerLimits limits)
+    : factory_(std::move(factory)), path_(std::move(socket_path)), log_(std::move(log)), limits_(limits) {
+  if (limits_.clients == 0 || limits_.client_mappings == 0 || limits_.client_memory_bytes == 0 ||
+      limits_.reply_timeout <= std::chrono::milliseconds::zero()) {
+    throw std::invalid_argument("vfio-user server: every limit (clients, client memory, client mappings, reply "
+                                "timeout) must be above zero");
+  }
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (path_.empty() || path_.size() >= sizeof addr.sun_path) throw std::runtime_error(sockaddr_path_error(path_));
@@ -486,16 +557,19 @@ Server::Server(DeviceFactory factory, std::string socket_path, Log log)
     }
     ::unlink(path_.c_str());  // a socket left by a server that is gone
   }
-  if (::pipe2(stop_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) {
-    throw std::runtime_error(std::string("vfio-user server: no pipe: ") + std::strerror(errno));
+  if (::pipe2(stop_pipe_, O_CLOEXEC | O_NONBLOCK) != 0 || ::pipe2(ended_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) {
+    const std::string why = std::strerror(errno);
+    for (int fd : {stop_pipe_[0], stop_pipe_[1]}) {
+      if (fd >= 0) ::close(fd);
+    }
+    throw std::runtime_error("vfio-user server: no pipe: " + why);
   }
   listen_fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (listen_fd_ < 0 || ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::listen(listen_fd_, 4) != 0) {
+      ::listen(listen_fd_, 16) != 0) {
     const std::string why = std::strerror(errno);
     if (listen_fd_ >= 0) ::close(listen_fd_);
-    ::close(stop_pipe_[0]);
-    ::close(stop_pipe_[1]);
+    for (int fd : {stop_pipe_[0], stop_pipe_[1], ended_pipe_[0], ended_pipe_[1]}) ::close(fd);
     throw std::runtime_error("vfio-user server: cannot listen on " + path_ + ": " + why);
   }
 }
@@ -503,45 +577,74 @@ Server::Server(DeviceFactory factory, std::string socket_path, Log log)
 Server::~Server() {
   ::close(listen_fd_);
   ::unlink(path_.c_str());
-  ::close(stop_pipe_[0]);
-  ::close(stop_pipe_[1]);
+  for (int fd : {stop_pipe_[0], stop_pipe_[1], ended_pipe_[0], ended_pipe_[1]}) ::close(fd);
 }
 
 void Server::stop() noexcept {
   stopping_.store(true);
+  // The byte stays in the pipe: every session's waits see it readable until the server is gone.
   const char c = 1;
   (void)!::write(stop_pipe_[1], &c, 1);
 }
 
 std::uint64_t Server::serve(bool once) {
-  std::uint64_t served = 0;
-  while (!stopping_.load()) {
-    pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {stop_pipe_[0], POLLIN, 0}};
-    if (::poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      throw std::runtime_error(std::string("vfio-user server: poll failed: ") + std::strerror(errno));
+  struct Running {
+    std::thread thread;
+    std::atomic<bool> ended{false};
+  };
+  std::list<Running> running;
+  const auto reap = [&](bool all) {
+    char drain[64];
+    while (::read(ended_pipe_[0], drain, sizeof drain) > 0) {
     }
-    if (fds[1].revents != 0) break;
+    for (auto it = running.begin(); it != running.end();) {
+      if (all || it->ended.load()) {
+        it->thread.join();
+        it = running.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  };
+  const unsigned at_once = once ? 1 : limits_.clients;
+  std::uint64_t accepted = 0;
+  while (!stopping_.load() && !(once && accepted == 1)) {
+    // At the limit, the listening socket is not asked: the next client waits in the backlog.
+    const bool room = running.size() < at_once;
+    pollfd fds[3] = {{stop_pipe_[0], POLLIN, 0}, {ended_pipe_[0], POLLIN, 0}, {listen_fd_, POLLIN, 0}};
+    if (::poll(fds, room ? 3 : 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      log(std::string("vfio-user server: poll failed: ") + std::strerror(errno));
+      break;
+    }
+    if (fds[0].revents != 0) break;
+    if (fds[1].revents != 0) reap(false);
+    if (!room || fds[2].revents == 0) continue;
     const int client = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
     if (client < 0) {
       // A client that gave up before it was accepted, or no descriptor left: not the server's end.
-      if (log_ && errno != ECONNABORTED && errno != EINTR) log_(std::string("vfio-user server: accept: ") + std::strerror(errno));
+      if (errno != ECONNABORTED && errno != EINTR && errno != EAGAIN) {
+        log(std::string("vfio-user server: accept: ") + std::strerror(errno));
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
       continue;
     }
-    {
-      UniqueFd socket(client);
+    const std::uint64_t number = ++accepted;
+    Running& r = running.emplace_back();
+    r.thread = std::thread([this, &r, client, number] {
       try {
-        Session session(*this, std::move(socket));
+        Session session(*this, UniqueFd(client), number);
         session.run();
       } catch (const std::exception& e) {
-        if (log_) log_(std::string("vfio-user server: the session ended: ") + e.what());
+        log("vfio-user server: the session of client " + std::to_string(number) + " ended: " + e.what());
       }
-    }
-    ++served;
-    if (once) break;
+      r.ended.store(true);
+      const char c = 1;
+      (void)!::write(ended_pipe_[1], &c, 1);
+    });
   }
-  return served;
+  reap(true);  // after stop(), every session's waits give up at once
+  return accepted;
 }
 
 }  // namespace spyre_dma::vfio

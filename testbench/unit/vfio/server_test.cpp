@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "channel.hpp"
+#include "server_fixture.hpp"
 #include "spyre_dma/backend/builtin.hpp"
 #include "spyre_dma/refdev/ref_device.hpp"
 #include "spyre_dma/shareable_memory.hpp"
@@ -36,45 +36,11 @@ namespace {
 using namespace spyre_dma;
 using namespace std::chrono_literals;
 using vfio::Command;
-
-std::string temp_socket(const char* name) {
-  return std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") + "/spyre-dma-test-" +
-         std::to_string(::getpid()) + "-" + name + ".sock";
-}
-
-// A server of fresh refdevs in a thread of this process, serving until the test ends.
-class ServerThread {
- public:
-  explicit ServerThread(const char* name)
-      : server_([] { return backend::builtin().open("refdev", {}); }, temp_socket(name),
-                [this](const std::string& line) { logged_.fetch_add(1), (void)line; }),
-        thread_([this] { served_ = server_.serve(false); }) {}
-  ~ServerThread() {
-    server_.stop();
-    thread_.join();
-  }
-  const std::string& path() const { return server_.path(); }
-  int logged() const { return logged_.load(); }
-
- private:
-  std::atomic<int> logged_{0};
-  vfio::Server server_;
-  std::uint64_t served_ = 0;
-  std::thread thread_;
-};
-
-// Copies `bytes` through the engine both ways and checks the data.
-void round_trip(Engine& engine, std::size_t bytes, std::uint8_t seed) {
-  HostBuffer src = engine.allocate_host(bytes), dst = engine.allocate_host(bytes);
-  auto* s = static_cast<std::uint8_t*>(src.data());
-  for (std::size_t i = 0; i < bytes; ++i) s[i] = static_cast<std::uint8_t>(i * 7 + seed);
-  DeviceBuffer dev = engine.allocate(bytes);
-  Stream stream = engine.create_stream();
-  stream.copy_h2d(dev, 0, src.data(), bytes);
-  stream.copy_d2h(dst.data(), dev, 0, bytes);
-  ASSERT_TRUE(stream.synchronize(10s).ok());
-  EXPECT_EQ(std::memcmp(src.data(), dst.data(), bytes), 0);
-}
+using vfio::testing::error_of;
+using vfio::testing::RawClient;
+using vfio::testing::round_trip;
+using vfio::testing::ServerThread;
+using vfio::testing::temp_socket;
 
 TEST(VfioUser, EngineRunsThroughTheSocket) {
   ServerThread server("engine");
@@ -162,41 +128,6 @@ TEST(VfioUser, ServerRefusesIovasOutsideTheDeviceAndOverlaps) {
   device->unmap(iova);
   EXPECT_THROW(device->unmap(iova), std::invalid_argument);
   free_shareable(p);
-}
-
-// A raw connection speaking the protocol by hand.
-class RawClient {
- public:
-  explicit RawClient(const std::string& path) {
-    int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
-    for (int i = 0; i < 200 && ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0; ++i) {
-      std::this_thread::sleep_for(5ms);
-    }
-    channel_ = std::make_unique<vfio::Channel>(vfio::UniqueFd(fd), "the server");
-  }
-  // Sends a command and returns its reply.
-  vfio::Message ask(Command c, const std::vector<std::uint8_t>& payload, const int* fds = nullptr, std::size_t n = 0) {
-    vfio::Header h;
-    h.id = ++id_;
-    h.command = c;
-    channel_->send(h, payload, fds, n);
-    return channel_->receive(5s);
-  }
-  void send_raw(const std::vector<std::uint8_t>& bytes) {
-    ASSERT_EQ(::send(channel_->fd(), bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
-  }
-  vfio::Channel& channel() { return *channel_; }
-
- private:
-  std::unique_ptr<vfio::Channel> channel_;
-  std::uint16_t id_ = 0;
-};
-
-std::uint32_t error_of(const vfio::Message& m) {
-  return (m.header.flags & vfio::kFlagError) ? m.header.error : 0;
 }
 
 TEST(VfioUser, HostileMessagesAreRefusedAndTheServerServesTheNextClient) {
