@@ -6,7 +6,10 @@
 //     machine, same moment): record_rate() / find_rate().
 //   * measure_copy_rate(): a quick stand-alone memcpy measurement, used when the baseline
 //     benchmark was filtered out of the run.
+//   * LatencySamples: every op's latency, reported as its distribution.
 #pragma once
+
+#include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <chrono>
@@ -20,6 +23,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "spyre_dma/percentiles.hpp"
 
 namespace spyre_bench {
 
@@ -91,6 +96,39 @@ class WallTimer {
 
  private:
   std::chrono::steady_clock::time_point t0_;
+};
+
+// The latency of every op of a row, reported next to its mean as the counters p50_us, p90_us,
+// p99_us and p999_us (nearest rank): perftest, ucx_perftest and TransferBench report percentiles,
+// and a runtime cares about the tail. The counters travel in the benchmark's JSON output
+// (--benchmark_format=json, --benchmark_out).
+class LatencySamples {
+ public:
+  LatencySamples() { us_.reserve(1 << 16); }
+  // Times one call of `op` and returns what it returns.
+  template <class Op>
+  auto time(Op&& op) {
+    const auto t0 = std::chrono::steady_clock::now();
+    struct Record {
+      LatencySamples& self;
+      std::chrono::steady_clock::time_point t0;
+      ~Record() { self.add(std::chrono::steady_clock::now() - t0); }
+    } record{*this, t0};
+    return op();
+  }
+  void add(std::chrono::steady_clock::duration d) {
+    us_.push_back(std::chrono::duration<double, std::micro>(d).count());
+  }
+  void report(benchmark::State& state) const {
+    const spyre_dma::Percentiles p = spyre_dma::percentiles(us_);
+    state.counters["p50_us"] = p.p50;
+    state.counters["p90_us"] = p.p90;
+    state.counters["p99_us"] = p.p99;
+    state.counters["p999_us"] = p.p999;
+  }
+
+ private:
+  std::vector<double> us_;
 };
 
 // Median rate of `reps` single-thread memcpy passes of `bytes` between two pre-faulted blocks.

@@ -10,9 +10,11 @@
 //       /h2d_registered, /d2h_registered   host memory from Engine::allocate_host (direct DMA)
 //       /h2d_pageable,   /d2h_pageable     a std::vector (staged: one more host copy)
 //
-// Counters of the round-trip rows:
-//   us_per_op     wall-clock microseconds per round trip
+// Counters:
+//   us_per_op     wall-clock microseconds per round trip (the mean)
+//   p50_us, p90_us, p99_us, p999_us   the distribution of single round trips (nearest rank)
 //   vs_handoff    us_per_op / the baseline's                     (target for registered: <= 1.5)
+//   p99_vs_handoff  p99_us / the baseline's p99_us
 // The baseline is measured on the spot (median of 5) when it was filtered out of the run.
 //
 // Run: build/default/testbench/bench/roundtrip_latency; `taskset -c 0 ...` gives one core's
@@ -92,15 +94,19 @@ class Handoff {
 };
 
 constexpr const char* kBaselineKey = "handoff_ns";
+constexpr const char* kBaselineP99Key = "handoff_p99_us";  // recorded only when the baseline row ran
 
 void BM_HandoffBaseline(benchmark::State& state) {
   Handoff h;
   for (int i = 0; i < 100; ++i) h.round_trip();  // both threads warm
+  spyre_bench::LatencySamples samples;
   WallTimer t;
-  for (auto _ : state) h.round_trip();
+  for (auto _ : state) samples.time([&] { h.round_trip(); });
   const double ns = t.seconds() * 1e9 / static_cast<double>(state.iterations());
   spyre_bench::record_rate(kBaselineKey, ns);
   state.counters["us_per_op"] = ns / 1e3;
+  samples.report(state);
+  spyre_bench::record_rate(kBaselineP99Key, state.counters["p99_us"]);
 }
 
 double baseline_ns() {
@@ -139,9 +145,10 @@ void BM_RoundTrip(benchmark::State& state, bool h2d, bool registered) {
   };
   for (int i = 0; i < 100; ++i) (void)one();  // threads and pages warm
   const std::uint64_t staged_before = rig.engine->stats().bytes_staged;
+  spyre_bench::LatencySamples samples;
   WallTimer t;
   for (auto _ : state) {
-    const Status st = one();
+    const Status st = samples.time(one);
     if (!st.ok()) {
       state.SkipWithError(st.to_string().c_str());
       return;
@@ -155,6 +162,8 @@ void BM_RoundTrip(benchmark::State& state, bool h2d, bool registered) {
   }
   state.counters["us_per_op"] = ns / 1e3;
   state.counters["vs_handoff"] = ns / base;
+  samples.report(state);
+  if (auto p99 = spyre_bench::find_rate(kBaselineP99Key)) state.counters["p99_vs_handoff"] = state.counters["p99_us"] / *p99;
 }
 
 void Common(benchmark::internal::Benchmark* b) {

@@ -12,7 +12,8 @@
 //   BM_Copy256MiB/vfio_user    the same through vfio-user
 //
 // Counters:
-//   us_per_op / gb_per_s      per row
+//   us_per_op / gb_per_s      per row (the mean)
+//   p50_us, p90_us, p99_us, p999_us   the distribution of single ops (nearest rank)
 //   vs_in_process             the vfio_user row's time per op over the in_process row's
 //                             (targets: round trip <= 3, 256 MiB bandwidth >= 0.9 as 1/ratio)
 //   vs_socket_floor           the vfio_user round trip over BM_SocketPingPong's
@@ -50,7 +51,9 @@ std::shared_ptr<Device> open_device(bool through_vfio) {
 }
 
 // Seconds per op of `n` ops of `bytes` (H2D, plus D2H when `both`), each synchronized.
-double seconds_per_op(Engine& engine, std::size_t bytes, bool both, int n, std::string& error) {
+// `samples`, when given, gets every op's time.
+double seconds_per_op(Engine& engine, std::size_t bytes, bool both, int n, std::string& error,
+                      spyre_bench::LatencySamples* samples = nullptr) {
   HostBuffer host = engine.allocate_host(bytes);
   DeviceBuffer dev = engine.allocate(bytes);
   Stream stream = engine.create_stream();
@@ -62,7 +65,10 @@ double seconds_per_op(Engine& engine, std::size_t bytes, bool both, int n, std::
   };
   once();  // pages and mappings warm
   WallTimer t;
-  for (int i = 0; i < n && error.empty(); ++i) once();
+  for (int i = 0; i < n && error.empty(); ++i) {
+    if (samples) samples->time(once);
+    else once();
+  }
   return t.seconds() / n;
 }
 
@@ -74,8 +80,9 @@ void run(benchmark::State& state, std::size_t bytes, bool both, int n, const cha
   std::string error;
   double seconds = 0;
   std::int64_t iterations = 0;
+  spyre_bench::LatencySamples samples;
   for (auto _ : state) {
-    const double s = seconds_per_op(*engine, bytes, both, n, error);
+    const double s = seconds_per_op(*engine, bytes, both, n, error, &samples);
     if (!error.empty()) {
       state.SkipWithError(error.c_str());
       return;
@@ -87,6 +94,7 @@ void run(benchmark::State& state, std::size_t bytes, bool both, int n, const cha
   const double per_op = seconds / static_cast<double>(iterations);
   if (!through_vfio) spyre_bench::record_rate(key(what), per_op);
   state.counters["us_per_op"] = per_op * 1e6;
+  samples.report(state);
   state.counters["gb_per_s"] = static_cast<double>(bytes * (both ? 2 : 1)) / per_op / 1e9;
   if (through_vfio) {
     double base = 0;

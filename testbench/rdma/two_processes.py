@@ -14,6 +14,7 @@ Cases (each names what failed):
 Usage: two_processes.py --tool path/to/spyre-dma [--perftest [--pairs N]] [--iterations N]
 """
 import argparse
+import json
 import os
 import re
 import shutil
@@ -54,8 +55,14 @@ def case_verify(tool, tmp):
         failures.append("verify: the server did not find the client's pattern in its memory")
     if "guard bytes: intact" not in out:
         failures.append("verify: a guard byte around the exposed range changed")
-    if not re.search(r"^\s+4194304\s+20\s+[0-9.]+\s+[0-9.]+\s+[0-9.]+\s+[0-9.]+$", client.stdout, re.M):
-        failures.append("verify: no 4 MiB row with put and get figures in the table")
+    if not re.search(r"^\s+4194304\s+20(\s+[0-9.]+){6}$", client.stdout, re.M):
+        failures.append("verify: no 4 MiB row with put and get figures (bandwidth, p50, p99) in the table")
+    with open(os.path.join(tmp, "table.json")) as f:
+        row = [r for r in json.load(f) if r["bytes"] == 4194304][0]
+    for op in ("put", "get"):
+        p = row[op]
+        if not (p["samples"] == 20 and 0 < p["p50_us"] <= p["p90_us"] <= p["p99_us"] <= p["p999_us"] <= p["max_us"]):
+            failures.append(f"verify: the JSON's {op} latency distribution is not ordered: {p}")
     return failures
 
 
@@ -109,15 +116,16 @@ def rdma_bench(tool, tmp, iterations):
     handle = os.path.join(tmp, "bench.txt")
     server = subprocess.Popen([tool, "rdma-bench", "--serve", handle, "--bytes", "4MiB", "--timeout", "120"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    table = os.path.join(tmp, "bench.json")
     client = run([tool, "rdma-bench", "--connect", handle, "--sizes", "8,4MiB", "--iterations", str(iterations),
-                  "--window", "1", "--timeout", "120"], 240)
+                  "--window", "1", "--timeout", "120", "--json", table], 240)
     server.wait(timeout=60)
-    big = re.search(r"^\s+4194304\s+\d+\s+([0-9.]+)\s+[0-9.]+\s+([0-9.]+)", client.stdout, re.M)
-    small = re.search(r"^\s+8\s+\d+\s+[0-9.]+\s+([0-9.]+)\s+[0-9.]+\s+([0-9.]+)", client.stdout, re.M)
-    if not big or not small:
+    if client.returncode != 0:
         return None
-    return {"put": float(big.group(1)), "get": float(big.group(2)),
-            "put_lat": float(small.group(1)), "get_lat": float(small.group(2))}
+    with open(table) as f:
+        rows = {r["bytes"]: r for r in json.load(f)}
+    return {"put": rows[4194304]["put"]["gbps"], "get": rows[4194304]["get"]["gbps"],
+            "put_lat": rows[8]["put"]["p50_us"], "get_lat": rows[8]["get"]["p50_us"]}
 
 
 def case_perftest(tool, tmp, iterations, pairs):

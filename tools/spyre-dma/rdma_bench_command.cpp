@@ -13,6 +13,7 @@
 
 #include "cli_checks.hpp"
 #include "peer_files.hpp"
+#include "rdma_bench_table.hpp"
 #include "size_spec.hpp"
 #include "spyre_dma/traces/output_file.hpp"
 
@@ -150,7 +151,7 @@ struct Row {
   std::uint64_t bytes;
   unsigned iterations;
   double gbps[2] = {0, 0};     // put, get
-  double lat_us[2] = {0, 0};
+  spyre_dma::Percentiles lat_us[2];
 };
 
 int client(const RdmaBenchOptions& o) {
@@ -182,7 +183,9 @@ int client(const RdmaBenchOptions& o) {
   std::vector<std::uint8_t> local(std::min<std::uint64_t>(largest, remote.size) * o.window);
   std::vector<Row> rows;
   for (std::uint64_t size : sizes) {
-    Row r{size, o.iterations};
+    Row r;
+    r.bytes = size;
+    r.iterations = o.iterations;
     // Transfers go to successive places in the range, wrapping, so a window never overlaps itself.
     const std::uint64_t slots = std::max<std::uint64_t>(1, remote.size / size);
     for (int op = 0; op < 2; ++op) {
@@ -212,32 +215,26 @@ int client(const RdmaBenchOptions& o) {
       }
       const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
       r.gbps[op] = static_cast<double>(size) * o.iterations / secs / 1e9;
-      const unsigned lat_n = std::min(o.iterations, 100u);
+      // Every op one at a time, for the distribution (ib_*_lat reports its percentiles too).
       std::vector<double> us;
-      for (unsigned k = 0; k < lat_n; ++k) {
+      for (unsigned k = 0; k < o.iterations; ++k) {
         const auto l0 = Clock::now();
         // One transfer complete end to end: a put until its data is in the peer's memory.
         const Transfer t = op == 0 ? node.put(remote, (k % slots) * size, local.data(), size) : start_one(k);
         if (Status s = t.wait(timeout); !s.ok()) return fail(s);
         us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - l0).count());
       }
-      std::nth_element(us.begin(), us.begin() + us.size() / 2, us.end());
-      r.lat_us[op] = us[us.size() / 2];
+      r.lat_us[op] = spyre_dma::percentiles(std::move(us));
     }
     rows.push_back(r);
   }
-  fmt::print("{:>12} {:>11} {:>14} {:>13} {:>14} {:>13}\n", "#bytes", "#iterations", "put BW [GB/s]", "put lat [us]",
-             "get BW [GB/s]", "get lat [us]");
+  print_rdma_table_header("GB/s");
   nlohmann::json out = nlohmann::json::array();
   for (const Row& r : rows) {
-    auto cell = [&](int op, double v, int w, int p) {
-      return do_op[op] ? fmt::format("{:>{}.{}f}", v, w, p) : fmt::format("{:>{}}", "-", w);
-    };
-    fmt::print("{:>12} {:>11} {} {} {} {}\n", r.bytes, r.iterations, cell(0, r.gbps[0], 14, 3),
-               cell(0, r.lat_us[0], 13, 2), cell(1, r.gbps[1], 14, 3), cell(1, r.lat_us[1], 13, 2));
+    print_rdma_table_row(r.bytes, r.iterations, do_op, r.gbps, r.lat_us, 3);
     nlohmann::json j = {{"bytes", r.bytes}, {"iterations", r.iterations}};
-    if (do_op[0]) j["put"] = {{"gbps", r.gbps[0]}, {"latency_us", r.lat_us[0]}};
-    if (do_op[1]) j["get"] = {{"gbps", r.gbps[1]}, {"latency_us", r.lat_us[1]}};
+    if (do_op[0]) j["put"] = rdma_json_cell("gbps", r.gbps[0], r.lat_us[0]);
+    if (do_op[1]) j["get"] = rdma_json_cell("gbps", r.gbps[1], r.lat_us[1]);
     out.push_back(j);
   }
   if (!o.json.empty()) spyre_dma::traces::write_file_atomically(o.json, out.dump(2) + "\n");

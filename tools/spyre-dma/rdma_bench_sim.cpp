@@ -11,6 +11,7 @@
 
 #include "outputs.hpp"
 #include "rdma_bench_command.hpp"
+#include "rdma_bench_table.hpp"
 #include "sim_cluster_config.hpp"
 #include "size_spec.hpp"
 #include "spyre_dma/model/page_buffer.hpp"
@@ -83,13 +84,13 @@ int run_rdma_bench_sim(const RdmaBenchOptions& o, bool do_put, bool do_get) {
   const spyre_dma::model::SimConfig& cfg = c.config();
   fmt::print("# simulated: two nodes, {} {} Gb/s, MTU {}, {}; times are simulated\n", cfg.network.protocol,
              cfg.network.gbps, cfg.network.mtu, cfg.network.fabric == "switch" ? "through a switch" : "back to back");
-  fmt::print("{:>12} {:>11} {:>14} {:>13} {:>14} {:>13}\n", "#bytes", "#iterations", "put BW [Gb/s]", "put lat [us]",
-             "get BW [Gb/s]", "get lat [us]");
+  print_rdma_table_header("Gb/s");
   nlohmann::json out = nlohmann::json::array();
   try {
     for (std::uint64_t size : sizes) {
       const std::uint64_t slots = std::max<std::uint64_t>(1, o.bytes / size);
-      double gbps[2] = {0, 0}, lat[2] = {0, 0};
+      double gbps[2] = {0, 0};
+      spyre_dma::Percentiles lat[2];
       for (int op = 0; op < 2; ++op) {
         if (op == 0 ? !do_put : !do_get) continue;
         // Bandwidth: a window of transfers in flight (perftest's tx depth), each completion
@@ -113,44 +114,37 @@ int run_rdma_bench_sim(const RdmaBenchOptions& o, bool do_put, bool do_get) {
         for (unsigned w = 0; w < std::min(o.window, o.iterations); ++w) post();
         b.run(c);
         gbps[op] = static_cast<double>(size) * o.iterations * 8 / seconds(c.now_ps() - t0) / 1e9;
-        // Latency: perftest's. A put: half the round trip of a ping-pong, each side writing back
-        // once the other's data is in its memory (ib_write_lat). A get: one at a time, posted
-        // until its data is here (ib_read_lat).
-        const unsigned rounds = std::min(o.iterations, 100u);
-        const std::uint64_t l0 = c.now_ps();
-        if (op == 0) {
-          Batch pingpong;
-          pingpong.left = 2 * rounds;
-          auto count = pingpong.one();
-          unsigned round = 0;
-          std::function<void()> ping = [&] {
+        // Latency: perftest's, one round at a time for the distribution. A put: half the round
+        // trip of a ping-pong, each side writing back once the other's data is in its memory
+        // (ib_write_lat). A get: posted until its data is here (ib_read_lat).
+        const unsigned rounds = std::min(o.iterations, 1000u);
+        std::vector<double> us;
+        for (unsigned k = 0; k < rounds; ++k) {
+          const std::uint64_t l0 = c.now_ps();
+          std::uint64_t end = 0;  // put: when the pong's data is in node 0's memory
+          Batch one;
+          if (op == 0) {
+            one.left = 2;
+            auto count = one.one();
+            // Callbacks run on this thread with the simulation stopped at their instant.
             n0.start_put(remote, 0, local.data(), size, count, [&] {
-              n1.start_put(back, 0, range, size, count, [&] {
-                if (++round < rounds) ping();
-              });
+              n1.start_put(back, 0, range, size, count, [&] { end = c.now_ps(); });
             });
-          };
-          ping();
-          pingpong.run(c);
-          lat[op] = seconds(c.now_ps() - l0) * 1e6 / (2.0 * rounds);
-        } else {
-          for (unsigned k = 0; k < rounds; ++k) {
-            Batch one;
+          } else {
             one.left = 1;
             n0.start_get(local.data(), remote, (k % slots) * size, size, one.one());
-            one.run(c);
           }
-          lat[op] = seconds(c.now_ps() - l0) * 1e6 / rounds;
+          one.run(c);
+          if (op != 0) end = c.now_ps();
+          us.push_back(seconds(end - l0) * 1e6 / (op == 0 ? 2.0 : 1.0));
         }
+        lat[op] = spyre_dma::percentiles(std::move(us));
       }
-      auto cell = [&](bool on, double v, int w, int p) {
-        return on ? fmt::format("{:>{}.{}f}", v, w, p) : fmt::format("{:>{}}", "-", w);
-      };
-      fmt::print("{:>12} {:>11} {} {} {} {}\n", size, o.iterations, cell(do_put, gbps[0], 14, 2),
-                 cell(do_put, lat[0], 13, 3), cell(do_get, gbps[1], 14, 2), cell(do_get, lat[1], 13, 3));
+      const bool on[2] = {do_put, do_get};
+      print_rdma_table_row(size, o.iterations, on, gbps, lat, 2);
       nlohmann::json j = {{"bytes", size}, {"iterations", o.iterations}, {"simulated", true}};
-      if (do_put) j["put"] = {{"gbits_per_s", gbps[0]}, {"latency_us", lat[0]}};
-      if (do_get) j["get"] = {{"gbits_per_s", gbps[1]}, {"latency_us", lat[1]}};
+      if (do_put) j["put"] = rdma_json_cell("gbits_per_s", gbps[0], lat[0]);
+      if (do_get) j["get"] = rdma_json_cell("gbits_per_s", gbps[1], lat[1]);
       out.push_back(j);
     }
     if (o.verify) {
