@@ -146,7 +146,8 @@ void EngineCore::shutdown() {
   bool closing = false;
   {
     Lock lock(mu_);
-    closing = !closed_;
+    closing = !closed_ && !closing_;
+    closing_ = true;
   }
   if (closing) {
     // Let in-flight work finish (bounded by the CB timeout, which fails what the device abandons).
@@ -236,7 +237,7 @@ std::shared_ptr<StreamState> EngineCore::create_stream(StreamOptions options) {
   s->core = weak_from_this();
   s->options = std::move(options);
   Lock lock(mu_);
-  if (closed_) throw Closed("create_stream: engine closed");
+  if (closed_ || closing_) throw Closed("create_stream: engine closed");
   s->id = ++stream_ids_;
   streams_.push_back(s);
   const auto at = std::upper_bound(by_priority_.begin(), by_priority_.end(), s->options.priority,
@@ -269,7 +270,7 @@ std::shared_ptr<EventState> EngineCore::create_event() {
 std::shared_ptr<AllocationState> EngineCore::allocate(std::uint64_t bytes, AllocOptions options) {
   {
     Lock lock(mu_);
-    if (closed_) throw Closed("allocate: engine closed");
+    if (closed_ || closing_) throw Closed("allocate: engine closed");
   }
   auto a = std::make_shared<AllocationState>();
   a->allocator = allocator_;
@@ -349,7 +350,7 @@ std::shared_ptr<OpState> EngineCore::make_op(OpKind kind) {
 
 void EngineCore::enqueue(Lock& lock, const char* what, const std::shared_ptr<StreamState>& stream,
                          const std::shared_ptr<OpState>& op, const EventState* event) {
-  if (closed_) throw Closed(std::string(what) + ": engine closed");
+  if (closed_ || closing_) throw Closed(std::string(what) + (closed_ ? ": engine closed" : ": engine closing"));
   // Numbered here, under the lock, rather than with an atomic counter on the way in: one atomic
   // read-modify-write less per op.
   op->id = ++op_ids_;
@@ -358,7 +359,7 @@ void EngineCore::enqueue(Lock& lock, const char* what, const std::shared_ptr<Str
     lock.unlock();
     notify_submit(*stream, *op, event);
     lock.lock();
-    if (closed_) throw Closed(std::string(what) + ": engine closed");
+    if (closed_ || closing_) throw Closed(std::string(what) + (closed_ ? ": engine closed" : ": engine closing"));
   }
   op->stream = stream.get();
   op->seq = stream->submitted;

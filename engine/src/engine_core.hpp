@@ -316,6 +316,9 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   bool poller_parked_ = false;
   std::condition_variable poller_cv_;
   bool closed_ = false;
+  // Set when shutdown() begins: new work is refused at once (Closed) while the work in flight
+  // finishes, so that threads still submitting cannot keep a close waiting.
+  bool closing_ = false;
   bool torn_down_ = false;
   // Within reset(), which drops the lock while it waits: pump() issues nothing then (a CB pushed
   // between cancelling everything and reprogramming the rings would be lost, and a slot reserved

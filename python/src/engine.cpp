@@ -182,8 +182,44 @@ struct PyDeviceBuffer {
 struct PyHostBuffer {
   Handle h;
   HostBuffer buffer;
-  py::object memory;  // the registered Python object (None for allocate_host)
+  py::object memory;      // the registered Python object's buffer (None for allocate_host)
+  bool writable = true;   // false when the registered memory is read-only: exported read-only
+  Py_ssize_t exports = 0;  // buffers handed out and not yet released (under the GIL)
 };
+
+// HostBuffer's buffer protocol, written out rather than through pybind11's def_buffer so that the
+// exports are counted (release() refuses while one is alive, as a bytearray refuses to resize)
+// and read-only registrations export read-only buffers (a D2H into one is refused).
+int host_buffer_getbuffer(PyObject* self, Py_buffer* view, int flags) {
+  view->obj = nullptr;
+  PyHostBuffer* b = nullptr;
+  try {
+    b = py::handle(self).cast<PyHostBuffer*>();
+  } catch (const std::exception&) {
+    PyErr_SetString(PyExc_BufferError, "not a spyre_dma.HostBuffer");
+    return -1;
+  }
+  if (!b->buffer.data()) {
+    PyErr_SetString(PyExc_BufferError, "the host buffer was released");
+    return -1;
+  }
+  if ((flags & PyBUF_WRITABLE) != 0 && !b->writable) {
+    PyErr_SetString(PyExc_BufferError, "the host buffer registers read-only memory: it cannot be written");
+    return -1;
+  }
+  if (PyBuffer_FillInfo(view, self, b->buffer.data(), static_cast<Py_ssize_t>(b->buffer.size()), !b->writable, flags) != 0) {
+    return -1;
+  }
+  ++b->exports;
+  return 0;
+}
+
+void host_buffer_releasebuffer(PyObject* self, Py_buffer*) {
+  try {
+    --py::handle(self).cast<PyHostBuffer*>()->exports;
+  } catch (const std::exception&) {
+  }
+}
 struct PyStream {
   Handle h;
   Stream stream;
@@ -527,20 +563,32 @@ void bind_engine(py::module_& m) {
                            b.buffer.address().chunks().size());
       });
 
-  py::class_<PyHostBuffer>(m, "HostBuffer", py::buffer_protocol(),
-                           "Registered (pinned, DMA-mapped) host memory. Copies from or to any address inside it\n"
-                           "are DMA'd directly. It has the buffer protocol: numpy.frombuffer(hb, dtype) views it.")
-      .def_buffer([](PyHostBuffer& b) {
-        if (!b.buffer.data()) throw Closed("the host buffer was released");
-        return py::buffer_info(b.buffer.data(), 1, py::format_descriptor<std::uint8_t>::format(), 1,
-                               {static_cast<py::ssize_t>(b.buffer.size())}, {1});
-      })
+  py::class_<PyHostBuffer> host_buffer(
+      m, "HostBuffer", py::buffer_protocol(),
+      "Registered (pinned, DMA-mapped) host memory. Copies from or to any address inside it\n"
+      "are DMA'd directly. It has the buffer protocol: numpy.frombuffer(hb, dtype) views it (read-only\n"
+      "when the registered memory is).");
+  auto* heap_type = reinterpret_cast<PyHeapTypeObject*>(host_buffer.ptr());
+  heap_type->as_buffer.bf_getbuffer = host_buffer_getbuffer;
+  heap_type->as_buffer.bf_releasebuffer = host_buffer_releasebuffer;
+  host_buffer
       .def_property_readonly("size", [](const PyHostBuffer& b) { return b.buffer.size(); })
       .def_property_readonly("address", [](const PyHostBuffer& b) { return reinterpret_cast<std::uintptr_t>(b.buffer.data()); })
       .def_property_readonly("iova", [](const PyHostBuffer& b) { return b.buffer.iova(); })
+      .def_property_readonly("writable", [](const PyHostBuffer& b) { return b.writable; },
+                             "False when the registered memory is read-only (it can be copied from only).")
       .def(
-          "release", [](PyHostBuffer& b) { b.buffer.release(); },
-          "Removes the registration at once (new copies stage); the unmap follows the last op using it.")
+          "release",
+          [](PyHostBuffer& b) {
+            if (b.exports > 0) {
+              throw py::buffer_error(fmt::format("the host buffer has {} export(s) alive (memoryviews, numpy arrays "
+                                                 "over it): drop them before release()",
+                                                 b.exports));
+            }
+            b.buffer.release();
+          },
+          "Removes the registration at once (new copies stage); the unmap follows the last op using it.\n"
+          "Raises BufferError while a memoryview or numpy array over the buffer is alive.")
       .def("__len__", [](const PyHostBuffer& b) { return b.buffer.size(); })
       .def("__repr__", [](const PyHostBuffer& b) {
         return fmt::format("<spyre_dma.HostBuffer {} bytes at iova {:#x}>", b.buffer.size(), b.buffer.iova());
@@ -759,16 +807,17 @@ void bind_engine(py::module_& m) {
           [](const Handle& h, py::handle obj) {
             HostRange r = host_range(obj, false, "memory");
             HostBuffer b = without_gil(h, [&](Engine& e) { return e.register_host(r.data, r.bytes); });
-            return PyHostBuffer{h, std::move(b), std::move(r.keep)};
+            return PyHostBuffer{h, std::move(b), std::move(r.keep), r.writable, 0};
           },
           py::arg("memory"),
           "Registers (pins, maps for DMA) the memory of a buffer-protocol object or CPU tensor, held\n"
-          "until the returned HostBuffer is gone: copies from or to it are DMA'd directly, unstaged.")
+          "until the returned HostBuffer is gone: copies from or to it are DMA'd directly, unstaged.\n"
+          "Read-only memory (bytes, a read-only array) registers read-only: copies into it are refused.")
       .def(
           "allocate_host",
           [](const Handle& h, std::size_t nbytes) {
             HostBuffer b = without_gil(h, [&](Engine& e) { return e.allocate_host(nbytes); });
-            return PyHostBuffer{h, std::move(b), py::none()};
+            return PyHostBuffer{h, std::move(b), py::none(), true, 0};
           },
           py::arg("nbytes"), "Page-aligned, registered host memory (a HostBuffer).")
       .def(
@@ -943,7 +992,7 @@ void bind_host_pool(py::module_& m) {
           [](SharedHostPool& p, const Handle& h) -> py::object {
             HostBuffer b = without_gil(h, [&](Engine& e) { return p.register_with(e); });
             if (!b.valid()) return py::none();
-            return py::cast(PyHostBuffer{h, std::move(b), py::none()});
+            return py::cast(PyHostBuffer{h, std::move(b), py::none(), true, 0});
           },
           py::arg("engine"),
           "Registers the pool with the engine (once per engine) so that its copies are direct; keep the\n"

@@ -47,7 +47,13 @@ HostRange tensor_range(py::handle t, const char* role) {
         std::string(py::str(t.attr("shape"))), std::string(py::str(t.attr("stride")()))));
   const auto bytes = tensor_get(t, "numel", true).cast<std::size_t>() * tensor_get(t, "element_size", true).cast<std::size_t>();
   const auto address = tensor_get(t, "data_ptr", true).cast<std::uintptr_t>();
-  return HostRange{reinterpret_cast<void*>(address), bytes, py::reinterpret_borrow<py::object>(t)};
+  // The storage, held beside the tensor: set_() points the tensor elsewhere and would free the
+  // memory the copy uses; a reference to the storage keeps it (untyped_storage from torch 2,
+  // storage before it).
+  static const bool untyped = PyObject_HasAttrString(t.ptr(), "untyped_storage") == 1;
+  py::object storage = tensor_get(t, untyped ? "untyped_storage" : "storage", true);
+  return HostRange{reinterpret_cast<void*>(address), bytes,
+                   py::make_tuple(py::reinterpret_borrow<py::object>(t), std::move(storage)), true};
 }
 
 // Takes the buffer with the fewest demands (one C-contiguous block, no format, shape or strides),
@@ -76,7 +82,13 @@ py::object simple_buffer(py::handle obj, bool writable, void** data, std::size_t
 HostRange host_range(py::handle obj, bool writable, const char* role) {
   if (PyObject_CheckBuffer(obj.ptr())) {
     HostRange r;
-    if ((r.keep = simple_buffer(obj, writable, &r.data, &r.bytes))) return r;
+    // Writable first, so the range knows what it may be used for; read-only exporters then
+    // answer the plain request.
+    if ((r.keep = simple_buffer(obj, true, &r.data, &r.bytes))) return r;
+    if (!writable && (r.keep = simple_buffer(obj, false, &r.data, &r.bytes))) {
+      r.writable = false;
+      return r;
+    }
     // Refused: find out why with a full view (and take a Fortran-ordered block, which the simple
     // request refuses, as the one contiguous block it is).
     auto view = py::reinterpret_steal<py::object>(PyMemoryView_FromObject(obj.ptr()));
@@ -90,7 +102,8 @@ HostRange host_range(py::handle obj, bool writable, const char* role) {
       throw InvalidArgument(fmt::format("{}: a non-contiguous {} is not one block of memory: pass a contiguous one "
                                         "(numpy.ascontiguousarray)",
                                         role, type_name(obj)));
-    return HostRange{b->buf, static_cast<std::size_t>(b->len), std::move(view)};
+    const bool view_writable = !b->readonly;
+    return HostRange{b->buf, static_cast<std::size_t>(b->len), std::move(view), view_writable};
   }
   if (is_torch_tensor(obj)) return tensor_range(obj, role);
   throw InvalidArgument(fmt::format("{}: a {} is not host memory: pass an object with the buffer protocol (bytes, "

@@ -224,6 +224,65 @@ def test_closed_engine_fails_with_closed():
     e.close()  # idempotent
 
 
+@pytest.mark.parametrize("backend", ["refdev", "sim"])
+def test_close_refuses_new_work_at_once_while_threads_submit(backend):
+    e = spyre_dma.Engine(backend)
+    dev = e.allocate(1 << 20)
+    src = e.allocate_host(4096)
+    ended = []
+
+    def submit_until_refused():
+        s = e.create_stream()
+        try:
+            while True:
+                s.copy_h2d(dev, src, nbytes=4096)
+        except spyre_dma.Closed:
+            ended.append(time.monotonic())
+
+    threads = [threading.Thread(target=submit_until_refused) for _ in range(4)]
+    for t in threads:
+        t.start()
+    time.sleep(0.3)
+    t0 = time.monotonic()
+    e.close()
+    took = time.monotonic() - t0
+    for t in threads:
+        t.join(timeout=30)
+    assert not any(t.is_alive() for t in threads), "a thread still submits after close()"
+    assert len(ended) == 4
+    # The work queued before the close finishes (on sim, in simulated time); nothing new is taken.
+    assert took < 10, f"close() took {took:.1f} s"
+
+
+def test_release_refuses_while_a_view_is_alive(engine):
+    hb = engine.allocate_host(4096)
+    view = np.frombuffer(hb, dtype=np.uint8)
+    with pytest.raises(BufferError, match="1 export"):
+        hb.release()
+    assert view[0] == view[0]  # still readable: nothing was released
+    del view
+    gc.collect()
+    hb.release()
+    with pytest.raises(BufferError, match="released"):
+        memoryview(hb)
+
+
+def test_read_only_memory_registers_read_only(engine):
+    frozen = aligned(8192, "u1")
+    frozen.setflags(write=False)
+    dev = engine.allocate(4096)
+    s = engine.create_stream()
+    for memory in (frozen, memoryview(bytes(8192))):
+        hb = engine.register_host(memory)
+        assert not hb.writable
+        with pytest.raises(spyre_dma.InvalidArgument, match="read-only"):
+            s.copy_d2h(hb, dev, nbytes=4096)
+        s.copy_h2d(dev, hb, nbytes=4096)  # reading it is fine
+        assert memoryview(hb).readonly
+    s.synchronize()
+    assert not frozen.any()
+
+
 def test_backend_errors_name_what_is_wrong():
     with pytest.raises(spyre_dma.BackendError, match="nosuch"):
         spyre_dma.Engine("nosuch")

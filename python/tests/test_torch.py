@@ -58,3 +58,22 @@ def test_state_dict_round_trip(sim):
     s.synchronize()
     for name, t in model.state_dict().items():
         assert torch.equal(t, restored[name])
+
+
+def test_set_or_collect_a_tensor_while_its_copy_is_in_flight(engine):
+    # The copy holds the tensor's storage: set_() and collection cannot free the memory it writes,
+    # so tensors allocated meanwhile (which would reuse freed memory) are never written.
+    import gc
+    n = 1 << 22
+    buf = engine.allocate(n)
+    s = engine.create_stream()
+    s.fill(buf, 0x5A5A5A5A)
+    for _ in range(8):
+        t = torch.zeros(n, dtype=torch.uint8)
+        s.copy_d2h(t, buf)
+        t.set_(torch.empty(16, dtype=torch.uint8))
+        del t
+        gc.collect()
+    others = [torch.zeros(n, dtype=torch.uint8) for _ in range(16)]
+    s.synchronize()
+    assert all(int(o.count_nonzero()) == 0 for o in others)

@@ -222,5 +222,37 @@ TEST(Lifetime, CloseWakesThePollerFromItsInterruptWait) {
   EXPECT_LT(took.count(), 5000) << "closing took " << took.count() << " ms";
 }
 
+// Threads that keep submitting while the engine closes are refused from the moment the close
+// begins: the close waits only for what was queued before it, and every thread sees Closed.
+TEST(Lifetime, CloseRefusesNewWorkFromThreadsThatKeepSubmitting) {
+  auto engine = Engine::open(make_device({}), EngineOptions{});
+  DeviceBuffer buf = engine->allocate(64 * KiB);
+  std::atomic<int> refused{0};
+  std::atomic<bool> started{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) {
+    Stream s = engine->create_stream();
+    threads.emplace_back([s, buf, &refused, &started]() mutable {
+      try {
+        for (;;) {
+          s.fill(buf, 0, 4 * KiB, 0x01020304u);
+          started.store(true);
+        }
+      } catch (const Closed& e) {
+        EXPECT_NE(std::string(e.what()).find("engine clos"), std::string::npos) << e.what();
+        refused.fetch_add(1);
+      }
+    });
+  }
+  ASSERT_TRUE(eventually([&] { return started.load(); }));
+  std::this_thread::sleep_for(50ms);
+  const auto t0 = std::chrono::steady_clock::now();
+  engine.reset();
+  const auto took = std::chrono::steady_clock::now() - t0;
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(refused.load(), 3);
+  EXPECT_LT(took, kWait) << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms";
+}
+
 }  // namespace
 }  // namespace spyre_dma::test
