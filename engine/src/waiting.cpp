@@ -8,6 +8,7 @@
 
 #include "engine_core.hpp"
 #include "spyre_dma/deadline.hpp"
+#include "spyre_dma/wait_interrupt.hpp"
 
 namespace spyre_dma::detail {
 
@@ -17,6 +18,8 @@ Status EngineCore::wait_until(const std::function<bool()>& pred, std::chrono::na
   const auto deadline = deadline_after<Clock>(start, timeout);
   Lock lock(mu_);
   const auto spin_until = start + spin_budget();
+  const std::function<bool()>* interrupted = WaitInterruptScope::current();
+  auto next_check = start + kWaitInterruptEvery;
   ++waiters_;
   Status result;
   while (!pred()) {
@@ -34,6 +37,21 @@ Status EngineCore::wait_until(const std::function<bool()>& pred, std::chrono::na
       result = Status(ErrorCode::kWaitTimeout,
                       "gave up after " + std::to_string(timeout.count()) + " ns" + stall_report(held));
       break;
+    }
+    if (interrupted && now >= next_check) {
+      // The caller's check runs without the lock: it may take its own (a binding's interpreter lock).
+      next_check = now + kWaitInterruptEvery;
+      lock.unlock();
+      const bool stop = (*interrupted)();
+      lock.lock();
+      if (stop) {
+        result = Status(ErrorCode::kWaitTimeout,
+                        "interrupted after " +
+                            std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(now - start).count()) +
+                            " ns");
+        break;
+      }
+      continue;
     }
     if (moved) continue;
     if (caller_driven_) {

@@ -151,6 +151,27 @@ auto without_gil(const Handle& h, F&& f) {
   return result;
 }
 
+// A wait with the GIL released that a Ctrl-C can end: the engine asks about every 20 ms
+// (spyre_dma/wait_interrupt.hpp) and the check runs the interpreter's signal handlers; when one
+// raises (KeyboardInterrupt), the wait gives up and that exception is raised here. The work waited
+// for goes on.
+template <typename F>
+Status interruptible_wait(F&& wait) {
+  bool raised = false;
+  Status st;
+  {
+    py::gil_scoped_release nogil;
+    WaitInterruptScope scope([&raised] {
+      py::gil_scoped_acquire gil;
+      raised = PyErr_CheckSignals() != 0;  // the handler's exception stays set for the raise below
+      return raised;
+    });
+    st = wait();
+  }
+  if (raised) throw py::error_already_set();
+  return st;
+}
+
 // A poll (Op.done, Stream.query, Event.query). On a host-driven device it is also a step of the
 // simulation, which can take a while, so other Python threads run meanwhile; elsewhere it is a
 // read, cheaper than releasing the GIL.
@@ -490,12 +511,7 @@ void bind_engine(py::module_& m) {
           "wait",
           [](const PyOp& o, const py::object& timeout) {
             const auto t = seconds_to_timeout(timeout, kDefaultWait);
-            Status s;
-            {
-              py::gil_scoped_release nogil;
-              s = o.op.wait(t);
-            }
-            raise_if_error(s);
+            raise_if_error(interruptible_wait([&] { return o.op.wait(t); }));
           },
           py::arg("timeout") = py::none(),
           "Waits until the op completes (timeout in seconds; None: the engine's default). Raises the\n"
@@ -522,12 +538,7 @@ void bind_engine(py::module_& m) {
           "synchronize",
           [](const PyEvent& e, const py::object& timeout) {
             const auto t = seconds_to_timeout(timeout, kDefaultWait);
-            Status s;
-            {
-              py::gil_scoped_release nogil;
-              s = e.event.synchronize(t);
-            }
-            raise_if_error(s);
+            raise_if_error(interruptible_wait([&] { return e.event.synchronize(t); }));
           },
           py::arg("timeout") = py::none(), "Waits for the latest record; raises as Op.wait does.")
       .def_property_readonly("device_time_ns", [](const PyEvent& e) { return e.event.device_time_ns(); },
@@ -695,11 +706,7 @@ void bind_engine(py::module_& m) {
           "synchronize",
           [](PyStream& s, const py::object& timeout) {
             const auto t = seconds_to_timeout(timeout, kDefaultWait);
-            Status st;
-            {
-              py::gil_scoped_release nogil;
-              st = s.stream.synchronize(t);
-            }
+            const Status st = interruptible_wait([&] { return s.stream.synchronize(t); });
             if (!s.h->closed()) s.h->prune();
             raise_if_error(st);
           },
@@ -824,7 +831,12 @@ void bind_engine(py::module_& m) {
           "synchronize",
           [](const Handle& h, const py::object& timeout) {
             const auto t = seconds_to_timeout(timeout, kDefaultWait);
-            const Status s = without_gil(h, [&](Engine& e) { return e.synchronize(t); });
+            std::shared_ptr<Engine> engine = h->share();  // through a close() from another thread
+            const Status s = interruptible_wait([&] { return engine->synchronize(t); });
+            {
+              py::gil_scoped_release nogil;  // the last reference may go here: without the GIL
+              engine.reset();
+            }
             h->prune();
             raise_if_error(s);
           },

@@ -346,6 +346,29 @@ def test_the_gil_is_released_while_waiting(engine):
     assert len(ticks) > 10
 
 
+@pytest.mark.parametrize("wait", ["stream", "engine", "op", "event"])
+def test_ctrl_c_ends_a_wait_and_the_work_goes_on(refdev, wait):
+    import signal
+    s = refdev.create_stream()
+    with refdev.batch():  # the callback runs on an engine thread, behind the fill
+        s.fill(refdev.allocate(1 << 20), 0x5A5A5A5A)
+        op = s.host_callback(lambda: time.sleep(2))
+    ev = refdev.create_event()
+    s.record(ev)
+    waits = {"stream": lambda: s.synchronize(timeout=30), "engine": lambda: refdev.synchronize(timeout=30),
+             "op": lambda: op.wait(timeout=30), "event": lambda: ev.synchronize(timeout=30)}
+    timer = threading.Timer(0.2, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    t0 = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        waits[wait]()
+    took = time.monotonic() - t0
+    timer.join()
+    assert took < 1.5, f"the wait ended {took:.2f} s after it began (Ctrl-C at 0.2 s, work until 2 s)"
+    s.synchronize(timeout=30)  # the work itself went on
+    assert op.done()
+
+
 def test_wait_timeout_is_typed(refdev):
     # An op queued behind a host callback that another thread is running (and holds) cannot
     # complete within a short wait.

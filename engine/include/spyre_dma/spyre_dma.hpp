@@ -9,3 +9,4 @@
 #include "spyre_dma/options.hpp"
 #include "spyre_dma/status.hpp"
 #include "spyre_dma/stream.hpp"
+#include "spyre_dma/wait_interrupt.hpp"

@@ -51,5 +51,47 @@ TEST(Timeouts, ZeroAndNegativeAreAlreadyOver) {
   EXPECT_TRUE(fill.wait(0ns).ok());  // done: a zero timeout returns its status
 }
 
+// A WaitInterruptScope ends each kind of wait soon after its check says so (asked with no engine
+// lock held: the check here submits to the engine itself), and the work waited for goes on.
+TEST(Timeouts, AWaitInterruptEndsEveryWaitAndTheWorkGoesOn) {
+  Rig rig = make_rig();
+  Stream s = rig.engine->create_stream();
+  Stream other = rig.engine->create_stream();
+  DeviceBuffer buf = rig.engine->allocate(4 * MiB);
+  std::atomic<bool> started{false}, release{false};
+  Op gate;
+  std::thread helper([&] {
+    gate = s.host_callback([&] {
+      started = true;
+      while (!release.load()) std::this_thread::sleep_for(1ms);
+    });
+  });
+  while (!started.load()) std::this_thread::sleep_for(1ms);
+  Op fill = s.fill(buf, 0, 4 * MiB, 1);
+  Event mark = rig.engine->create_event();
+  s.record(mark);
+  const std::function<Status()> waits[] = {[&] { return fill.wait(kWait); }, [&] { return s.synchronize(kWait); },
+                                           [&] { return mark.synchronize(kWait); },
+                                           [&] { return rig.engine->synchronize(kWait); }};
+  for (const auto& wait : waits) {
+    const auto t0 = std::chrono::steady_clock::now();
+    int asked = 0;
+    WaitInterruptScope scope([&] {
+      (void)other.fill(buf, 0, 128, 2);  // the engine's lock is not held here
+      return ++asked == 3;
+    });
+    const Status st = wait();
+    EXPECT_EQ(st.code(), ErrorCode::kWaitTimeout) << st.to_string();
+    EXPECT_NE(st.message().find("interrupted after"), std::string::npos) << st.to_string();
+    EXPECT_EQ(asked, 3);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+  }
+  EXPECT_EQ(WaitInterruptScope::current(), nullptr);
+  release = true;
+  helper.join();
+  EXPECT_TRUE(rig.engine->synchronize(kWait).ok()) << "the work went on";
+  EXPECT_TRUE(fill.status().ok());
+}
+
 }  // namespace
 }  // namespace spyre_dma::test
