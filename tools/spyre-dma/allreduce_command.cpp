@@ -86,7 +86,7 @@ class Ring {
     spyre_dma::traces::write_file_atomically(path_(rank_, "handle"), mine_.to_text() + "\n");
     const int next = (rank_ + 1) % n_;
     wait_file(path_(next, "handle"));
-    next_ = RemoteHandle::from_text(read_small_file(path_(next, "handle")));
+    next_ = read_handle_file(path_(next, "handle"));
   }
 
   float* data() { return reinterpret_cast<float*>(memory_.data()); }

@@ -1,17 +1,24 @@
 #include "peer_files.hpp"
 
+#include "spyre_dma/input_file.hpp"
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
 namespace spyre_dma_cli {
 
-std::string read_small_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
+std::string read_small_file(const std::string& path) { return spyre_dma::read_input_file(path); }
+
+spyre_dma::rdma::RemoteHandle read_handle_file(const std::string& path) {
+  const std::string text = read_small_file(path);
+  try {
+    return spyre_dma::rdma::RemoteHandle::from_text(text);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(path + ": not a remote-memory handle: " + e.what());
+  }
 }
 
 bool wait_for_file(const std::string& path, std::chrono::nanoseconds timeout) {

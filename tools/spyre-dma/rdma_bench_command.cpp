@@ -159,7 +159,7 @@ int client(const RdmaBenchOptions& o) {
     fmt::print(stderr, "spyre-dma: error: rdma-bench: no handle in {} within {} s\n", o.connect, o.timeout_s);
     return 1;
   }
-  const RemoteHandle remote = RemoteHandle::from_text(read_small_file(o.connect));
+  const RemoteHandle remote = read_handle_file(o.connect);
   bool do_op[2] = {false, false};
   if (!parse_ops(o.ops, do_op)) return usage(fmt::format("--op '{}': expected put, get or put,get", o.ops));
   std::vector<std::uint64_t> sizes = parse_size_list(o.sizes);

@@ -24,6 +24,7 @@
 #include "soak.hpp"
 #include "suites.hpp"
 #include "worker_pool.hpp"
+#include "spyre_dma/input_file.hpp"
 #include "spyre_dma/traces/output_file.hpp"
 #include "outputs.hpp"
 #include "cli_checks.hpp"
@@ -684,13 +685,22 @@ int run_merge(const MergeOptions& o) {
     }
   }
   for (const std::string& path : inputs) {
-    std::ifstream f(path);
-    if (!f) {
+    std::string text;
+    try {
+      text = spyre_dma::read_input_file(path);
+    } catch (const std::exception& e) {  // unreadable, not a file, above the input limit
+      fmt::print(stderr, "spyre-dma: error: {}\n", e.what());
+      missing.push_back(path);
+      continue;
+    }
+    if (const std::size_t at = spyre_dma::json_too_deep_at(text); at != std::string_view::npos) {
+      fmt::print(stderr, "spyre-dma: error: {}: invalid JSON: {} (at byte {})\n", path,
+                 spyre_dma::json_too_deep_message(), at);
       missing.push_back(path);
       continue;
     }
     try {
-      parts.push_back(Report::from_json(nlohmann::json::parse(f), path));
+      parts.push_back(Report::from_json(nlohmann::json::parse(text), path));
       part_files.push_back(path);
     } catch (const nlohmann::json::parse_error& e) {
       fmt::print(stderr, "spyre-dma: error: {}: invalid JSON: {}\n", path, e.what());

@@ -16,6 +16,7 @@
 #include "cli_checks.hpp"
 #include "size_spec.hpp"
 #include "spyre_dma/backend/builtin.hpp"
+#include "spyre_dma/input_file.hpp"
 #include "spyre_dma/vfio/server.hpp"
 
 namespace spyre_dma_cli {
@@ -60,6 +61,10 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
 int run_serve(const ServeOptions& o) {
   spyre_dma::backend::Settings settings = settings_of(o.backend);
   if (!o.patch.empty()) {
+    if (spyre_dma::json_too_deep_at(o.patch) != std::string_view::npos) {
+      fmt::print(stderr, "spyre-dma serve: error: --patch {}\n", spyre_dma::json_too_deep_message());
+      return 2;
+    }
     settings.patch = nlohmann::json::parse(o.patch, nullptr, false);
     if (settings.patch.is_discarded() || !settings.patch.is_object()) {
       fmt::print(stderr, "spyre-dma serve: error: --patch is not a JSON object: {}\n", o.patch);

@@ -4,28 +4,37 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cerrno>
 #include <cstdlib>
 #include <limits>
 
+#include "spyre_dma/input_file.hpp"
 #include "spyre_dma/traces/trace_io.hpp"
 
 namespace spyre_dma::traces::detail {
 
 std::size_t max_inflated_bytes() {
-  constexpr std::size_t kDefault = std::size_t{4} << 30;
-  const char* env = std::getenv("SPYRE_DMA_MAX_INPUT_BYTES");
-  if (!env || !*env) return kDefault;
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long v = std::strtoull(env, &end, 10);
-  if (errno != 0 || *end != '\0' || v == 0 || env[0] == '-') {
-    throw TraceError("SPYRE_DMA_MAX_INPUT_BYTES", 0, "", fmt::format("'{}' is not a positive byte count", env));
+  try {
+    return static_cast<std::size_t>(std::min<std::uint64_t>(max_input_bytes(), std::numeric_limits<std::size_t>::max()));
+  } catch (const std::invalid_argument& e) {
+    throw TraceError("SPYRE_DMA_MAX_INPUT_BYTES", 0, "", e.what());
   }
-  return static_cast<std::size_t>(std::min<unsigned long long>(v, std::numeric_limits<std::size_t>::max()));
 }
 
 std::string gunzip(const std::string& data, const std::string& name, std::size_t limit) {
+  // The trailer's ISIZE is the inflated size modulo 2^32: at least that much will come out, so a
+  // stream whose trailer already says more than the limit is refused before any inflating.
+  if (data.size() >= 18) {
+    std::uint32_t isize = 0;
+    for (int i = 0; i < 4; ++i) isize |= std::uint32_t{static_cast<unsigned char>(data[data.size() - 4 + i])} << (8 * i);
+    if (isize > limit) {
+      throw TraceError(name, 0, "",
+                       fmt::format("inflates to more than {} bytes (the limit; SPYRE_DMA_MAX_INPUT_BYTES raises it): "
+                                   "its trailer says {}",
+                                   limit, isize));
+    }
+  }
   z_stream zs{};
   if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) throw TraceError(name, 0, "", "zlib: cannot start inflate");
   std::string out;

@@ -7,8 +7,8 @@
 
 namespace spyre_dma::traces::detail {
 
-// The largest an input may inflate to: 4 GiB, or SPYRE_DMA_MAX_INPUT_BYTES (a byte count) when
-// set; a malformed value there is refused, naming it.
+// The largest an input may inflate to: the input cap of spyre_dma/input_file.hpp (4 GiB, or
+// SPYRE_DMA_MAX_INPUT_BYTES); a malformed value there is refused, naming it.
 std::size_t max_inflated_bytes();
 
 // The decoded bytes of the gzip stream `data` read from `name`; throws TraceError naming the file

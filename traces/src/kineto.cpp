@@ -100,6 +100,7 @@ struct Pending {
 
 Trace import_kineto_text(const std::string& text, const std::string& name, ImportReport& report) {
   report = ImportReport{};
+  detail::check_json_depth(text, name);
   json doc;
   try {
     doc = json::parse(text);

@@ -432,6 +432,7 @@ NvbandwidthResults parse_nvbandwidth_results(const std::string& text, const std:
   if (buffer_bytes > kMaxBufferBytes)
     throw TraceError(name, 0, "buffer_bytes",
                      fmt::format("{} bytes is beyond the largest buffer accepted (2^53)", buffer_bytes));
+  detail::check_json_depth(text, name);
   json doc;
   try {
     doc = json::parse(text);

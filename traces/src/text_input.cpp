@@ -5,17 +5,27 @@
 #include <fstream>
 #include <sstream>
 
+#include "spyre_dma/input_file.hpp"
 #include "spyre_dma/traces/trace_io.hpp"
 
 namespace spyre_dma::traces::detail {
 
 std::string read_file_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw TraceError(path, 0, "", "cannot open");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) throw TraceError(path, 0, "", "read error");
-  return buffer.str();
+  try {
+    return read_input_file(path);
+  } catch (const InputFileError& e) {
+    throw TraceError(path, 0, "", e.why());
+  } catch (const std::invalid_argument& e) {  // a malformed SPYRE_DMA_MAX_INPUT_BYTES
+    throw TraceError("SPYRE_DMA_MAX_INPUT_BYTES", 0, "", e.what());
+  }
+}
+
+void check_json_depth(std::string_view text, const std::string& name, std::size_t line) {
+  if (const std::size_t at = json_too_deep_at(text); at != std::string_view::npos) {
+    if (line == 0) line = 1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+    throw TraceError(name, line, "",
+                     "invalid JSON: " + json_too_deep_message() + " (at byte " + std::to_string(at) + ")");
+  }
 }
 
 std::string base_name(const std::string& path) {

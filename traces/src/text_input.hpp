@@ -11,6 +11,9 @@ namespace spyre_dma::traces::detail {
 
 // The file's bytes. Throws TraceError(path, 0, "", "cannot open" or "read error").
 std::string read_file_text(const std::string& path);
+// Refuses JSON nested deeper than spyre_dma/input_file.hpp allows, before it is parsed: a
+// TraceError naming `name` and the line (`line`, or the one of the offending bracket when 0).
+void check_json_depth(std::string_view text, const std::string& name, std::size_t line = 0);
 // The file name without its folders: what a header's source names, so that a trace does not
 // depend on where its capture lay.
 std::string base_name(const std::string& path);

@@ -10,6 +10,7 @@
 #include "trace_check.hpp"
 #include "spyre_dma/traces/output_file.hpp"
 #include "gzip.hpp"
+#include "text_input.hpp"
 
 namespace spyre_dma::traces {
 
@@ -204,7 +205,14 @@ json op_json(const Op& op) {
 Trace parse_trace(std::istream& in, const std::string& name) {
   std::string data;
   char chunk[1 << 16];
-  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) data.append(chunk, static_cast<std::size_t>(in.gcount()));
+  const std::size_t cap = detail::max_inflated_bytes();
+  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
+    data.append(chunk, static_cast<std::size_t>(in.gcount()));
+    if (data.size() > cap) {
+      throw TraceError(name, 0, "",
+                       "is more than " + std::to_string(cap) + " bytes, the input limit (SPYRE_DMA_MAX_INPUT_BYTES raises it)");
+    }
+  }
   if (in.bad()) throw TraceError(name, 0, "", "read error");
   if (data.size() >= 2 && static_cast<unsigned char>(data[0]) == 0x1f &&
       static_cast<unsigned char>(data[1]) == 0x8b) {
@@ -223,6 +231,7 @@ Trace parse_trace(std::istream& in, const std::string& name) {
     pos = end + 1;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.find_first_not_of(" \t") == std::string_view::npos) continue;  // blank lines
+    detail::check_json_depth(line, name, line_no);
     json j;
     try {
       j = json::parse(line.begin(), line.end());
@@ -262,8 +271,7 @@ Trace parse_trace(std::istream& in, const std::string& name) {
 }
 
 Trace read_trace(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw TraceError(path, 0, "", std::string("cannot open: ") + std::strerror(errno));
+  std::istringstream in(detail::read_file_text(path));
   return parse_trace(in, path);
 }
 

@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "spyre_dma/input_file.hpp"
 #include "channel.hpp"
 #include "spyre_dma/deadline.hpp"
 #include "spyre_dma/shareable_memory.hpp"
@@ -173,7 +174,11 @@ DeviceDescription UserTransport::handshake() {
   d.backend = "vfio-user";
   d.name = "vfio-user device at " + options_.socket_path;
   d.progress = Progress::kSelfTimed;
-  const nlohmann::json caps = nlohmann::json::parse(theirs.capabilities_json, nullptr, false);
+  // The server's words: nesting deeper than any reader here allows is taken as no capabilities.
+  nlohmann::json caps;
+  if (json_too_deep_at(theirs.capabilities_json) == std::string_view::npos) {
+    caps = nlohmann::json::parse(theirs.capabilities_json, nullptr, false);
+  }
   const auto served = caps.is_object() ? caps.find("spyre_dma") : caps.end();
   if (served != caps.end() && served->is_object()) {
     const auto name = served->find("name");

@@ -1,7 +1,9 @@
 // Loading a configuration: file -> JSON (with line/column on errors and duplicate-key detection)
 // -> base preset -> overrides checked against the field table -> checks between fields.
+#include "spyre_dma/input_file.hpp"
 #include "spyre_dma/model/config_loader.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -170,6 +172,12 @@ json parse_strict(const std::string& text, const std::string& file) {
     }
     return true;
   };
+  if (const std::size_t at = json_too_deep_at(text); at != std::string_view::npos) {
+    const std::size_t line = 1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+    const std::size_t line_start = text.rfind('\n', at == 0 ? 0 : at - 1);
+    const std::size_t column = at - (line_start == std::string::npos || at == 0 ? 0 : line_start + 1) + 1;
+    throw ConfigError(file, "", "invalid JSON: " + json_too_deep_message(), line, column);
+  }
   json out;
   try {
     out = json::parse(text, callback, /*allow_exceptions=*/true, /*ignore_comments=*/true);
@@ -186,15 +194,15 @@ json parse_strict(const std::string& text, const std::string& file) {
 }  // namespace
 
 SimConfig load_config(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    throw ConfigError(path, "", "cannot read: is a directory");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(path, "", std::string("cannot open: ") + std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw ConfigError(path, "", std::string("cannot read: ") + std::strerror(errno));
-  return config_from_json(parse_strict(text.str(), path), path);
+  std::string text;
+  try {
+    text = read_input_file(path);
+  } catch (const InputFileError& e) {
+    throw ConfigError(path, "", e.why());
+  } catch (const std::invalid_argument& e) {  // a malformed SPYRE_DMA_MAX_INPUT_BYTES
+    throw ConfigError("SPYRE_DMA_MAX_INPUT_BYTES", "", e.what());
+  }
+  return config_from_json(parse_strict(text, path), path);
 }
 
 SimConfig config_from_json(const json& j, const std::string& source_name) {

@@ -1,3 +1,4 @@
+#include "spyre_dma/input_file.hpp"
 #include "directed.hpp"
 
 #include <algorithm>
@@ -156,6 +157,9 @@ hw::ErrorKind error_kind(const Reader& rd, const std::string& v, const std::stri
 
 DirectedTest parse_directed(const std::string& text, const std::string& file) {
   Reader rd(file);
+  if (const std::size_t at = json_too_deep_at(text); at != std::string_view::npos) {
+    throw DirectedError(file, line_col(text, at), "invalid JSON: " + json_too_deep_message());
+  }
   json j;
   try {
     j = json::parse(text, nullptr, true, true);
@@ -359,11 +363,15 @@ std::string to_directed_json(const Program& p, const std::string& description, b
 }
 
 DirectedTest load_directed(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw DirectedError(path, "$", "cannot open");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_directed(ss.str(), path);
+  std::string text;
+  try {
+    text = read_input_file(path);
+  } catch (const InputFileError& e) {
+    throw DirectedError(path, "$", e.why());
+  } catch (const std::invalid_argument& e) {  // a malformed SPYRE_DMA_MAX_INPUT_BYTES
+    throw DirectedError(path, "$", e.what());
+  }
+  return parse_directed(text, path);
 }
 
 std::vector<std::string> directed_files(const std::string& folder) {
