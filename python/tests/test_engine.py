@@ -350,9 +350,13 @@ def test_the_gil_is_released_while_waiting(engine):
 def test_ctrl_c_ends_a_wait_and_the_work_goes_on(refdev, wait):
     import signal
     s = refdev.create_stream()
-    with refdev.batch():  # the callback runs on an engine thread, behind the fill
-        s.fill(refdev.allocate(1 << 20), 0x5A5A5A5A)
-        op = s.host_callback(lambda: time.sleep(2))
+    # A host callback submitted to an idle stream runs on the submitting thread: a helper's, so
+    # that this (the main) thread, where Python runs signal handlers, never runs it.
+    started = threading.Event()
+    helper = threading.Thread(target=lambda: s.host_callback(lambda: (started.set(), time.sleep(2))))
+    helper.start()
+    assert started.wait(10)
+    op = s.fill(refdev.allocate(1 << 20), 0x5A5A5A5A)  # held behind the callback
     ev = refdev.create_event()
     s.record(ev)
     waits = {"stream": lambda: s.synchronize(timeout=30), "engine": lambda: refdev.synchronize(timeout=30),
@@ -365,6 +369,7 @@ def test_ctrl_c_ends_a_wait_and_the_work_goes_on(refdev, wait):
     took = time.monotonic() - t0
     timer.join()
     assert took < 1.5, f"the wait ended {took:.2f} s after it began (Ctrl-C at 0.2 s, work until 2 s)"
+    helper.join()
     s.synchronize(timeout=30)  # the work itself went on
     assert op.done()
 
