@@ -52,4 +52,18 @@ std::chrono::nanoseconds to_timeout(double seconds) {
   return std::chrono::nanoseconds(static_cast<std::int64_t>(std::llround(seconds * 1e9)));
 }
 
+void refuse_negative_unsigned(CLI::App& app) {
+  static const CLI::Validator not_negative(
+      [](const std::string& value) -> std::string {
+        const auto first = value.find_first_not_of(" \t");
+        if (first != std::string::npos && value[first] == '-') return "'" + value + "' is negative: expected 0 or more";
+        return {};
+      },
+      "", "not negative");
+  for (CLI::Option* option : app.get_options()) {
+    if (option->get_type_name().rfind("UINT", 0) == 0) option->check(not_negative);
+  }
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) refuse_negative_unsigned(*sub);
+}
+
 }  // namespace spyre_dma_cli

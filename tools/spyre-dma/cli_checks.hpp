@@ -18,6 +18,11 @@ CLI::Validator size_list();
 // the option, not an exception out of the option's callback.
 CLI::Validator size_value();
 
+// Every option of `app` and its subcommands that holds an unsigned number (CLI11's type UINT)
+// refuses a negative value as a usage error naming the option: converted, "-1" would wrap to the
+// largest value (a seed, a count, a size) instead of being refused.
+void refuse_negative_unsigned(CLI::App& app);
+
 // A --timeout in seconds: finite, at least a millisecond, at most a week.
 inline constexpr double kMaxTimeoutSeconds = 7 * 24 * 3600.0;
 CLI::Validator timeout_seconds();

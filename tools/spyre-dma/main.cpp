@@ -27,6 +27,7 @@
 #include "regress_command.hpp"
 #include "serve_command.hpp"
 #include "trace_command.hpp"
+#include "cli_checks.hpp"
 #include "trace_analysis_command.hpp"
 #include "validate_command.hpp"
 
@@ -54,6 +55,7 @@ int main(int argc, char** argv) {
   CLI::App* rdma_bench = spyre_dma_cli::add_rdma_bench_command(app, rdma_bench_options);
   spyre_dma_cli::ValidateOptions validate_options;
   CLI::App* validate = spyre_dma_cli::add_validate_command(app, validate_options);
+  spyre_dma_cli::refuse_negative_unsigned(app);
 
   try {
     app.parse(argc, argv);

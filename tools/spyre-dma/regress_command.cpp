@@ -134,7 +134,7 @@ std::string repro_command(const RegressOptions& o, std::uint64_t seed) {
   c += backend_arguments(o);
   if (o.fault_rate >= 0) c += fmt::format(" --fault-rate {}", o.fault_rate);
   if (o.ops > 0) c += fmt::format(" --ops {}", o.ops);
-  if (o.corrupt_seed == static_cast<std::int64_t>(seed)) c += fmt::format(" --corrupt-seed {}", seed);
+  if (o.corrupt_seed == seed) c += fmt::format(" --corrupt-seed {}", seed);
   if (!o.directed_dir.empty()) c += " --directed-dir " + o.directed_dir;
   return c;
 }
@@ -171,7 +171,7 @@ TestPlan plan_test(const RegressOptions& o, const Suite& base, std::uint64_t see
   if (o.fault_rate >= 0) t.suite.profile.fault_rate = o.fault_rate;
   t.program = program_for(t.suite, seed, directed_dir(o), &t.backends);
   t.run.cb_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.cb_timeout_s * 1000));
-  if (o.corrupt_seed == static_cast<std::int64_t>(seed)) {
+  if (o.corrupt_seed == seed) {
     // The data op nearest the middle of the program gets a byte flipped as it completes.
     const Program& p = t.program;
     std::int64_t best = -1;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,7 +31,7 @@ struct RegressOptions {
   std::string triage;                    // folder: each failing test rerun with views and shrunk
   unsigned triage_max = 3;               // failing tests triaged at most
   double triage_timeout_s = 900;         // per triaged test, wall clock
-  std::int64_t corrupt_seed = -1;        // scoreboard self-test
+  std::optional<std::uint64_t> corrupt_seed;  // scoreboard self-test (no in-band "none": every seed may be it)
   double fault_rate = -1;                // override of the suite's rate (< 0: keep)
   std::uint32_t ops = 0;                 // override of the suite's op count (0: keep)
   std::string progress = "auto";         // auto, bar, lines, none

@@ -9,6 +9,13 @@
 
 namespace spyre_dma::traces::detail {
 
+// Whether `bytes` at `gbps` (decimal GB/s, bytes per ns) take a time a trace can hold: above 0
+// and at most kMaxTraceTimeNs. Each importer refuses a point that does not, with the line.
+inline bool copy_time_fits(double bytes, double gbps) {
+  const double ns = bytes / gbps;
+  return ns > 0 && ns <= kMaxTraceTimeNs;
+}
+
 // The header of a bandwidth tool's trace of `name` (source "<tool>:<name>", the tool's method and
 // bandwidth resolution in extra; resolution_ns 0).
 Header points_header(const std::string& name, const BandwidthTestImport& info);

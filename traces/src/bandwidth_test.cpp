@@ -99,14 +99,19 @@ std::vector<BandwidthPoint> parse_bandwidth_test(const std::string& text, const 
     const Field size = field(items[3], "Size", name, line);
     if (size.unit != "bytes") throw TraceError(name, line, "Size", fmt::format("unit \"{}\" is not bytes", size.unit));
     const double bytes = to_double(size.value, "Size", name, line);
+    // Compared exactly where the text is a whole number: 2^53 + 1 rounds to 2^53 as a double.
+    if (std::all_of(size.value.begin(), size.value.end(), [](unsigned char c) { return std::isdigit(c); }) &&
+        (size.value.size() > 16 || std::stoull(size.value) > static_cast<std::uint64_t>(kMaxSizeBytes)))
+      throw TraceError(name, line, "Size", fmt::format("\"{}\" bytes is beyond the largest size accepted (2^53)", size.value));
     if (bytes < 1 || std::floor(bytes) != bytes)
       throw TraceError(name, line, "Size", fmt::format("\"{}\" is not a positive whole number of bytes", size.value));
     // Whole numbers are exact in a double only up to 2^53 (8 PiB), far beyond any bandwidthTest
     // size; larger ones would not even convert to 64 bits.
     if (bytes > kMaxSizeBytes)
       throw TraceError(name, line, "Size", fmt::format("\"{}\" bytes is beyond the largest size accepted (2^53)", size.value));
-    if (!std::isfinite(bytes / p.gbps))
-      throw TraceError(name, line, "Bandwidth", fmt::format("{} GB/s for {} bytes gives no finite copy time", bw.value, size.value));
+    if (!detail::copy_time_fits(bytes, p.gbps))
+      throw TraceError(name, line, "Bandwidth",
+                       fmt::format("{} GB/s for {} bytes gives a copy time a trace cannot hold", bw.value, size.value));
     p.bytes = static_cast<std::uint64_t>(bytes);
     points.push_back(p);
   }

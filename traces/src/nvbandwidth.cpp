@@ -609,9 +609,9 @@ NvbandwidthResults parse_nvbandwidth_results(const std::string& text, const std:
           out.latencies.push_back(NvbandwidthLatency{cline, static_cast<std::uint32_t>(c), gbps});
           continue;
         }
-        if (!std::isfinite(static_cast<double>(bytes) / gbps))
+        if (!detail::copy_time_fits(static_cast<double>(bytes), gbps))
           throw TraceError(name, cline, cpath,
-                           fmt::format("{} GB/s for {} bytes gives no finite copy time", gbps, bytes));
+                           fmt::format("{} GB/s for {} bytes gives a copy time a trace cannot hold", gbps, bytes));
         if (group) {
           out.cells.push_back(
               NvbandwidthCell{cline, test, group->shape, group->measured, static_cast<std::uint32_t>(c), gbps});

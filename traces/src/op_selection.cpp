@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <optional>
 #include <regex>
@@ -30,7 +31,12 @@ std::uint64_t parse_bytes(const std::string& text) {
   static const std::regex re(R"(^\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*$)");
   std::smatch m;
   if (!std::regex_match(text, m, re)) throw std::invalid_argument(fmt::format("\"{}\" is not a size", text));
-  const double v = std::stod(m[1].str());
+  double v = 0;
+  try {
+    v = std::stod(m[1].str());
+  } catch (const std::out_of_range&) {
+    v = std::numeric_limits<double>::infinity();
+  }
   const std::string unit = m[2].str();
   static const std::map<std::string, double> kUnits = {
       {"", 1},           {"B", 1},           {"K", 1024.0},     {"KiB", 1024.0},    {"M", 1048576.0},
@@ -39,7 +45,13 @@ std::uint64_t parse_bytes(const std::string& text) {
   auto it = kUnits.find(unit);
   if (it == kUnits.end())
     throw std::invalid_argument(fmt::format("\"{}\": unknown unit \"{}\" (KiB, MiB, GiB binary; kB, MB, GB decimal)", text, unit));
-  return static_cast<std::uint64_t>(std::llround(v * it->second));
+  // Byte counts are exact in a double up to 2^53 (8 PiB): beyond it no size is taken, rather than
+  // one rounded or wrapped into another.
+  const double bytes = v * it->second;
+  if (!(bytes <= 9007199254740992.0)) {
+    throw std::invalid_argument(fmt::format("\"{}\" is beyond the largest size accepted (2^53 bytes)", text));
+  }
+  return static_cast<std::uint64_t>(std::llround(bytes));
 }
 
 OpSelection parse_selection(const std::string& raw) {

@@ -91,7 +91,7 @@ BandwidthPoint make_point(std::size_t line, OpKind kind, HostMemory host, std::u
   p.bytes = bytes;
   p.gbps = static_cast<double>(bytes) / copy_ns;  // bytes / ns = decimal GB/s
   p.time_s = copy_ns * 1e-9;
-  if (!std::isfinite(p.gbps) || p.gbps <= 0 || !(static_cast<double>(bytes) / p.gbps > 0))
+  if (!std::isfinite(p.gbps) || p.gbps <= 0 || !detail::copy_time_fits(static_cast<double>(bytes), p.gbps))
     throw TraceError(name, line, field, fmt::format("\"{}\" gives no usable bandwidth for {} bytes", value, bytes));
   return p;
 }

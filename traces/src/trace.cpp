@@ -1,7 +1,10 @@
 // Names of the trace enums and the consistency rules (check_trace).
 #include "spyre_dma/traces/trace.hpp"
 
+#include <fmt/format.h>
+
 #include <array>
+#include <cmath>
 #include <utility>
 
 #include "trace_check.hpp"
@@ -160,6 +163,18 @@ CheckFailure TraceChecker::add(const Op& op) {
   }
   if (op.duration_ns && *op.duration_ns < 0) {
     return {"op.duration_ns", where + "negative duration " + std::to_string(*op.duration_ns)};
+  }
+  // Every captured time must fit the nanosecond clocks a replay converts it to (a 64-bit count):
+  // 1e300 would wrap to a negative gap there.
+  const std::pair<const char*, const std::optional<double>*> times[] = {
+      {"op.issue_ns", &op.issue_ns},           {"op.start_ns", &op.start_ns},
+      {"op.duration_ns", &op.duration_ns},     {"op.host_start_ns", &op.host_start_ns},
+      {"op.host_duration_ns", &op.host_duration_ns}};
+  for (const auto& [field, value] : times) {
+    if (*value && !(std::fabs(**value) <= kMaxTraceTimeNs)) {
+      return {field, where + "time " + fmt::format("{}", **value) + " ns is beyond the " +
+                         fmt::format("{:g}", kMaxTraceTimeNs) + " ns (about 31 years) a trace may span"};
+    }
   }
   any_op_ = true;
   last_op_ = op.id;

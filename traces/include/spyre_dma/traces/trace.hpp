@@ -18,6 +18,10 @@
 
 namespace spyre_dma::traces {
 
+// The largest time, in ns, a trace may hold (about 31 years): any larger would wrap the 64-bit
+// nanosecond clocks a replay runs on. check_trace refuses an op's time beyond it, naming the field.
+inline constexpr double kMaxTraceTimeNs = 1e18;
+
 inline constexpr int kFormatVersion = 1;
 
 enum class OpKind : std::uint8_t {
