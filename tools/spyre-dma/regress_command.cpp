@@ -129,6 +129,18 @@ std::string backend_arguments(const RegressOptions& o) {
 
 namespace {
 
+// --run-id; else the Slurm array's job id (every task of the array shares it); else the run's
+// definition (suite, backend and its options, seeds, number of shards, faults, ops): shards of one
+// definition, run by hand one after another, share it, and a shard of another does not.
+std::string run_id_of(const RegressOptions& o) {
+  if (!o.run_id.empty()) return o.run_id;
+  if (const char* job = std::getenv("SLURM_ARRAY_JOB_ID"); job && *job) return std::string("slurm-") + job;
+  const std::string shards = o.shard.substr(o.shard.find('/') == std::string::npos ? o.shard.size() : o.shard.find('/'));
+  const std::string definition = fmt::format("{}|{}{}|{}|{}|{}|{}|{}", o.suite, o.backend.name, backend_arguments(o),
+                                             o.seeds, shards, o.fault_rate, o.ops, o.directed_dir);
+  return "run-" + Digest::hex(hash_bytes(definition.data(), definition.size()));
+}
+
 std::string repro_command(const RegressOptions& o, std::uint64_t seed) {
   std::string c = fmt::format("spyre-dma regress --suite {} --backend {} --seeds {}..{}", o.suite, o.backend.name, seed, seed);
   c += backend_arguments(o);
@@ -377,6 +389,9 @@ CLI::App* add_regress_command(CLI::App& app, RegressOptions& o) {
                                       "to shard k mod N)");
   cmd->add_option("--jobs,-j", o.jobs, "Worker processes")->capture_default_str()->check(CLI::Range(1u, 256u));
   cmd->add_option("--json", o.json, "Write the results as JSON (the input of regress-merge)");
+  cmd->add_option("--run-id", o.run_id,
+                  "The run this shard belongs to, recorded in its JSON: regress-merge refuses shards of different "
+                  "runs (default: SLURM_ARRAY_JOB_ID when set, else one made of host, process and time)");
   cmd->add_option("--junit", o.junit, "Write JUnit XML");
   cmd->add_option("--coverage", o.coverage, "Write the coverage table");
   cmd->add_option("--directed-dir", o.directed_dir, "directed suite: the folder of test files");
@@ -567,6 +582,7 @@ int run_regress(const RegressOptions& o) {
   report.backend = o.backend.name;
   report.seeds = fmt::format("{}..{}", range.first, range.last);
   report.shard = o.shard;
+  report.run_id = run_id_of(o);
   const auto t0 = Clock::now();
   const auto deadline = duration ? t0 + *duration : Clock::time_point::max();
   // A soak's length in tests is not known ahead, so it reports line by line.
@@ -710,7 +726,7 @@ int run_merge(const MergeOptions& o) {
       missing.push_back(path);
     }
   }
-  if (const std::string conflict = merge_conflicts(parts, part_files); !conflict.empty()) {
+  if (const std::string conflict = merge_conflicts(parts, part_files, missing.size()); !conflict.empty()) {
     fmt::print(stderr, "spyre-dma: error: regress-merge: {}\n", conflict);
     return 2;
   }

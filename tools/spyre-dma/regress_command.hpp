@@ -23,6 +23,7 @@ struct RegressOptions {
   BackendOptions backend;  // --backend and its settings
   std::string seeds;                     // "A..B" or "A"; empty: the suite's default range
   std::string shard;                     // "i/N"; empty: all seeds
+  std::string run_id;                    // empty: SLURM_ARRAY_JOB_ID, else made up (see --run-id)
   unsigned jobs = 1;
   std::string json, junit, coverage;     // output files; empty: none
   std::string directed_dir;              // directed suite: folder of test files

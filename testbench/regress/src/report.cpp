@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <map>
+#include <sstream>
+#include <optional>
 #include <stdexcept>
 #include <tuple>
 
@@ -112,7 +114,8 @@ json Report::to_json() const {
   }
   totals["metrics"] = sum.to_json();
   json out = {{"format", "spyre-dma-regress/1"}, {"version", version}, {"suite", suite},   {"backend", backend},
-              {"seeds", seeds},                  {"shard", shard},     {"wall_s", wall_s}, {"summary", totals},
+              {"seeds", seeds},                  {"shard", shard},     {"run_id", run_id}, {"wall_s", wall_s},
+              {"summary", totals},
               {"coverage", coverage.to_json()},  {"coverage_sources", coverage.sources_json()},
               {"tests", tests},                  {"complete", interrupted.empty()},
               {"digest", Digest::hex(digest())}};
@@ -131,6 +134,10 @@ Report Report::from_json(const json& j, const std::string& file) {
   r.backend = get<std::string>(j, "backend", file);
   r.seeds = get<std::string>(j, "seeds", file);
   r.shard = get<std::string>(j, "shard", file);
+  if (const auto it = j.find("run_id"); it != j.end()) {
+    if (!it->is_string()) throw std::invalid_argument(file + ": key \"run_id\" is not a string");
+    r.run_id = it->get<std::string>();
+  }
   r.wall_s = get<double>(j, "wall_s", file);
   if (const auto it = j.find("interrupted"); it != j.end()) {
     if (!it->is_string()) throw std::invalid_argument(file + ": key \"interrupted\" is not a string");
@@ -304,7 +311,44 @@ std::string Report::summary() const {
   return out;
 }
 
-std::string merge_conflicts(const std::vector<Report>& parts, const std::vector<std::string>& files) {
+std::string merge_conflicts(const std::vector<Report>& parts, const std::vector<std::string>& files,
+                            std::size_t absent) {
+  // The shards' identity first: one run, each shard of it once, all of them.
+  std::optional<std::size_t> first_run;  // the first part that names its run
+  std::optional<std::pair<std::size_t, unsigned>> split;  // (part, N) of the first part with "i/N"
+  std::map<unsigned, std::size_t> index_part;
+  for (std::size_t p = 0; p < parts.size(); ++p) {
+    const Report& r = parts[p];
+    if (!r.run_id.empty()) {
+      if (first_run && parts[*first_run].run_id != r.run_id) {
+        return fmt::format("{} is from run {} and {} from run {}: merge the shards of one run", files[*first_run],
+                           parts[*first_run].run_id, files[p], r.run_id);
+      }
+      if (!first_run) first_run = p;
+    }
+    unsigned i = 0, n = 0;
+    char slash = 0;
+    std::istringstream in(r.shard);
+    if (!(in >> i >> slash >> n) || slash != '/' || n == 0) continue;  // all seeds, or merged already
+    if (split && split->second != n) {
+      return fmt::format("{} is shard {} and {} is shard {}: shards of one run are cut the same way (i/N, one N)",
+                         files[split->first], parts[split->first].shard, files[p], r.shard);
+    }
+    if (!split) split.emplace(p, n);
+    if (const auto [it, fresh] = index_part.emplace(i, p); !fresh) {
+      return fmt::format("{} and {} are both shard {}{}: merge each shard once", files[it->second], files[p], r.shard,
+                         r.run_id.empty() ? "" : " of run " + r.run_id);
+    }
+  }
+  if (split && parts.size() + absent < split->second) {
+    std::string gone;
+    for (unsigned i = 0; i < split->second; ++i) {
+      if (index_part.count(i) == 0) gone += fmt::format("{}{}/{}", gone.empty() ? "" : ", ", i, split->second);
+    }
+    return fmt::format("shard(s) {} not among the inputs ({} of {}): the merged run would be incomplete (give "
+                       "every shard's file; one that was never written counts as failed)",
+                       gone, parts.size() + absent, split->second);
+  }
   std::map<std::tuple<std::string, std::string, std::uint64_t>, std::size_t> seen;  // test -> part
   for (std::size_t p = 0; p < parts.size(); ++p) {
     for (const CaseResult& c : parts[p].cases) {

@@ -38,6 +38,9 @@ struct CaseResult {
 struct Report {
   std::string version;
   std::string suite, backend, seeds, shard;  // as given; "merged" reports join them
+  // Which run the report belongs to: the shards of one run share it, so that regress-merge can
+  // refuse shards of different runs. Empty in reports written before it existed.
+  std::string run_id;
   std::vector<CaseResult> cases;
   Coverage coverage;
   double wall_s = 0;
@@ -58,9 +61,13 @@ struct Report {
 
 // Joins shard reports; a shard listed in `missing` (its file absent) becomes a failed case.
 Report merge_reports(const std::vector<Report>& parts, const std::vector<std::string>& missing);
-// Why `parts` (read from `files`, in order) cannot be merged, or empty: the same test (suite,
-// backend, seed) in two of them (a shard given twice, under two names or as a copy, or shards
-// whose seed ranges overlap), naming both files.
-std::string merge_conflicts(const std::vector<Report>& parts, const std::vector<std::string>& files);
+// Why `parts` (read from `files`, in order; `absent` more were named but not found) cannot be
+// merged, or empty, naming the files: shards of different runs; two parts that are the same shard
+// (i/N) of a run, or hold the same test (suite, backend, seed: a shard given twice, under two
+// names or as a copy, or shards whose seed ranges overlap); shards of one run split differently
+// (i/N with different N); fewer inputs than the run's N shards (the merged run would be
+// incomplete without saying so).
+std::string merge_conflicts(const std::vector<Report>& parts, const std::vector<std::string>& files,
+                            std::size_t absent = 0);
 
 }  // namespace spyre_dma::regress

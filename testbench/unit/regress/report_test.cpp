@@ -214,5 +214,32 @@ TEST(Report, MergeAddsCoverageAndCountsMissingShards) {
   EXPECT_EQ(m.coverage.count("dir.h2d"), 3u);
 }
 
+// Shards carry their identity (run id, i/N): regress-merge refuses what would count tests twice,
+// mix runs or leave the run incomplete without saying so, naming the files.
+TEST(Report, MergeRefusesShardsOfOtherRunsRepeatedOrMissing) {
+  auto shard = [](const char* run, const char* which, std::uint64_t seed) {
+    Report r;
+    r.suite = "smoke", r.backend = "refdev", r.run_id = run, r.shard = which;
+    r.cases = {a_case(seed, true)};
+    return r;
+  };
+  const Report a = shard("run-1", "0/3", 0), b = shard("run-1", "1/3", 1), c = shard("run-1", "2/3", 2);
+  const Report again = Report::from_json(a.to_json(), "copy.json");
+  EXPECT_EQ(again.run_id, "run-1") << "the identity survives the JSON";
+  EXPECT_EQ(merge_conflicts({a, b, c}, {"a", "b", "c"}), "");
+  EXPECT_EQ(merge_conflicts({a, b}, {"a", "b"}, 1), "") << "the third named but never written: counted as failed";
+  EXPECT_NE(merge_conflicts({a, b}, {"a", "b"}).find("shard(s) 2/3 not among the inputs (2 of 3)"), std::string::npos)
+      << merge_conflicts({a, b}, {"a", "b"});
+  EXPECT_NE(merge_conflicts({a, shard("run-2", "1/3", 1), c}, {"a", "x", "c"}).find("a is from run run-1 and x from run run-2"),
+            std::string::npos);
+  Report a_other_seed = shard("run-1", "0/3", 7);
+  EXPECT_NE(merge_conflicts({a, a_other_seed, b, c}, {"a", "a2", "b", "c"}).find("a and a2 are both shard 0/3 of run run-1"),
+            std::string::npos);
+  EXPECT_NE(merge_conflicts({a, shard("run-1", "1/2", 1)}, {"a", "h"}).find("cut the same way"), std::string::npos);
+  Report old_a = a, old_b = b, old_c = c;  // reports from before run ids: still merge by their shards
+  old_a.run_id = old_b.run_id = old_c.run_id = "";
+  EXPECT_EQ(merge_conflicts({old_a, old_b, old_c}, {"a", "b", "c"}), "");
+}
+
 }  // namespace
 }  // namespace spyre_dma::regress
