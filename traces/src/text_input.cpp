@@ -14,9 +14,7 @@ std::string read_file_text(const std::string& path) {
   try {
     return read_input_file(path);
   } catch (const InputFileError& e) {
-    throw TraceError(path, 0, "", e.why());
-  } catch (const std::invalid_argument& e) {  // a malformed SPYRE_DMA_MAX_INPUT_BYTES
-    throw TraceError("SPYRE_DMA_MAX_INPUT_BYTES", 0, "", e.what());
+    throw TraceError(e.path(), 0, "", e.why());
   }
 }
 

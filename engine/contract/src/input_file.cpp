@@ -37,7 +37,12 @@ const char* kind_of(mode_t mode) {
 }  // namespace
 
 std::string read_input_file(const std::string& path) {
-  const std::uint64_t cap = max_input_bytes();
+  std::uint64_t cap = 0;
+  try {
+    cap = max_input_bytes();
+  } catch (const std::invalid_argument& e) {
+    throw InputFileError("SPYRE_DMA_MAX_INPUT_BYTES", e.what());
+  }
   // Non-blocking: opening a FIFO with no writer would otherwise wait for one.
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) throw InputFileError(path, std::string("cannot open: ") + std::strerror(errno));

@@ -16,8 +16,8 @@
 #include <cstring>
 #include <list>
 #include <map>
-#include <set>
 #include <mutex>
+#include <set>
 #include <stdexcept>
 #include <thread>
 

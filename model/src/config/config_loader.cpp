@@ -194,15 +194,11 @@ json parse_strict(const std::string& text, const std::string& file) {
 }  // namespace
 
 SimConfig load_config(const std::string& path) {
-  std::string text;
   try {
-    text = read_input_file(path);
+    return config_from_json(parse_strict(read_input_file(path), path), path);
   } catch (const InputFileError& e) {
-    throw ConfigError(path, "", e.why());
-  } catch (const std::invalid_argument& e) {  // a malformed SPYRE_DMA_MAX_INPUT_BYTES
-    throw ConfigError("SPYRE_DMA_MAX_INPUT_BYTES", "", e.what());
+    throw ConfigError(e.path(), "", e.why());
   }
-  return config_from_json(parse_strict(text, path), path);
 }
 
 SimConfig config_from_json(const json& j, const std::string& source_name) {

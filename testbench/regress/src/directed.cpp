@@ -363,15 +363,11 @@ std::string to_directed_json(const Program& p, const std::string& description, b
 }
 
 DirectedTest load_directed(const std::string& path) {
-  std::string text;
   try {
-    text = read_input_file(path);
+    return parse_directed(read_input_file(path), path);
   } catch (const InputFileError& e) {
-    throw DirectedError(path, "$", e.why());
-  } catch (const std::invalid_argument& e) {  // a malformed SPYRE_DMA_MAX_INPUT_BYTES
-    throw DirectedError(path, "$", e.what());
+    throw DirectedError(e.path(), "$", e.why());
   }
-  return parse_directed(text, path);
 }
 
 std::vector<std::string> directed_files(const std::string& folder) {

@@ -22,21 +22,37 @@ TEST(Timeouts, TheLargestWaitsForTheWork) {
   EXPECT_TRUE(rig.engine->synchronize(kForever).ok());
 }
 
+// A host callback that holds stream `s` until release(): work submitted behind it is surely
+// unfinished. It runs on the thread that submits it, a helper of its own.
+class HeldStream {
+ public:
+  explicit HeldStream(Stream& s)
+      : helper_([this, &s] {
+          gate_ = s.host_callback([this] {
+            started_ = true;
+            while (!released_.load()) std::this_thread::sleep_for(1ms);
+          });
+        }) {
+    while (!started_.load()) std::this_thread::sleep_for(1ms);
+  }
+  ~HeldStream() { release(); }
+  void release() {
+    released_ = true;
+    if (helper_.joinable()) helper_.join();
+  }
+  const Op& gate() const { return gate_; }
+
+ private:
+  std::atomic<bool> started_{false}, released_{false};
+  Op gate_;
+  std::thread helper_;
+};
+
 TEST(Timeouts, ZeroAndNegativeAreAlreadyOver) {
   Rig rig = make_rig();
   Stream s = rig.engine->create_stream();
   DeviceBuffer buf = rig.engine->allocate(4 * MiB);
-  // A host callback that holds the stream until released: the fill behind it is surely
-  // unfinished. It runs on the thread that submits it (a helper here).
-  std::atomic<bool> started{false}, release{false};
-  Op gate;
-  std::thread helper([&] {
-    gate = s.host_callback([&] {
-      started = true;
-      while (!release.load()) std::this_thread::sleep_for(1ms);
-    });
-  });
-  while (!started.load()) std::this_thread::sleep_for(1ms);
+  HeldStream held(s);
   Op fill = s.fill(buf, 0, 4 * MiB, 1);
   for (const auto t : {std::chrono::nanoseconds::zero(), std::chrono::nanoseconds(-1), std::chrono::nanoseconds::min()}) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -44,10 +60,9 @@ TEST(Timeouts, ZeroAndNegativeAreAlreadyOver) {
     EXPECT_EQ(s.synchronize(t).code(), ErrorCode::kWaitTimeout);
     EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
   }
-  release = true;
-  helper.join();
+  held.release();
   EXPECT_TRUE(s.synchronize(kWait).ok());
-  EXPECT_TRUE(gate.status().ok());
+  EXPECT_TRUE(held.gate().status().ok());
   EXPECT_TRUE(fill.wait(0ns).ok());  // done: a zero timeout returns its status
 }
 
@@ -58,15 +73,7 @@ TEST(Timeouts, AWaitInterruptEndsEveryWaitAndTheWorkGoesOn) {
   Stream s = rig.engine->create_stream();
   Stream other = rig.engine->create_stream();
   DeviceBuffer buf = rig.engine->allocate(4 * MiB);
-  std::atomic<bool> started{false}, release{false};
-  Op gate;
-  std::thread helper([&] {
-    gate = s.host_callback([&] {
-      started = true;
-      while (!release.load()) std::this_thread::sleep_for(1ms);
-    });
-  });
-  while (!started.load()) std::this_thread::sleep_for(1ms);
+  HeldStream held(s);
   Op fill = s.fill(buf, 0, 4 * MiB, 1);
   Event mark = rig.engine->create_event();
   s.record(mark);
@@ -87,8 +94,7 @@ TEST(Timeouts, AWaitInterruptEndsEveryWaitAndTheWorkGoesOn) {
     EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
   }
   EXPECT_EQ(WaitInterruptScope::current(), nullptr);
-  release = true;
-  helper.join();
+  held.release();
   EXPECT_TRUE(rig.engine->synchronize(kWait).ok()) << "the work went on";
   EXPECT_TRUE(fill.status().ok());
 }

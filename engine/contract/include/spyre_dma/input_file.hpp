@@ -36,7 +36,8 @@ class InputFileError : public std::runtime_error {
 // Throws std::invalid_argument naming the variable for a value that is not one.
 std::uint64_t max_input_bytes();
 
-// The whole file, under the rules above. Throws InputFileError.
+// The whole file, under the rules above. Throws InputFileError (its path SPYRE_DMA_MAX_INPUT_BYTES
+// when that is what is wrong).
 std::string read_input_file(const std::string& path);
 
 // The 0-based byte offset of the bracket at which `text` nests deeper than `max_depth` arrays
