@@ -42,7 +42,11 @@ Status EngineCore::wait_until(const std::function<bool()>& pred, std::chrono::na
       // The caller's check runs without the lock: it may take its own (a binding's interpreter lock).
       next_check = now + kWaitInterruptEvery;
       lock.unlock();
-      const bool stop = (*interrupted)();
+      bool stop = true;  // a check that throws ends the wait too (the waiter count stays right)
+      try {
+        stop = (*interrupted)();
+      } catch (...) {
+      }
       lock.lock();
       if (stop) {
         result = Status(ErrorCode::kWaitTimeout,

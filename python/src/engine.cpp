@@ -241,6 +241,7 @@ void host_buffer_releasebuffer(PyObject* self, Py_buffer*) {
   } catch (const std::exception&) {
   }
 }
+
 struct PyStream {
   Handle h;
   Stream stream;

@@ -1,8 +1,8 @@
 // Waits a caller can break into. While a WaitInterruptScope lives on a thread, every wait of an
 // engine on that thread (Engine::synchronize, Stream::synchronize, Op::wait, Event::synchronize)
 // calls `interrupted` about every kWaitInterruptEvery, with no lock of the engine held, and gives
-// up as soon as it returns true: the wait returns kWaitTimeout ("interrupted after N ns") and the
-// work it waited for goes on. A language binding uses it to let a user's Ctrl-C end a wait (the
+// up as soon as it returns true (or throws): the wait returns kWaitTimeout ("interrupted after N
+// ns") and the work it waited for goes on. A language binding uses it to let a user's Ctrl-C end a wait (the
 // Python module checks for signals this way); scopes nest, the innermost one is asked.
 #pragma once
 
