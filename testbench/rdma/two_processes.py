@@ -7,6 +7,8 @@ Cases (each names what failed):
               memory holds the pattern and no guard byte changed.
   peer-gone   the server is killed once its handle is out; the client fails with "peer
               unreachable" well within its timeout instead of hanging.
+  peer-dies   the server is killed while the client's puts are in flight: the client fails with
+              "peer unreachable" within a bound, neither hanging nor dying of a signal.
   perftest    (--perftest) UCX's own ucx_perftest with error handling on (-e, the mode the
               engine's connections use) and rdma-bench, 4 MiB puts and gets, in alternating pairs
               in the same run: bandwidths, and the median ratio. A measurement, not asserted.
@@ -92,6 +94,40 @@ def case_peer_gone(tool, tmp):
     return failures
 
 
+def case_peer_dies_mid_put(tool, tmp):
+    handle = os.path.join(tmp, "dies.txt")
+    server = subprocess.Popen([tool, "rdma-bench", "--serve", handle, "--bytes", "64MiB", "--timeout", "60"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if not wait_for(handle, 30):
+        server.kill()
+        return ["peer-dies: the server wrote no handle"]
+    # Far more puts than can finish before the kill: 100,000 x 4 MiB, 16 in flight.
+    client = subprocess.Popen([tool, "rdma-bench", "--connect", handle, "--sizes", "4MiB", "--iterations", "100000",
+                               "--op", "put", "--timeout", "20"],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    time.sleep(1.5)
+    failures = []
+    if client.poll() is not None:
+        failures.append(f"peer-dies: the client ended (status {client.returncode}) before the server was killed")
+    server.send_signal(signal.SIGKILL)
+    server.wait(timeout=30)
+    start = time.monotonic()
+    try:
+        out, _ = client.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        client.kill()
+        return failures + ["peer-dies: the client hung after its peer died mid-put"]
+    took = time.monotonic() - start
+    print(out)
+    if client.returncode != 1:
+        failures.append(f"peer-dies: the client exited {client.returncode}, not 1 (negative: a signal)")
+    if "peer unreachable" not in out:
+        failures.append("peer-dies: the client's error does not say 'peer unreachable'")
+    if took > 25:
+        failures.append(f"peer-dies: the client took {took:.1f} s to give up")
+    return failures
+
+
 def perftest(test, size, iterations, latency=False, extra=()):
     """ucx_perftest's bandwidth in GB/s (its 'overall' MB/s column of the Final line), or with
     latency=True its median latency in us (the '50.0%ile' column)."""
@@ -167,6 +203,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="spyre-dma-rdma-") as tmp:
         failures += case_verify(a.tool, tmp)
         failures += case_peer_gone(a.tool, tmp)
+        failures += case_peer_dies_mid_put(a.tool, tmp)
         if a.perftest:
             failures += case_perftest(a.tool, tmp, a.iterations, a.pairs)
     for f in failures:

@@ -333,6 +333,9 @@ TEST(VfioUser, AServerKilledMidTransferFailsEachOpOnceWithATypedError) {
   }
   EXPECT_GT(failed, 0);
   EXPECT_THROW(round_trip(*engine, 4096, 5), std::exception);
+  // Reconnecting works: a new server, a new engine, while the dead one's engine still lives.
+  auto again = Engine::open(vfio::spawn(s));
+  round_trip(*again, 1 << 20, 6);
 }
 #endif
 
