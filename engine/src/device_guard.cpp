@@ -65,7 +65,17 @@ void DeviceGuard::write64(std::uint64_t offset, std::uint64_t value) {
 
 std::uint64_t DeviceGuard::map(void* host, std::size_t bytes, DmaAccess access) {
   if (failed()) throw DeviceFault("the device failed (" + failure() + "): nothing can be mapped");
-  return inner_->map(host, bytes, access);
+  try {
+    return inner_->map(host, bytes, access);
+  } catch (const std::invalid_argument&) {
+    throw;  // the caller's request, whatever the device's state
+  } catch (const std::exception&) {
+    // A refusal (the IOVA space full) or a device that has failed under the call (a transport
+    // whose peer went away): one register read tells which, and a failed device fails as a device.
+    (void)read32(hw::reg::kVersion);
+    if (failed()) throw DeviceFault("the device failed (" + failure() + "): nothing can be mapped");
+    throw;
+  }
 }
 
 void DeviceGuard::unmap(std::uint64_t iova) {

@@ -3,8 +3,9 @@
 // as a card that has dropped off the bus does (register reads return all ones, writes go nowhere,
 // no interrupt comes), so the exception reaches no engine thread, and the engine, which asks
 // failed() on its completion path and in reset(), fails everything once with kDeviceFault and the
-// first error's words. map() keeps its own errors (its callers handle them) and refuses once the
-// device has failed; unmap() of a failed device does nothing.
+// first error's words. map() keeps its own refusals (its callers handle them), throws DeviceFault
+// once the device has failed (a map that fails otherwise is followed by one register read to tell
+// a refusal from a failed device); unmap() of a failed device does nothing.
 #pragma once
 
 #include <atomic>

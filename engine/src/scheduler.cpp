@@ -288,7 +288,7 @@ bool EngineCore::issue_cb(StreamState& s, OpState& op, std::vector<CopyIn>& copy
       return false;
     }
     if (slot == StagingPool::kMapFailed) {  // the op fails; what it issued already completes it
-      if (op.first_error.ok()) op.first_error = Status(ErrorCode::kOutOfMemory, staging_->map_error());
+      if (op.first_error.ok()) op.first_error = Status(staging_->map_error_code(), staging_->map_error());
       op.next = op.bytes;
       return true;
     }

@@ -123,6 +123,7 @@ int StagingPool::acquire() noexcept {
     b.mapped = true;
   } catch (const std::exception& e) {
     map_error_ = std::string("mapping a staging buffer of ") + std::to_string(buffer_bytes_) + " bytes failed: " + e.what();
+    map_error_code_ = dynamic_cast<const DeviceFault*>(&e) ? ErrorCode::kDeviceFault : ErrorCode::kOutOfMemory;
     return kMapFailed;
   }
   free_.pop_back();

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "spyre_dma/device.hpp"
+#include "spyre_dma/status.hpp"
 
 namespace spyre_dma::detail {
 
@@ -39,6 +40,9 @@ class StagingPool {
   std::size_t quarantined() const noexcept;
   std::size_t mapped() const noexcept;
   const std::string& map_error() const noexcept { return map_error_; }
+  // How the op that needed the buffer fails: kDeviceFault when the device itself has failed (a
+  // dead vfio-user server, a stopped simulation), else kOutOfMemory (the device refused the map).
+  ErrorCode map_error_code() const noexcept { return map_error_code_; }
 
  private:
   struct Buffer {
@@ -54,6 +58,7 @@ class StagingPool {
   std::vector<Buffer> buffers_;
   std::vector<int> free_;
   std::string map_error_;
+  ErrorCode map_error_code_ = ErrorCode::kOutOfMemory;
 };
 
 }  // namespace spyre_dma::detail

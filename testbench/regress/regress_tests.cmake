@@ -55,6 +55,14 @@ if(TARGET spyre-dma)
       set_tests_properties(regress.smoke.vfio_user_${_backend} PROPERTIES LABELS "regress;vfio" TIMEOUT 600
         PROCESSORS 2)
     endforeach()
+    # A soak across processes: each test's server killed (SIGKILL) at an op drawn from its seed,
+    # half the time; every op must end once, done or with a typed error (docs/regress.md, "Soak").
+    add_test(NAME regress.soak.vfio_user_kills
+      COMMAND spyre-dma regress --suite smoke --backend vfio-user --vfio-serve refdev --duration 10s --warmup 2s
+              --max-rss-growth 1000 --kill-server-rate 0.5 --jobs 2 --progress none)
+    set_tests_properties(regress.soak.vfio_user_kills PROPERTIES LABELS "regress;vfio" TIMEOUT 180 PROCESSORS 2
+      PASS_REGULAR_EXPRESSION "faults injected +[1-9].*lost completions +0\n  duplicated completions +0\n  corrupted data +0\n"
+      FAIL_REGULAR_EXPRESSION "FAIL")
   endif()
   if(TARGET SpyreDma::model)
     add_test(NAME regress.faults.sim

@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <limits>
 #include <optional>
+#include <random>
 #include <map>
 #include <system_error>
 
@@ -25,6 +26,7 @@
 #include "suites.hpp"
 #include "worker_pool.hpp"
 #include "spyre_dma/input_file.hpp"
+#include "spyre_dma/vfio/client.hpp"
 #include "spyre_dma/traces/output_file.hpp"
 #include "outputs.hpp"
 #include "cli_checks.hpp"
@@ -136,8 +138,8 @@ std::string run_id_of(const RegressOptions& o) {
   if (!o.run_id.empty()) return o.run_id;
   if (const char* job = std::getenv("SLURM_ARRAY_JOB_ID"); job && *job) return std::string("slurm-") + job;
   const std::string shards = o.shard.substr(o.shard.find('/') == std::string::npos ? o.shard.size() : o.shard.find('/'));
-  const std::string definition = fmt::format("{}|{}{}|{}|{}|{}|{}|{}", o.suite, o.backend.name, backend_arguments(o),
-                                             o.seeds, shards, o.fault_rate, o.ops, o.directed_dir);
+  const std::string definition = fmt::format("{}|{}{}|{}|{}|{}|{}|{}|{}", o.suite, o.backend.name, backend_arguments(o),
+                                             o.seeds, shards, o.fault_rate, o.ops, o.directed_dir, o.kill_server_rate);
   return "run-" + Digest::hex(hash_bytes(definition.data(), definition.size()));
 }
 
@@ -145,6 +147,7 @@ std::string repro_command(const RegressOptions& o, std::uint64_t seed) {
   std::string c = fmt::format("spyre-dma regress --suite {} --backend {} --seeds {}..{}", o.suite, o.backend.name, seed, seed);
   c += backend_arguments(o);
   if (o.fault_rate >= 0) c += fmt::format(" --fault-rate {}", o.fault_rate);
+  if (o.kill_server_rate > 0) c += fmt::format(" --kill-server-rate {}", o.kill_server_rate);
   if (o.ops > 0) c += fmt::format(" --ops {}", o.ops);
   if (o.corrupt_seed == seed) c += fmt::format(" --corrupt-seed {}", seed);
   if (!o.directed_dir.empty()) c += " --directed-dir " + o.directed_dir;
@@ -183,6 +186,18 @@ TestPlan plan_test(const RegressOptions& o, const Suite& base, std::uint64_t see
   if (o.fault_rate >= 0) t.suite.profile.fault_rate = o.fault_rate;
   t.program = program_for(t.suite, seed, directed_dir(o), &t.backends);
   t.run.cb_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.cb_timeout_s * 1000));
+  if (o.kill_server_rate > 0 && !t.program.ops.empty()) {
+    // Drawn from the seed alone: the same seed kills at the same op on every run.
+    std::mt19937_64 draw(seed ^ 0x6b696c6c73657276ull);
+    if (static_cast<double>(draw() >> 11) * 0x1p-53 < o.kill_server_rate) {
+      t.run.kill_device_at_op = static_cast<std::int64_t>(draw() % t.program.ops.size());
+      t.run.kill_device = [](spyre_dma::Device& device) {
+        const pid_t server = spyre_dma::vfio::server_pid(device);
+        if (server <= 0) throw std::runtime_error("--kill-server-rate: the device has no server process to kill");
+        ::kill(server, SIGKILL);
+      };
+    }
+  }
   if (o.corrupt_seed == seed) {
     // The data op nearest the middle of the program gets a byte flipped as it completes.
     const Program& p = t.program;
@@ -415,6 +430,11 @@ CLI::App* add_regress_command(CLI::App& app, RegressOptions& o) {
   cmd->add_option("--corrupt-seed", o.corrupt_seed,
                   "Self-test: flip one byte of device or host memory behind the engine's back in this seed's test "
                   "(it must fail)");
+  cmd->add_option("--kill-server-rate", o.kill_server_rate,
+                  "Soak across processes (--backend vfio-user --vfio-serve B): each test's server is killed (SIGKILL) "
+                  "at an op drawn from its seed, with this probability; the test then asks every op to end once, done "
+                  "or with a typed error")
+      ->check(finite_range(0.0, 1.0));
   cmd->add_option("--fault-rate", o.fault_rate, "sim, rtl: faults per TLP (overrides the suite's rate)")
       ->check(finite_range(0.0, 0.5));
   cmd->add_option("--ops", o.ops, "Operations per test (overrides the suite's count)")->check(CLI::Range(1u, 10000000u));
@@ -473,6 +493,14 @@ int run_regress(const RegressOptions& o) {
   if (std::string e = check_backend_options(o.backend); !e.empty()) {
     fmt::print(stderr, "spyre-dma: error: {}\n", e);
     return 2;
+  }
+  if (o.kill_server_rate > 0) {
+    const auto serve = o.backend.extra.find("vfio-serve");
+    if (serve == o.backend.extra.end() || serve->second.empty()) {
+      fmt::print(stderr, "spyre-dma: error: --kill-server-rate needs a private server per device to kill: "
+                         "--backend vfio-user --vfio-serve BACKEND\n");
+      return 2;
+    }
   }
   if ((suite->needs_faults || o.fault_rate > 0) && !injects_faults(o.backend.name)) {
     fmt::print(stderr,

@@ -34,6 +34,7 @@ struct RegressOptions {
   double triage_timeout_s = 900;         // per triaged test, wall clock
   std::optional<std::uint64_t> corrupt_seed;  // scoreboard self-test (no in-band "none": every seed may be it)
   double fault_rate = -1;                // override of the suite's rate (< 0: keep)
+  double kill_server_rate = 0;           // soak across processes: P(a test's server is killed)
   std::uint32_t ops = 0;                 // override of the suite's op count (0: keep)
   std::string progress = "auto";         // auto, bar, lines, none
   std::string duration;                  // soak: run seeds until this time has passed ("30m")

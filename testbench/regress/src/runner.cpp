@@ -33,11 +33,13 @@ TestResult TestRun::run() {
     setup();
     lap(&metrics_.setup_s);
     for (std::size_t i = 0; i < p_.ops.size(); ++i) step(i);
-    end_epoch(p_.ops.size());
+    if (!device_gone_) end_epoch(p_.ops.size());
     lap(&metrics_.run_s);
-    scoreboard_.verify_all(&memory_digest_);
-    memory_checked_ = true;
-    final_checks();
+    if (!device_killed_) {  // the memory and registers of a dead device cannot be read
+      scoreboard_.verify_all(&memory_digest_);
+      memory_checked_ = true;
+      final_checks();
+    }
     lap(&metrics_.check_s);
   } catch (const std::exception& e) {
     findings_.add(FindingKind::kSetup, -1, fmt::format("the test stopped: {}", e.what()));
@@ -82,13 +84,15 @@ bool TestRun::advance() {
       return false;
     }
     if (!streams_idle()) return false;
-    end_epoch(p_.ops.size());
+    if (!device_gone_) end_epoch(p_.ops.size());
     const auto now = Clock::now();
     metrics_.run_s = std::chrono::duration<double>(now - lap_).count();
     lap_ = now;
-    scoreboard_.verify_all(&memory_digest_);
-    memory_checked_ = true;
-    final_checks();
+    if (!device_killed_) {  // the memory and registers of a dead device cannot be read
+      scoreboard_.verify_all(&memory_digest_);
+      memory_checked_ = true;
+      final_checks();
+    }
     metrics_.check_s = std::chrono::duration<double>(Clock::now() - lap_).count();
   } catch (const std::exception& e) {
     findings_.add(FindingKind::kSetup, -1, fmt::format("the test stopped: {}", e.what()));
@@ -153,6 +157,12 @@ void TestRun::setup() {
 
 void TestRun::step(std::size_t i) {
   const OpSpec& op = p_.ops[i];
+  if (device_gone_) return;  // the device died in an earlier epoch: nothing more runs
+  if (o_.kill_device && o_.kill_device_at_op == static_cast<std::int64_t>(i) && !device_killed_) {
+    device_killed_ = true;  // first: a check that meets the dead device knows why
+    o_.kill_device(*backend_.device);
+    ++metrics_.faults_injected["device_killed"];
+  }
   if (op.type == OpType::kSync) {
     end_epoch(i);
     return;
@@ -240,6 +250,7 @@ void TestRun::step(std::size_t i) {
     if (r.has_callback) --callbacks_expected_;
     r.has_callback = false;
     if (op.expect && op.expect->code == ErrorCode::kInvalidArgument) return;
+    if (device_killed_ && dynamic_cast<const DeviceFault*>(&e)) return;  // a dead device refuses new work
     findings_.add(op.expect ? FindingKind::kWrongError : FindingKind::kSetup, static_cast<std::int64_t>(i),
                   fmt::format("op {} ({}) was refused: {}", i, to_string(op.type), e.what()));
   }

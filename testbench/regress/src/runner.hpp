@@ -36,6 +36,13 @@ struct RunOptions {
   // Self-test of the scoreboard: the destination of the data op at this index gets one byte
   // flipped behind the engine's back as it completes; -1: off.
   std::int64_t corrupt_op = -1;
+  // A soak across processes: before the op at this index, `kill_device` kills the device's
+  // process (the vfio-user server behind it, SIGKILL); -1: never. From then on the test asks only
+  // that every op ends exactly once, done or with a typed error (DeviceFault, Cancelled,
+  // DependencyFailed) and that no submission is refused otherwise, then ends with the epoch: the
+  // memory behind a dead device cannot be checked.
+  std::int64_t kill_device_at_op = -1;
+  std::function<void(Device&)> kill_device;
 };
 
 struct TestMetrics {

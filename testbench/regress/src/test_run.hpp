@@ -9,6 +9,7 @@
 #pragma once
 
 #include <chrono>
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <initializer_list>
@@ -135,6 +136,10 @@ class TestRun {
   Clock::time_point t0_, lap_;  // begin() / advance() / end()
   std::size_t next_ = 0;        // advance(): the next op
   bool stopped_ = false;        // advance(): the run stopped (a setup finding) or is over
+  // RunOptions::kill_device_at_op: the device was killed (completions read it on engine threads),
+  // and the epoch it happened in has ended (no op is submitted after it).
+  std::atomic<bool> device_killed_{false};
+  bool device_gone_ = false;
 };
 
 }  // namespace spyre_dma::regress::detail

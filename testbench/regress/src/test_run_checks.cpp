@@ -50,13 +50,24 @@ void TestRun::on_done(std::size_t i, const Status& s) {
                   fmt::format("stream {}: op {} completed while the earlier op {} had not", p_.ops[i].stream, i,
                               r.prev));
   }
-  if (r.has_access) {
-    if (o_.corrupt_op == static_cast<std::int64_t>(i) && s.ok()) {
-      scoreboard_.corrupt(r.access.dst_region, r.access.dst_offset + r.access.bytes / 2);
+  try {
+    // A dead device's memory is out of reach (and never checked again): the scoreboard only
+    // follows the ops of a living one.
+    if (r.has_access && !device_killed_) {
+      if (o_.corrupt_op == static_cast<std::int64_t>(i) && s.ok()) {
+        scoreboard_.corrupt(r.access.dst_region, r.access.dst_offset + r.access.bytes / 2);
+      }
+      scoreboard_.completed(static_cast<std::int64_t>(i), r.access, s.ok());
     }
-    scoreboard_.completed(static_cast<std::int64_t>(i), r.access, s.ok());
+    check_status(i, s);
+  } catch (const std::exception& e) {
+    // The callback ran: a check that could not be made is a finding, not a lost completion, unless
+    // the device was killed under it (its memory is out of reach from then on).
+    if (!device_killed_) {
+      findings_.add(FindingKind::kSetup, static_cast<std::int64_t>(i),
+                    fmt::format("checking op {} ({}) as it completed: {}", i, to_string(p_.ops[i].type), e.what()));
+    }
   }
-  check_status(i, s);
   {
     std::lock_guard<std::mutex> g(mu_);
     ++callbacks_done_;
@@ -77,6 +88,16 @@ void TestRun::check_status(std::size_t i, const Status& s) {
                     fmt::format("op {} ({}): expected {}{}, got {}", i, to_string(op.type), to_string(op.expect->code),
                                 op.expect->kind ? fmt::format(" with kind {}", static_cast<int>(*op.expect->kind)) : "",
                                 s.ok() ? std::string("success") : s.to_string()));
+    }
+    return;
+  }
+  if (!s.ok() && device_killed_) {
+    // The device died under the op: a typed end, once, is all that can be asked.
+    const ErrorCode c = s.code();
+    if (c != ErrorCode::kDeviceFault && c != ErrorCode::kCancelled && c != ErrorCode::kDependencyFailed) {
+      findings_.add(FindingKind::kWrongError, static_cast<std::int64_t>(i),
+                    fmt::format("op {} ({}) failed after its device was killed with {}, not a device fault: {}", i,
+                                to_string(op.type), to_string(c), s.to_string()));
     }
     return;
   }
@@ -117,9 +138,19 @@ void TestRun::end_epoch(std::size_t at) {
     std::unique_lock<std::mutex> g(mu_);
     if (!cv_.wait_for(g, o_.wait_timeout, [&] { return callbacks_done_ >= callbacks_expected_; })) {
       g.unlock();
+      // Which ones, so the report points at them (the first few, with how each op ended).
+      std::string which;
+      unsigned named = 0;
+      for (std::size_t k : epoch_ops_) {
+        const Record& r = records_[k];
+        if (!r.has_callback || r.callbacks != 0 || named == 8) continue;
+        ++named;
+        which += fmt::format("{}op {} ({}, {})", which.empty() ? "" : ", ", k, to_string(p_.ops[k].type),
+                             !r.op.valid() ? "not submitted" : r.op.done() ? r.op.status().to_string() : "pending");
+      }
       findings_.add(FindingKind::kLostCompletion, -1,
-                    fmt::format("epoch ending at op {}: {} of {} completion callbacks never ran", at,
-                                callbacks_expected_ - callbacks_done_, callbacks_expected_));
+                    fmt::format("epoch ending at op {}: {} of {} completion callbacks never ran: {}", at,
+                                callbacks_expected_ - callbacks_done_, callbacks_expected_, which));
     }
   }
   bool needs_reset = false;
@@ -155,7 +186,7 @@ void TestRun::end_epoch(std::size_t at) {
     if (sync[s].code() == ErrorCode::kWaitTimeout) {
       findings_.add(FindingKind::kLostCompletion, -1,
                     fmt::format("stream {} did not drain within {} ms", s, o_.wait_timeout.count()));
-    } else if (stream_failed[s] != !sync[s].ok()) {
+    } else if (stream_failed[s] != !sync[s].ok() && !device_killed_) {
       findings_.add(FindingKind::kWrongError, -1,
                     fmt::format("stream {}: {} op failed in the epoch ending at op {}, but synchronize() returned {}",
                                 s, stream_failed[s] ? "an" : "no", at, sync[s].ok() ? "ok" : sync[s].to_string()));
@@ -163,6 +194,11 @@ void TestRun::end_epoch(std::size_t at) {
   }
   check_propagation(ops);
   check_order(ops);
+  if (device_killed_) {  // nothing after this epoch: its memory cannot be read, nor reset
+    device_gone_ = true;
+    waits_.clear();
+    return;
+  }
   scoreboard_.verify_epoch();
   if (needs_reset) {
     const Status rs = engine_->reset();
