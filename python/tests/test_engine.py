@@ -283,6 +283,16 @@ def test_read_only_memory_registers_read_only(engine):
     assert not frozen.any()
 
 
+def test_a_second_simulation_is_a_backend_error():
+    first = spyre_dma.Engine("sim")
+    try:
+        with pytest.raises(spyre_dma.BackendError, match="one simulated server per process at a time"):
+            spyre_dma.Engine("sim")
+    finally:
+        first.close()
+    spyre_dma.Engine("sim").close()  # once the first is closed, a new one opens
+
+
 def test_backend_errors_name_what_is_wrong():
     with pytest.raises(spyre_dma.BackendError, match="nosuch"):
         spyre_dma.Engine("nosuch")

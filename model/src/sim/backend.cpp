@@ -5,6 +5,7 @@
 #include "spyre_dma/model/sim_device.hpp"
 #include "spyre_dma/model/sim_node.hpp"
 #include "sim/debug_hooks.hpp"
+#include "sim/node_simulation.hpp"
 
 namespace spyre_dma::model {
 
@@ -72,13 +73,21 @@ backend::Instance instance_of(std::shared_ptr<SimDevice> device) {
 backend::Instance SimBackend::open(const backend::Settings& s) const {
   const SimConfig c = sim_config(s);
   const ScopedDebugHook hook(s.get("debug-hook"));  // the components copy the hooks as they are built
-  return instance_of(std::make_shared<SimDevice>(c, s.get("trace"), s.get("wave")));
+  try {
+    return instance_of(std::make_shared<SimDevice>(c, s.get("trace"), s.get("wave")));
+  } catch (const SimulationBusy& e) {  // a refusal of this open, as the backend's other refusals
+    throw backend::BackendError("backend '" + name() + "': " + e.what());
+  }
 }
 
 std::vector<backend::Instance> SimBackend::open_devices(const backend::Settings& s) const {
   if (s.devices <= 1) return {open(s)};
   const ScopedDebugHook hook(s.get("debug-hook"));
-  return open_server(sim_config(s), s.get("trace"), s.get("wave"));  // topology.devices is s.devices
+  try {
+    return open_server(sim_config(s), s.get("trace"), s.get("wave"));  // topology.devices is s.devices
+  } catch (const SimulationBusy& e) {
+    throw backend::BackendError("backend '" + name() + "': " + e.what());
+  }
 }
 
 std::vector<backend::Instance> open_server(const SimConfig& config, const std::string& trace_path,

@@ -25,9 +25,9 @@ NodeSimulation::NodeSimulation(SimConfig config, std::string trace_path, std::st
       hooks_(debug_hooks()) {
   bool expected = false;
   if (!g_simulation_alive.compare_exchange_strong(expected, true)) {
-    throw std::logic_error(
-        "SimDevice: one simulated server per process at a time (SystemC has one kernel); a server of "
-        "several devices is one SimNode");
+    throw SimulationBusy(
+        "one simulated server per process at a time (SystemC has one kernel): close the engine of the other "
+        "first; a server of several devices is one open with devices N");
   }
   try {
     static std::atomic<std::uint64_t> simulations{0};

@@ -15,6 +15,7 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -27,6 +28,12 @@
 #include "spyre_dma/model/sim_config.hpp"
 
 namespace spyre_dma::model {
+
+// A second simulation while one is alive in the process: SystemC has one kernel.
+class SimulationBusy : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
 
 class NodeSimulation {
  public:
