@@ -68,12 +68,20 @@ def case_verify(tool, tmp):
     return failures
 
 
+def quiet_server(tool, handle, size):
+    """An rdma-bench server exposing `size`, once its handle is out; None if it never wrote one."""
+    server = subprocess.Popen([tool, "rdma-bench", "--serve", handle, "--bytes", size, "--timeout", "60"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if wait_for(handle, 30):
+        return server
+    server.kill()
+    return None
+
+
 def case_peer_gone(tool, tmp):
     handle = os.path.join(tmp, "gone.txt")
-    server = subprocess.Popen([tool, "rdma-bench", "--serve", handle, "--bytes", "1MiB", "--timeout", "60"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    if not wait_for(handle, 30):
-        server.kill()
+    server = quiet_server(tool, handle, "1MiB")
+    if not server:
         return ["peer-gone: the server wrote no handle"]
     kept = os.path.join(tmp, "gone-kept.txt")
     shutil.copy(handle, kept)  # the server removes its handle file when it goes
@@ -96,10 +104,8 @@ def case_peer_gone(tool, tmp):
 
 def case_peer_dies_mid_put(tool, tmp):
     handle = os.path.join(tmp, "dies.txt")
-    server = subprocess.Popen([tool, "rdma-bench", "--serve", handle, "--bytes", "64MiB", "--timeout", "60"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    if not wait_for(handle, 30):
-        server.kill()
+    server = quiet_server(tool, handle, "64MiB")
+    if not server:
         return ["peer-dies: the server wrote no handle"]
     # Far more puts than can finish before the kill: 100,000 x 4 MiB, 16 in flight.
     client = subprocess.Popen([tool, "rdma-bench", "--connect", handle, "--sizes", "4MiB", "--iterations", "100000",
