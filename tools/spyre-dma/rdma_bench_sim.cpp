@@ -123,16 +123,17 @@ int run_rdma_bench_sim(const RdmaBenchOptions& o, bool do_put, bool do_get) {
           const std::uint64_t l0 = c.now_ps();
           std::uint64_t end = 0;  // put: when the pong's data is in node 0's memory
           Batch one;
+          // Lives through one.run(): the pong is posted from the ping's callback, inside it.
+          const std::function<void(Status)> count = one.one();
           if (op == 0) {
             one.left = 2;
-            auto count = one.one();
             // Callbacks run on this thread with the simulation stopped at their instant.
             n0.start_put(remote, 0, local.data(), size, count, [&] {
               n1.start_put(back, 0, range, size, count, [&] { end = c.now_ps(); });
             });
           } else {
             one.left = 1;
-            n0.start_get(local.data(), remote, (k % slots) * size, size, one.one());
+            n0.start_get(local.data(), remote, (k % slots) * size, size, count);
           }
           one.run(c);
           if (op != 0) end = c.now_ps();
