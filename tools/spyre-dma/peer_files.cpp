@@ -3,8 +3,6 @@
 #include "spyre_dma/input_file.hpp"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 #include <thread>
 

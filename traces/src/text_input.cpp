@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <fstream>
-#include <sstream>
 
 #include "spyre_dma/input_file.hpp"
 #include "spyre_dma/traces/trace_io.hpp"

@@ -3,7 +3,6 @@
 
 
 #include <cstring>
-#include <fstream>
 #include <optional>
 #include <sstream>
 

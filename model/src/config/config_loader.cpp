@@ -1,21 +1,16 @@
 // Loading a configuration: file -> JSON (with line/column on errors and duplicate-key detection)
 // -> base preset -> overrides checked against the field table -> checks between fields.
-#include "spyre_dma/input_file.hpp"
 #include "spyre_dma/model/config_loader.hpp"
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <tuple>
 #include <utility>
 
 #include "config/config_fields.hpp"
+#include "spyre_dma/input_file.hpp"
 
 namespace spyre_dma::model {
 
@@ -114,6 +109,18 @@ void check_cross(const SimConfig& config, const std::string& file) {
     throw ConfigError(file, violation->first, violation->second);
 }
 
+// The 1-based line and column of the character at 0-based offset `index` of `text`.
+std::pair<std::size_t, std::size_t> line_column(const std::string& text, std::size_t index) {
+  std::size_t line = 1, column = 1;
+  for (std::size_t i = 0; i < index && i < text.size(); ++i) {
+    if (text[i] == '\n')
+      ++line, column = 1;
+    else
+      ++column;
+  }
+  return {line, column};
+}
+
 // nlohmann's parse_error text: "[json.exception.parse_error.101] parse error at line 3,
 // column 14: syntax error ...". Returns line, column and the part after them.
 std::tuple<std::size_t, std::size_t, std::string> split_parse_error(const json::parse_error& e,
@@ -126,15 +133,8 @@ std::tuple<std::size_t, std::size_t, std::string> split_parse_error(const json::
     const auto colon = what.find(": ", at);
     return {line, column, colon == std::string::npos ? what : what.substr(colon + 2)};
   }
-  // No position in the text (should not happen): count lines up to the byte offset.
-  line = 1;
-  column = 1;
-  for (std::size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) {
-    if (text[i] == '\n')
-      ++line, column = 1;
-    else
-      ++column;
-  }
+  // No position in the text (should not happen): count lines up to the byte (nlohmann's, 1-based).
+  std::tie(line, column) = line_column(text, e.byte == 0 ? 0 : e.byte - 1);
   const auto colon = what.find("] ");
   return {line, column, colon == std::string::npos ? what : what.substr(colon + 2)};
 }
@@ -173,9 +173,7 @@ json parse_strict(const std::string& text, const std::string& file) {
     return true;
   };
   if (const std::size_t at = json_too_deep_at(text); at != std::string_view::npos) {
-    const std::size_t line = 1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
-    const std::size_t line_start = text.rfind('\n', at == 0 ? 0 : at - 1);
-    const std::size_t column = at - (line_start == std::string::npos || at == 0 ? 0 : line_start + 1) + 1;
+    const auto [line, column] = line_column(text, at);
     throw ConfigError(file, "", "invalid JSON: " + json_too_deep_message(), line, column);
   }
   json out;
