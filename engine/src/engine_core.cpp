@@ -118,6 +118,7 @@ void EngineCore::start() {
   const DeviceDescription description = d.describe();
   const Progress progress = description.progress;
   host_clock_ = description.host_clock;
+  spin_yields_ = description.spin_yields;
   caller_driven_ = options_.completion == CompletionMode::kCallerDriven ||
                    (options_.completion == CompletionMode::kAuto && progress == Progress::kHostDriven);
   if (!caller_driven_) {

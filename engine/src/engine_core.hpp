@@ -294,6 +294,7 @@ class EngineCore : public std::enable_shared_from_this<EngineCore> {
   DeviceLimits limits_;
   bool caller_driven_ = false;
   bool host_clock_ = false;  // the device gives the host's present on its clock (host_time_ns)
+  bool spin_yields_ = false;  // a waiter's spin on the rings yields between looks (DeviceDescription)
 
   std::mutex mu_;
   std::condition_variable done_cv_;  // an op completed, or progress happened

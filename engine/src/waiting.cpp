@@ -102,7 +102,7 @@ void EngineCore::block(Lock& lock, Clock::time_point deadline, Clock::time_point
 }
 
 bool EngineCore::spin_for_rb(Lock& lock, Clock::time_point until) {
-  const RbSpin r = watch_rbs(lock, until, false);
+  const RbSpin r = watch_rbs(lock, until, spin_yields_);
   if (r == RbSpin::kNothingDue) return false;
   adapt_spin(r == RbSpin::kLanded);
   return true;

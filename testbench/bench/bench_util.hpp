@@ -119,8 +119,9 @@ class LatencySamples {
   void add(std::chrono::steady_clock::duration d) {
     us_.push_back(std::chrono::duration<double, std::micro>(d).count());
   }
+  spyre_dma::Percentiles summary() const { return spyre_dma::percentiles(us_); }
   void report(benchmark::State& state) const {
-    const spyre_dma::Percentiles p = spyre_dma::percentiles(us_);
+    const spyre_dma::Percentiles p = summary();
     state.counters["p50_us"] = p.p50;
     state.counters["p90_us"] = p.p90;
     state.counters["p99_us"] = p.p99;

@@ -25,6 +25,15 @@ InterruptMode interrupts_of(const backend::Settings& s, const char* backend) {
 }
 constexpr const char* kInterruptsHelp = "eventfd (MSI-X on eventfds, the default) or poll (no interrupts)";
 
+// The vfio-doorbells setting: whether BAR0 writes go through the server's doorbell region.
+bool map_doorbells_of(const backend::Settings& s) {
+  const std::string v = s.get("vfio-doorbells", "mapped");
+  if (v == "mapped") return true;
+  if (v == "messages") return false;
+  throw backend::BackendError("backend vfio-user: vfio-doorbells '" + v +
+                              "' is neither mapped (a page both processes share) nor messages");
+}
+
 // The spyre-dma executable that starts private servers.
 std::string server_program(const backend::Settings& s) {
   if (s.has("vfio-server")) return s.get("vfio-server");
@@ -50,13 +59,18 @@ class VfioUserBackend final : public backend::Backend {
             {"vfio-serve", "start a private server of this backend for each device"},
             {"vfio-server", "the spyre-dma executable that starts private servers"},
             {"vfio-interrupts", kInterruptsHelp},
+            {"vfio-doorbells",
+             "mapped (BAR0 writes as stores to a page shared with the server, the default) or messages (one "
+             "message each)"},
             {"preset", "passed on to a private server"},
             {"config", "passed on to a private server"},
             {"fidelity", "passed on to a private server"}};
   }
   nlohmann::json configuration(const backend::Settings& s) const override {
     check(s);
-    nlohmann::json j = {{"backend", "vfio-user"}, {"interrupts", s.get("vfio-interrupts", "eventfd")}};
+    nlohmann::json j = {{"backend", "vfio-user"},
+                        {"interrupts", s.get("vfio-interrupts", "eventfd")},
+                        {"doorbells", s.get("vfio-doorbells", "mapped")}};
     if (s.has("vfio-socket")) j["socket"] = s.get("vfio-socket");
     if (s.has("vfio-serve")) {
       j["serve"] = s.get("vfio-serve");
@@ -74,12 +88,14 @@ class VfioUserBackend final : public backend::Backend {
       ClientOptions o;
       o.socket_path = s.get("vfio-socket");
       o.interrupts = interrupts_of(s, "vfio-user");
+      o.map_doorbells = map_doorbells_of(s);
       i.device = connect(o);
       return with_capabilities(i);
     }
     SpawnOptions o;
     o.program = server_program(s);
     o.interrupts = interrupts_of(s, "vfio-user");
+    o.map_doorbells = map_doorbells_of(s);
     o.backend = s.get("vfio-serve");
     for (const char* k : kForwarded) {
       if (s.has(k)) o.extra_args.insert(o.extra_args.end(), {std::string("--") + k, s.get(k)});
@@ -99,6 +115,7 @@ class VfioUserBackend final : public backend::Backend {
   }
   static void check(const backend::Settings& s) {
     (void)interrupts_of(s, "vfio-user");
+    (void)map_doorbells_of(s);
     if (s.has("vfio-socket") == s.has("vfio-serve")) {
       throw backend::BackendError(
           "backend vfio-user: give exactly one of vfio-socket (a running server's socket) and vfio-serve (a backend "

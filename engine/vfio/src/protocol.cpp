@@ -1,7 +1,9 @@
 // The vfio-user codec (see spyre_dma/vfio/protocol.hpp).
 #include "spyre_dma/vfio/protocol.hpp"
 
+#include <algorithm>
 #include <cstring>
+#include <string>
 
 #include "spyre_dma/hex.hpp"
 
@@ -20,8 +22,13 @@ void store_le(std::uint8_t* p, T v) noexcept {
   for (std::size_t i = 0; i < sizeof(T); ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
 }
 
-// VFIO_REGION_INFO_CAP_TYPE: a capability header (id, version, next) and the type and subtype.
-constexpr std::uint16_t kCapTypeId = 1;
+// Region capabilities (linux/vfio.h numbering), each a header (id, version, next) and its fields.
+// SPARSE_MMAP: the number of areas, a reserved word, then each area's offset and size.
+constexpr std::uint16_t kCapSparseMmapId = 1;
+constexpr std::uint32_t kCapSparseMmapBytes = 16;  // without its areas
+constexpr std::uint32_t kSparseAreaBytes = 16;
+// TYPE: the type and subtype.
+constexpr std::uint16_t kCapTypeId = 2;
 constexpr std::uint32_t kCapTypeBytes = 16;
 
 }  // namespace
@@ -202,11 +209,22 @@ DeviceInfo parse_device_info(Reader& r) {
 }
 
 std::vector<std::uint8_t> encode(const RegionInfo& i) {
+  // The capabilities follow the struct: TYPE first, then SPARSE_MMAP, each pointing to the next.
+  const std::uint32_t type_at = kRegionInfoBytes;
+  const std::uint32_t sparse_at = i.has_type ? type_at + kCapTypeBytes : type_at;
+  const bool sparse = !i.sparse_areas.empty();
+  const auto sparse_bytes = static_cast<std::uint32_t>(kCapSparseMmapBytes + kSparseAreaBytes * i.sparse_areas.size());
+  const std::uint32_t end = sparse ? sparse_at + sparse_bytes : sparse_at;
+  const bool caps = end != kRegionInfoBytes;
+  const std::uint32_t argsz = caps ? end : std::max(i.argsz, kRegionInfoBytes);
+  const std::uint32_t flags = caps ? i.flags | kRegionCaps : i.flags;
   Writer w;
-  const std::uint32_t argsz = i.has_type ? kRegionInfoBytes + kCapTypeBytes : std::max(i.argsz, kRegionInfoBytes);
-  const std::uint32_t flags = i.has_type ? i.flags | kRegionCaps : i.flags;
-  w.u32(argsz).u32(flags).u32(i.index).u32(i.has_type ? kRegionInfoBytes : 0).u64(i.size).u64(i.offset);
-  if (i.has_type) w.u16(kCapTypeId).u16(1).u32(0).u32(i.type).u32(i.subtype);
+  w.u32(argsz).u32(flags).u32(i.index).u32(caps ? kRegionInfoBytes : 0).u64(i.size).u64(i.offset);
+  if (i.has_type) w.u16(kCapTypeId).u16(1).u32(sparse ? sparse_at : 0).u32(i.type).u32(i.subtype);
+  if (sparse) {
+    w.u16(kCapSparseMmapId).u16(1).u32(0).u32(static_cast<std::uint32_t>(i.sparse_areas.size())).u32(0);
+    for (const SparseArea& a : i.sparse_areas) w.u64(a.offset).u64(a.size);
+  }
   return w.take();
 }
 
@@ -220,7 +238,7 @@ RegionInfo parse_region_info(Reader& r) {
   i.size = r.u64("size");
   i.offset = r.u64("offset");
   if ((i.flags & kRegionCaps) == 0 || i.cap_offset == 0) return i;
-  // The capability chain: only CAP_TYPE is read; others are skipped by their next offsets.
+  // The capability chain: TYPE and SPARSE_MMAP are read; others are skipped by their next offsets.
   std::size_t at = i.cap_offset;
   for (int hops = 0; at != 0; ++hops) {
     if (hops > 16) r.bad("cap_offset", at, "the capability chain does not end");
@@ -235,6 +253,21 @@ RegionInfo parse_region_info(Reader& r) {
       i.has_type = true;
       i.type = cap.u32("capability type");
       i.subtype = cap.u32("capability subtype");
+    } else if (id == kCapSparseMmapId) {
+      const std::uint32_t n = cap.u32("sparse mmap nr_areas");
+      if (n > kMaxSparseAreas) cap.bad("sparse mmap nr_areas", n, "more areas than " + std::to_string(kMaxSparseAreas));
+      cap.u32("sparse mmap reserved");
+      i.sparse_areas.clear();
+      for (std::uint32_t k = 0; k < n; ++k) {
+        SparseArea a;
+        a.offset = cap.u64("sparse mmap area offset");
+        a.size = cap.u64("sparse mmap area size");
+        if (a.size > i.size || a.offset > i.size - a.size) {
+          cap.bad("sparse mmap area offset", a.offset, "the area of " + std::to_string(a.size) +
+                                                          " bytes lies outside the region's " + std::to_string(i.size));
+        }
+        i.sparse_areas.push_back(a);
+      }
     }
     if (next != 0 && next <= at) r.bad("capability next", next, "a capability must point forwards");
     at = next;

@@ -12,11 +12,13 @@
 
 #include <array>
 #include <cerrno>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <list>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -24,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "channel.hpp"
+#include "doorbell_log.hpp"
 #include "spyre_dma/hw/contract.hpp"
 #include "spyre_dma/vfio/protocol.hpp"
 
@@ -33,6 +36,11 @@ namespace {
 constexpr std::uint64_t kPage = 4096;
 // How long a message that has begun may take to arrive whole.
 constexpr auto kMessageTimeout = std::chrono::seconds(5);
+// How long a session with a doorbell log polls it after the last work before it sleeps (the
+// longest spin; it halves after each spin that found nothing, down to kShortestSpin, and is
+// restored by one that found work).
+constexpr auto kLongestSpin = std::chrono::microseconds(200);
+constexpr auto kShortestSpin = std::chrono::microseconds(5);
 
 // A reply with an errno, and the reason in the server's log (the protocol carries only the errno).
 struct Refusal {
@@ -87,10 +95,19 @@ class Server::Session {
   // A line in the server's log, naming this client.
   void note(const std::string& line) const { server_.log(line + " (" + name_ + ")"); }
   void handle(const Message& m);
-  void reply(const Header& command, const std::vector<std::uint8_t>& payload);
+  void reply(const Header& command, const std::vector<std::uint8_t>& payload, const int* fds = nullptr,
+             std::size_t nfds = 0);
   void refuse(const Header& command, const Refusal& r);
   std::vector<std::uint8_t> version(Reader& r);
-  std::vector<std::uint8_t> region_info(Reader& r) const;
+  RegionInfo region_info(Reader& r);
+  // The doorbell region's page and wake-up eventfd, made on the client's first ask.
+  void offer_doorbells();
+  // Applies what the client logged; false (the client named in the log) for a broken log.
+  bool apply_doorbells();
+  // While the client is busy, polls its doorbell log and its message count: true when there is
+  // something to look at (a message, the stop), false when the spin ran out.
+  bool spin_for_work();
+  void write_bar0(std::uint64_t offset, unsigned width, std::uint64_t value);
   std::vector<std::uint8_t> irq_info(Reader& r) const;
   void set_irqs(Reader& r, const Message& m);
   std::vector<std::uint8_t> region_read(Reader& r);
@@ -105,6 +122,10 @@ class Server::Session {
   // client past ServerLimits::client_memory_bytes.
   void charge_memory_write(const RegionAccess& a);
   void forward_interrupts();
+  // Who signals the device's interrupts to the client: this thread while it spins on the doorbell
+  // log (it looks at them between looks at the log, and the device wakes no other thread per
+  // interrupt), the forwarder otherwise.
+  void hand_interrupts(bool to_session);
   void close() noexcept;
 
   Server& server_;
@@ -121,18 +142,45 @@ class Server::Session {
   std::array<UniqueFd, hw::kNumPipelines> eventfds_;
   std::atomic<bool> done_{false};
   std::thread forwarder_;
+  std::mutex forward_mu_;
+  std::condition_variable forward_cv_;
+  bool session_forwards_ = false;  // written by the session thread only, under forward_mu_
+  // The doorbell region, once offered.
+  UniqueFd doorbell_memory_;
+  UniqueFd doorbell_wake_;
+  DoorbellPage* doorbell_page_ = nullptr;
+  std::optional<DoorbellReader> doorbells_;
+  std::uint64_t messages_seen_ = 0;  // the client's message count at the last look
+  std::chrono::nanoseconds spin_ = kLongestSpin;
 };
 
 void Server::Session::run() {
   // A device that runs by itself raises its interrupts at any time: a thread forwards them.
   if (!host_driven_) forwarder_ = std::thread([this] { forward_interrupts(); });
   for (;;) {
-    pollfd fds[2] = {{channel_.fd(), POLLIN, 0}, {server_.stop_pipe_[0], POLLIN, 0}};
-    if (::poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      return;
+    if (!apply_doorbells()) return;
+    const bool look = spin_for_work();
+    if (!look) hand_interrupts(false);  // to sleep
+    // Sleeping with a doorbell log: the flag first, then one more look (see doorbell_log.hpp).
+    const bool sleep = !look && doorbells_ && !host_driven_;
+    if (sleep) {
+      doorbells_->set_sleeping(true);
+      if (doorbells_->has_entries() || doorbells_->messages() != messages_seen_) {
+        doorbells_->set_sleeping(false);
+        continue;
+      }
     }
+    pollfd fds[3] = {{channel_.fd(), POLLIN, 0}, {server_.stop_pipe_[0], POLLIN, 0}, {doorbell_wake_.get(), POLLIN, 0}};
+    const int ready = ::poll(fds, 3, look ? 0 : -1);
+    if (sleep) doorbells_->set_sleeping(false);
+    if (ready < 0 && errno != EINTR) return;
     if (fds[1].revents != 0) return;  // the server stops
+    if (fds[2].revents != 0) {
+      std::uint64_t kicks = 0;
+      (void)!::read(doorbell_wake_.get(), &kicks, sizeof kicks);
+    }
+    if (fds[0].revents == 0) continue;  // woken for the log, or nothing after all
+    hand_interrupts(false);  // a message may take long
     Message m;
     try {
       m = channel_.receive(kMessageTimeout);
@@ -142,6 +190,8 @@ void Server::Session::run() {
       note(std::string(e.what()) + "; the connection is closed");
       return;
     }
+    // Every BAR0 write the client logged before it sent this message reaches the device first.
+    if (!apply_doorbells()) return;
     try {
       handle(m);
     } catch (const PeerStalled& e) {
@@ -151,6 +201,78 @@ void Server::Session::run() {
       return;
     }
   }
+}
+
+bool Server::Session::spin_for_work() {
+  // A host-driven device moves only inside the client's clock waits, which are messages: nothing
+  // to poll for.
+  if (!doorbells_ || host_driven_) return false;
+  hand_interrupts(true);
+  const auto start = std::chrono::steady_clock::now();
+  for (unsigned i = 1;; ++i) {
+    // The interrupts are this thread's while it spins (see hand_interrupts()).
+    if (const std::uint32_t mask = device_->wait_for_interrupt(std::chrono::nanoseconds::zero())) signal(mask);
+    const std::uint64_t messages = doorbells_->messages();
+    if (doorbells_->has_entries() || messages != messages_seen_) {
+      messages_seen_ = messages;
+      spin_ = kLongestSpin;
+      return true;
+    }
+    if (i % 64 == 0) {
+      // A client that does not count its messages, and the stop, are seen here too.
+      pollfd fds[2] = {{channel_.fd(), POLLIN, 0}, {server_.stop_pipe_[0], POLLIN, 0}};
+      if (::poll(fds, 2, 0) > 0) return true;
+      if (std::chrono::steady_clock::now() - start >= spin_) {
+        spin_ = std::max<std::chrono::nanoseconds>(spin_ / 2, kShortestSpin);
+        return false;
+      }
+    }
+    // Yield, not pause: on a host with few cores the client and the device's own threads need
+    // them, and they are what this spin waits for.
+    std::this_thread::yield();
+  }
+}
+
+bool Server::Session::apply_doorbells() {
+  if (!doorbells_ || !doorbells_->has_entries()) return true;
+  try {
+    bool observed = false;
+    doorbells_->drain([&](std::uint64_t offset, unsigned width, std::uint64_t value) {
+      if (!observed && !host_driven_) observe_completions();  // as for a BAR0 write by message
+      observed = true;
+      write_bar0(offset, width, value);
+    });
+    return true;
+  } catch (const Refusal& f) {
+    note(f.why + " (a doorbell log entry); the connection is closed");
+  } catch (const std::exception& e) {
+    note(std::string(e.what()) + "; the connection is closed");
+  }
+  return false;
+}
+
+void Server::Session::offer_doorbells() {
+  if (doorbells_) return;
+  UniqueFd memory(::memfd_create("spyre-dma-doorbells", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  if (!memory || ::ftruncate(memory.get(), kDoorbellRegionBytes) != 0 ||
+      ::fcntl(memory.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+    throw Refusal{errno, std::string("vfio-user server: no doorbell page: ") + std::strerror(errno)};
+  }
+  UniqueFd wake(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!wake) throw Refusal{errno, std::string("vfio-user server: no eventfd: ") + std::strerror(errno)};
+  void* page = ::mmap(nullptr, kDoorbellRegionBytes, PROT_READ | PROT_WRITE, MAP_SHARED, memory.get(), 0);
+  if (page == MAP_FAILED) throw Refusal{errno, std::string("vfio-user server: no doorbell page: ") + std::strerror(errno)};
+  // A fresh memfd is zeros: every counter starts at 0, as both sides' copies do.
+  doorbell_page_ = static_cast<DoorbellPage*>(page);
+  doorbell_memory_ = std::move(memory);
+  doorbell_wake_ = std::move(wake);
+  doorbells_.emplace(doorbell_page_);
+}
+
+void Server::Session::write_bar0(std::uint64_t offset, unsigned width, std::uint64_t value) {
+  if (width == 4) return device_->write32(offset, static_cast<std::uint32_t>(value));
+  if (width == 8) return device_->write64(offset, value);
+  throw Refusal{EINVAL, "vfio-user server: BAR0 is written 4 or 8 bytes at a time, not " + std::to_string(width)};
 }
 
 void Server::Session::handle(const Message& m) {
@@ -170,7 +292,12 @@ void Server::Session::handle(const Message& m) {
         info.num_irqs = kNumPciIrqs;
         return reply(h, encode(info));
       }
-      case Command::kDeviceGetRegionInfo: return reply(h, region_info(r));
+      case Command::kDeviceGetRegionInfo: {
+        const RegionInfo info = region_info(r);
+        if (info.index != kDoorbellRegion || !doorbells_) return reply(h, encode(info));
+        const int fds[2] = {doorbell_memory_.get(), doorbell_wake_.get()};
+        return reply(h, encode(info), fds, 2);
+      }
       case Command::kDeviceGetIrqInfo: return reply(h, irq_info(r));
       case Command::kDeviceSetIrqs: set_irqs(r, m); return reply(h, {});
       case Command::kRegionRead: return reply(h, region_read(r));
@@ -208,13 +335,14 @@ void Server::Session::handle(const Message& m) {
   }
 }
 
-void Server::Session::reply(const Header& command, const std::vector<std::uint8_t>& payload) {
+void Server::Session::reply(const Header& command, const std::vector<std::uint8_t>& payload, const int* fds,
+                            std::size_t nfds) {
   if (!command.wants_reply()) return;
   Header h;
   h.id = command.id;
   h.command = command.command;
   h.flags = kFlagReply;
-  channel_.send(h, payload);
+  channel_.send(h, payload, fds, nfds);
 }
 
 void Server::Session::refuse(const Header& command, const Refusal& r) {
@@ -246,13 +374,21 @@ std::vector<std::uint8_t> Server::Session::version(Reader& r) {
   return encode(ours);
 }
 
-std::vector<std::uint8_t> Server::Session::region_info(Reader& r) const {
+RegionInfo Server::Session::region_info(Reader& r) {
   RegionInfo asked = parse_region_info(r);
   RegionInfo info;
   info.index = asked.index;
   if (asked.index == kBar0Region) {
     info.size = hw::reg::kBar0Bytes;
     info.flags = kRegionRead | kRegionWrite;
+  } else if (asked.index == kDoorbellRegion) {
+    offer_doorbells();
+    info.has_type = true;
+    info.type = kVendorRegionType;
+    info.subtype = kDoorbellRegionSubtype;
+    info.size = kDoorbellRegionBytes;
+    info.flags = kRegionRead | kRegionWrite | kRegionMmap;  // through its mapping only
+    info.sparse_areas = {{0, kDoorbellRegionBytes}};
   } else if (asked.index == kClockRegion || asked.index == kMemoryRegion || asked.index == kMisbehaveRegion) {
     info.has_type = true;
     info.type = kVendorRegionType;
@@ -270,7 +406,7 @@ std::vector<std::uint8_t> Server::Session::region_info(Reader& r) const {
   } else if (asked.index >= kNumRegions) {
     throw Refusal{EINVAL, "vfio-user server: region " + std::to_string(asked.index) + " does not exist"};
   }
-  return encode(info);
+  return info;
 }
 
 std::vector<std::uint8_t> Server::Session::irq_info(Reader& r) const {
@@ -380,9 +516,7 @@ void Server::Session::region_write(Reader& r) {
   for (std::uint32_t i = 0; i < a.count && i < 8; ++i) v |= std::uint64_t{a.data[i]} << (8 * i);
   if (a.region == kBar0Region) {
     if (!host_driven_) observe_completions();
-    if (a.count == 4) return device_->write32(a.offset, static_cast<std::uint32_t>(v));
-    if (a.count == 8) return device_->write64(a.offset, v);
-    throw Refusal{EINVAL, "vfio-user server: BAR0 is written 4 or 8 bytes at a time, not " + std::to_string(a.count)};
+    return write_bar0(a.offset, a.count, v);
   }
   if (host_driven_ && a.region == kClockRegion && a.count == 8) {
     if (a.offset == kClockWaitOffset) {
@@ -509,8 +643,24 @@ void Server::Session::signal(std::uint32_t mask) {
   }
 }
 
+void Server::Session::hand_interrupts(bool to_session) {
+  if (!forwarder_.joinable() || session_forwards_ == to_session) return;
+  {
+    std::lock_guard<std::mutex> lock(forward_mu_);
+    session_forwards_ = to_session;
+  }
+  // The forwarder leaves its wait (a wake-up it misses makes its next wait return at once), or
+  // takes the interrupts back. Either way none is lost: both collect from the same device.
+  if (to_session) device_->wake_waiter();
+  else forward_cv_.notify_one();
+}
+
 void Server::Session::forward_interrupts() {
   while (!done_.load(std::memory_order_acquire)) {
+    {
+      std::unique_lock<std::mutex> lock(forward_mu_);
+      forward_cv_.wait(lock, [&] { return !session_forwards_ || done_.load(std::memory_order_acquire); });
+    }
     std::uint32_t mask = 0;
     try {
       mask = device_->wait_for_interrupt(std::chrono::milliseconds(20));
@@ -523,7 +673,11 @@ void Server::Session::forward_interrupts() {
 }
 
 void Server::Session::close() noexcept {
-  done_.store(true, std::memory_order_release);
+  {
+    std::lock_guard<std::mutex> lock(forward_mu_);
+    done_.store(true, std::memory_order_release);
+  }
+  forward_cv_.notify_one();
   device_->wake_waiter();  // the forwarder need not sleep out its 20 ms
   if (forwarder_.joinable()) forwarder_.join();
   // The client is gone: its mappings go, after the device has let go of each.
@@ -537,6 +691,9 @@ void Server::Session::close() noexcept {
   mappings_.clear();
   device_.reset();
   instance_ = backend::Instance();
+  doorbells_.reset();
+  if (doorbell_page_ != nullptr) ::munmap(doorbell_page_, kDoorbellRegionBytes);
+  doorbell_page_ = nullptr;
 }
 
 Server::Server(DeviceFactory factory, std::string socket_path, Log log, ServerLimits limits)

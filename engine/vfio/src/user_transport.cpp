@@ -2,6 +2,7 @@
 // the client API over it (connect, spawn).
 #include <signal.h>
 #include <spawn.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -11,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <thread>
@@ -19,6 +21,7 @@
 
 #include "spyre_dma/input_file.hpp"
 #include "channel.hpp"
+#include "doorbell_log.hpp"
 #include "spyre_dma/deadline.hpp"
 #include "spyre_dma/shareable_memory.hpp"
 #include "spyre_dma/vfio/client.hpp"
@@ -59,11 +62,15 @@ class UserTransport final : public Transport {
       : options_(options), channel_(std::move(socket), "the vfio-user server at " + options.socket_path), child_(child) {}
   ~UserTransport() override {
     channel_ = Channel(UniqueFd(), channel_.peer());  // closing the socket ends the server's session
+    if (doorbell_page_ != nullptr) ::munmap(doorbell_page_, kDoorbellRegionBytes);
     reap_child();
   }
 
   // VFIO_USER_VERSION: what the server serves (backend, name, progress).
   DeviceDescription handshake();
+  // Maps the server's doorbell region where it offers one (see spyre_dma/vfio/client.hpp).
+  void map_doorbells();
+  bool doorbells_mapped() const noexcept { return doorbells_.has_value(); }
 
   const std::string& peer() const override { return channel_.peer(); }
   DeviceInfo device_info() override {
@@ -105,6 +112,12 @@ class UserTransport final : public Transport {
   }
   void region_write(std::uint32_t region, std::uint64_t offset, const std::uint8_t* src, std::uint32_t n, bool posted,
                     std::chrono::nanoseconds timeout) override {
+    if (doorbells_) {
+      if (region == kBar0Region && (n == 4 || n == 8)) return log_write(offset, src, n, posted, timeout);
+      // No posted message beside the log: the server could apply what was logged after it
+      // first (the ordering rule of doorbell_log.hpp).
+      posted = false;
+    }
     RegionAccess a;
     a.offset = offset;
     a.region = region;
@@ -151,6 +164,8 @@ class UserTransport final : public Transport {
  private:
   Message request(Command c, const std::vector<std::uint8_t>& payload, const int* fds = nullptr, std::size_t nfds = 0,
                   std::chrono::nanoseconds timeout = std::chrono::nanoseconds::zero());
+  void log_write(std::uint64_t offset, const std::uint8_t* src, std::uint32_t n, bool posted,
+                 std::chrono::nanoseconds timeout);
   void reap_child() noexcept;
 
   ClientOptions options_;
@@ -158,7 +173,49 @@ class UserTransport final : public Transport {
   Channel channel_;
   std::uint16_t next_id_ = 0;
   pid_t child_ = -1;
+  // The doorbell region, where mapped.
+  std::mutex log_mu_;  // one writer of the log at a time
+  DoorbellPage* doorbell_page_ = nullptr;
+  UniqueFd doorbell_wake_;
+  std::optional<DoorbellWriter> doorbells_;
 };
+
+void UserTransport::map_doorbells() {
+  const DeviceInfo di = device_info();
+  if (di.num_regions <= kDoorbellRegion) return;  // a server without one: messages it is
+  RegionInfo ask;
+  ask.index = kDoorbellRegion;
+  Message m = request(Command::kDeviceGetRegionInfo, encode(ask));
+  Reader r = m.reader();
+  const RegionInfo ri = parse_region_info(r);
+  const bool offered = ri.has_type && ri.type == kVendorRegionType && ri.subtype == kDoorbellRegionSubtype &&
+                       ri.size == kDoorbellRegionBytes && (ri.flags & kRegionMmap) != 0 &&
+                       ri.sparse_areas.size() == 1 && ri.sparse_areas[0].offset == 0 &&
+                       ri.sparse_areas[0].size == kDoorbellRegionBytes;
+  if (!offered) return;
+  if (m.fds.size() != 2) {
+    throw ProtocolError("vfio-user: " + peer() + " offered its doorbell region with " + std::to_string(m.fds.size()) +
+                        " file descriptors; the page's and the wake-up eventfd are two");
+  }
+  void* page = ::mmap(nullptr, kDoorbellRegionBytes, PROT_READ | PROT_WRITE, MAP_SHARED, m.fds[0].get(),
+                      static_cast<off_t>(ri.offset));
+  if (page == MAP_FAILED) {
+    throw std::runtime_error("vfio-user: cannot map the doorbell region of " + peer() + ": " + std::strerror(errno));
+  }
+  doorbell_page_ = static_cast<DoorbellPage*>(page);
+  doorbell_wake_ = std::move(m.fds[1]);
+  doorbells_.emplace(doorbell_page_, doorbell_wake_.get(), channel_.fd());
+}
+
+void UserTransport::log_write(std::uint64_t offset, const std::uint8_t* src, std::uint32_t n, bool posted,
+                              std::chrono::nanoseconds timeout) {
+  if (timeout <= std::chrono::nanoseconds::zero()) timeout = options_.reply_timeout;
+  std::uint64_t value = 0;
+  for (std::uint32_t i = 0; i < n; ++i) value |= std::uint64_t{src[i]} << (8 * i);
+  std::lock_guard<std::mutex> lock(log_mu_);
+  const std::uint64_t entry = doorbells_->append(offset, n, value, timeout, peer());
+  if (!posted) doorbells_->wait_applied(entry, timeout, peer());
+}
 
 DeviceDescription UserTransport::handshake() {
   Version v;
@@ -174,6 +231,7 @@ DeviceDescription UserTransport::handshake() {
   d.backend = "vfio-user";
   d.name = "vfio-user device at " + options_.socket_path;
   d.progress = Progress::kSelfTimed;
+  d.spin_yields = true;  // the server's threads run on this host's cores
   // The server's words: nesting deeper than any reader here allows is taken as no capabilities.
   nlohmann::json caps;
   if (json_too_deep_at(theirs.capabilities_json) == std::string_view::npos) {
@@ -199,6 +257,7 @@ Message UserTransport::request(Command c, const std::vector<std::uint8_t>& paylo
   h.id = next_id_++;
   h.command = c;
   channel_.send(h, payload, fds, nfds);
+  if (doorbells_) doorbells_->message_sent();
   for (;;) {
     Message m;
     try {
@@ -239,6 +298,7 @@ void UserTransport::reap_child() noexcept {
 std::shared_ptr<Device> open_over(UniqueFd socket, const ClientOptions& options, pid_t child) {
   auto transport = std::make_unique<UserTransport>(std::move(socket), options, child);
   const DeviceDescription d = transport->handshake();
+  if (options.map_doorbells) transport->map_doorbells();
   return std::make_shared<VfioDevice>(std::move(transport), d, options.interrupts);
 }
 
@@ -275,6 +335,7 @@ std::shared_ptr<Device> spawn(const SpawnOptions& options) {
   client.socket_path = path;
   client.connect_timeout = options.connect_timeout;
   client.interrupts = options.interrupts;
+  client.map_doorbells = options.map_doorbells;
   UniqueFd socket;
   try {
     const auto deadline =

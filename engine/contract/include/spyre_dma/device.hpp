@@ -49,6 +49,10 @@ struct DeviceDescription {
   // host_time_ns() gives the host's present on the device's clock, at the cost of a clock read
   // (not a register read).
   bool host_clock = false;
+  // A thread that spins waiting for the device's RBs yields its core between looks: the device's
+  // work runs on this host's cores, on threads that such a spin would keep waiting (a device
+  // server in another process). Otherwise it spins without yielding, for the lowest latency.
+  bool spin_yields = false;
 };
 
 class Device {

@@ -4,6 +4,12 @@
 //
 //   * BAR0 reads are VFIO_USER_REGION_READ; writes are posted (no reply is awaited, as a PCIe
 //     memory write is posted), and a later read on the same connection sees them.
+//   * Doorbells: where the server offers its doorbell region (spyre-dma serve does), the client
+//     maps it and every BAR0 write becomes a store into a log both processes share; the server
+//     polls the log while the client is busy and sleeps on an eventfd, which the client kicks,
+//     when it is not. The log keeps the client's order of writes, and the server applies it
+//     before every message, so the device sees writes exactly as through messages
+//     (ClientOptions::map_doorbells = false keeps every write a message).
 //   * map() picks the IOVA itself, as a VFIO user does (the rules of the device's IOMMU: page
 //     offset kept, a guard page between mappings), and sends VFIO_USER_DMA_MAP with the file
 //     descriptor behind the memory. Only shareable memory can be mapped (spyre_dma/
@@ -40,6 +46,9 @@ struct ClientOptions {
   std::chrono::nanoseconds connect_timeout = std::chrono::seconds(10);
   std::chrono::nanoseconds reply_timeout = std::chrono::seconds(30);
   InterruptMode interrupts = InterruptMode::kEventfds;
+  // Map the server's doorbell region where it offers one: BAR0 writes are then stores to a page
+  // both processes share, not messages (see "Doorbells" above).
+  bool map_doorbells = true;
 };
 
 // Connects and sets the device up (version, regions, interrupts). Throws std::runtime_error naming
@@ -54,6 +63,9 @@ struct SpawnOptions {
   std::vector<std::string> extra_args;  // more of serve's arguments (--preset, --patch, ...)
   std::chrono::nanoseconds connect_timeout = std::chrono::seconds(20);
   InterruptMode interrupts = InterruptMode::kEventfds;
+  // Map the server's doorbell region where it offers one: BAR0 writes are then stores to a page
+  // both processes share, not messages (see "Doorbells" above).
+  bool map_doorbells = true;
 };
 std::shared_ptr<Device> spawn(const SpawnOptions& options);
 // The process id of the server spawn() started for `device` (-1 for other devices).

@@ -155,8 +155,16 @@ DeviceInfo parse_device_info(Reader& r);
 // chain may follow in the reply, at cap_offset from the payload's start.
 inline constexpr std::uint32_t kRegionRead = 1u << 0;
 inline constexpr std::uint32_t kRegionWrite = 1u << 1;
+inline constexpr std::uint32_t kRegionMmap = 1u << 2;
 inline constexpr std::uint32_t kRegionCaps = 1u << 3;
 inline constexpr std::uint32_t kRegionInfoBytes = 32;
+// One area of a region the client may map (VFIO_REGION_INFO_CAP_SPARSE_MMAP), at `offset` from
+// the start of the file descriptor that came with the reply.
+struct SparseArea {
+  std::uint64_t offset = 0;
+  std::uint64_t size = 0;
+};
+inline constexpr std::size_t kMaxSparseAreas = 16;  // more in one reply is refused
 struct RegionInfo {
   std::uint32_t argsz = kRegionInfoBytes;
   std::uint32_t flags = 0;
@@ -168,6 +176,8 @@ struct RegionInfo {
   bool has_type = false;
   std::uint32_t type = 0;
   std::uint32_t subtype = 0;
+  // VFIO_REGION_INFO_CAP_SPARSE_MMAP, when present: the areas the client may map.
+  std::vector<SparseArea> sparse_areas;
 };
 std::vector<std::uint8_t> encode(const RegionInfo& i);
 RegionInfo parse_region_info(Reader& r);
@@ -243,14 +253,22 @@ namespace spyre_dma::vfio {
 // The misbehaviour region (index kMisbehaveRegion, the MisbehaveControl capability): a 32-byte
 // write at offset 0 arms a misbehaviour (device_core::Misbehave): kind, at_cb, rogue_iova and
 // rogue_device_offset, 8 bytes each.
+// The doorbell region (index kDoorbellRegion), for a client that maps it: one page both processes
+// map (its REGION_INFO reply carries the SPARSE_MMAP capability with the whole page, and two file
+// descriptors: the page's memory, then the server's wake-up eventfd), holding a log of BAR0
+// writes in the order the client made them. The layout and its rules are DoorbellLog's
+// (doorbell_log.hpp); reads and writes of the region through messages are refused.
 inline constexpr std::uint32_t kVendorRegionType = 0x8000'0000u | hw::kPciVendorIbm;  // PCI vendor type | vendor
 inline constexpr std::uint32_t kClockRegion = kNumPciRegions;
 inline constexpr std::uint32_t kMemoryRegion = kNumPciRegions + 1;
 inline constexpr std::uint32_t kMisbehaveRegion = kNumPciRegions + 2;
-inline constexpr std::uint32_t kNumRegions = kNumPciRegions + 3;
+inline constexpr std::uint32_t kDoorbellRegion = kNumPciRegions + 3;
+inline constexpr std::uint32_t kNumRegions = kNumPciRegions + 4;
 inline constexpr std::uint32_t kClockRegionSubtype = 1;
 inline constexpr std::uint32_t kMemoryRegionSubtype = 2;
 inline constexpr std::uint32_t kMisbehaveRegionSubtype = 3;
+inline constexpr std::uint32_t kDoorbellRegionSubtype = 4;
+inline constexpr std::uint64_t kDoorbellRegionBytes = 4096;
 inline constexpr std::uint64_t kMisbehaveRegionBytes = 32;
 inline constexpr std::uint64_t kClockWaitOffset = 0;
 inline constexpr std::uint64_t kClockHostCopiedOffset = 8;
