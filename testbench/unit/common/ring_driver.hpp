@@ -23,6 +23,7 @@
 
 #include "spyre_dma/device.hpp"
 #include "spyre_dma/hw/contract.hpp"
+#include "spyre_dma/shareable_memory.hpp"
 
 namespace device_test {
 
@@ -37,16 +38,16 @@ class HostBuffer {
  public:
   HostBuffer(spyre_dma::Device& dev, std::size_t bytes, DmaAccess access, std::uint8_t fill = 0)
       : dev_(dev), bytes_(bytes) {
+    // Shareable (page-aligned, backed by a memfd): a device in another process maps it too.
     const std::size_t alloc = (bytes + 4095) / 4096 * 4096;
-    data_ = static_cast<std::uint8_t*>(std::aligned_alloc(4096, alloc));
-    if (data_ == nullptr) throw std::bad_alloc();
+    data_ = static_cast<std::uint8_t*>(spyre_dma::allocate_shareable(alloc));
     std::memset(data_, fill, alloc);
     iova_ = dev_.map(data_, bytes, access);
     mapped_ = true;
   }
   ~HostBuffer() {
     if (mapped_) dev_.unmap(iova_);
-    std::free(data_);
+    spyre_dma::free_shareable(data_);
   }
   HostBuffer(const HostBuffer&) = delete;
   HostBuffer& operator=(const HostBuffer&) = delete;

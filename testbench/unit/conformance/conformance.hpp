@@ -4,9 +4,10 @@
 // test is a TEST_P over the backends, so each backend runs the same tests; a rule a backend breaks
 // fails on that backend only.
 //
-// Backends: every backend the registry has and this machine can open, but vfio-user (a transport
-// to another backend); the cuda backend on its host executor (the CUDA one needs a GPU and is
-// covered by the cuda tests); vfio only where a card is bound to vfio-pci.
+// Backends: every backend the registry has and this machine can open; vfio-user (a transport to
+// another backend) serving refdev from a private `spyre-dma serve`, with its doorbell region
+// mapped and without (where the build has the server); the cuda backend on its host executor (the CUDA one
+// needs a GPU and is covered by the cuda tests); vfio only where a card is bound to vfio-pci.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -41,10 +42,21 @@ struct BackendUnderTest {
 inline std::vector<BackendUnderTest> backends_under_test() {
   std::vector<BackendUnderTest> out;
   for (const std::string& name : spyre_dma::backend::builtin().names()) {
-    // vfio-user carries another backend's device: the engine suites run through it (engine_vfio_*),
-    // and the capabilities these tests use (backdoor, misbehaviour) stay in the server's process.
-    if (name == "vfio-user") continue;
     BackendUnderTest b{name, {}, name};
+    if (name == "vfio-user") {
+#ifdef SPYRE_DMA_TEST_SERVER_PROGRAM
+      b.settings.values["vfio-serve"] = "refdev";
+      b.settings.values["vfio-server"] = SPYRE_DMA_TEST_SERVER_PROGRAM;
+      b.label = "vfio_user_refdev";
+      // And once more with every BAR0 write a message (a client that does not map the region).
+      BackendUnderTest messages = b;
+      messages.settings.values["vfio-doorbells"] = "messages";
+      messages.label = "vfio_user_refdev_messages";
+      out.push_back(messages);
+#else
+      continue;
+#endif
+    }
     if (name == "cuda") {
       b.settings.values["executor"] = "host";
       b.label = "cuda_host";

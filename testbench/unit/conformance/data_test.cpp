@@ -166,7 +166,15 @@ TEST_P(Data, AMappingAtAChosenIovaCarriesDataUnderMapsRules) {
   std::uint8_t* host = backing.data() + 4096 + 256;
   pattern_bytes(host, 1024, 9);
   const std::uint64_t chosen = backing.iova() + (64ull << 30) + 4096 + 256;  // far from every other mapping
-  ASSERT_EQ(dev().map_at(host, 1024, DmaAccess::kDeviceReads, chosen), chosen);
+  // A device whose IOVAs its driver picks (vfio-user's client: the server maps at the client's
+  // choice) says so with std::logic_error, as the contract allows.
+  try {
+    ASSERT_EQ(dev().map_at(host, 1024, DmaAccess::kDeviceReads, chosen), chosen);
+  } catch (const std::invalid_argument&) {
+    throw;
+  } catch (const std::logic_error& e) {
+    GTEST_SKIP() << e.what();
+  }
   ASSERT_EQ(run_cb(Pipeline::kDmai, h2d(1, chosen, 0, 1024)).status, hw::RbStatus::kGood);
   const std::vector<std::uint8_t> got = backdoor(0, 1024);
   EXPECT_EQ(std::memcmp(got.data(), host, 1024), 0);

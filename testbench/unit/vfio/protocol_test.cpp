@@ -87,6 +87,27 @@ TEST(VfioProtocol, PayloadsRoundTrip) {
   EXPECT_EQ(i2.type, kVendorRegionType);
   EXPECT_EQ(i2.subtype, kClockRegionSubtype);
 
+  // Both capabilities at once, in the order linux/vfio.h numbers them (SPARSE_MMAP 1, TYPE 2).
+  info.index = kDoorbellRegion;
+  info.size = kDoorbellRegionBytes;
+  info.subtype = kDoorbellRegionSubtype;
+  info.sparse_areas = {{0, 1024}, {2048, 2048}};
+  bytes = encode(info);
+  EXPECT_EQ(bytes[32], 2) << "CAP_TYPE's id";
+  EXPECT_EQ(bytes[48], 1) << "CAP_SPARSE_MMAP's id, after CAP_TYPE's 16 bytes";
+  r = reader_of(Command::kDeviceGetRegionInfo, bytes);
+  const RegionInfo i3 = parse_region_info(r);
+  EXPECT_TRUE(i3.has_type);
+  EXPECT_EQ(i3.subtype, kDoorbellRegionSubtype);
+  ASSERT_EQ(i3.sparse_areas.size(), 2u);
+  EXPECT_EQ(i3.sparse_areas[1].offset, 2048u);
+  EXPECT_EQ(i3.sparse_areas[1].size, 2048u);
+  // An area outside the region is refused by name.
+  info.sparse_areas = {{4096, 4096}};
+  bytes = encode(info);
+  r = reader_of(Command::kDeviceGetRegionInfo, bytes);
+  EXPECT_NE(error_of([&] { parse_region_info(r); }).find("sparse mmap area offset"), std::string::npos);
+
   RegionAccess a;
   a.offset = 0x1000C;
   a.region = 0;
