@@ -86,6 +86,19 @@ std::size_t DoorbellReader::drain(const Apply& apply) {
   return n;
 }
 
+void DoorbellWriter::set_sleeping(bool sleeping) noexcept {
+  // A count: threads of the client may sleep on their eventfds at once.
+  if (sleeping) page_->client_sleeping.fetch_add(1, std::memory_order_seq_cst);
+  else page_->client_sleeping.fetch_sub(1, std::memory_order_seq_cst);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
+bool DoorbellReader::post_interrupts(std::uint32_t mask) noexcept {
+  page_->pending_irqs.fetch_or(mask, std::memory_order_seq_cst);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  return page_->client_sleeping.load(std::memory_order_seq_cst) != 0;
+}
+
 void DoorbellReader::set_sleeping(bool sleeping) noexcept {
   page_->server_sleeping.store(sleeping ? 1 : 0, std::memory_order_seq_cst);
   // Dekker's pattern, this side: the flag is published before the log is looked at again.

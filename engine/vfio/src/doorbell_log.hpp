@@ -14,8 +14,18 @@
 //   0x080  server_sleeping   u32, server: 1 while it sleeps on the wake-up eventfd (kick it)
 //   0x0C0  messages          u64, client: messages sent on the socket so far (a spinning server
 //                            reads the socket when this moves, without a system call per look)
-//   0x100  entries           kEntries of 16 bytes: offset | width << 32, then the value
+//   0x100  pending_irqs      u32, server sets, client takes: interrupts raised (1 << pipeline)
+//   0x140  client_sleeping   u32, client: how many of its threads sleep on its interrupt eventfds
+//                            (not 0: signal them)
+//   0x180  client_attached   u32, client: 1 once it has mapped the page and follows this layout
+//   0x1C0  entries           kEntries of 16 bytes: offset | width << 32, then the value
 // Each counter lies in a cache line of its own, so the two sides' stores do not contend.
+//
+// Interrupts, for an attached client: the server sets their bits in pending_irqs and signals the
+// eventfds only when the client sleeps on them; a client that is spinning on its RB rings (the
+// common case under load) costs the server no system call per interrupt. The same pattern as the
+// doorbells, the other way round: the server publishes the bits, then reads client_sleeping; the
+// client publishes client_sleeping, then takes the bits once more before it sleeps.
 //
 // Ordering, the whole contract: the server applies the log in order, and drains it before it
 // handles any message; the client, while it uses the log, sends no posted message (a write
@@ -42,19 +52,25 @@ struct DoorbellPage {
     std::atomic<std::uint64_t> offset_width;
     std::atomic<std::uint64_t> value;
   };
-  static constexpr std::size_t kEntriesAt = 0x100;
+  static constexpr std::size_t kEntriesAt = 0x1C0;
   static constexpr std::size_t kEntries = (kDoorbellRegionBytes - kEntriesAt) / sizeof(Entry);
 
   alignas(64) std::atomic<std::uint64_t> produced;
   alignas(64) std::atomic<std::uint64_t> consumed;
   alignas(64) std::atomic<std::uint32_t> server_sleeping;
   alignas(64) std::atomic<std::uint64_t> messages;
+  alignas(64) std::atomic<std::uint32_t> pending_irqs;
+  alignas(64) std::atomic<std::uint32_t> client_sleeping;
+  alignas(64) std::atomic<std::uint32_t> client_attached;
   alignas(64) Entry entries[kEntries];
 };
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free && std::atomic<std::uint32_t>::is_always_lock_free,
               "the page's counters are shared between processes: they must be lock-free (address-free)");
 static_assert(offsetof(DoorbellPage, consumed) == 0x40 && offsetof(DoorbellPage, server_sleeping) == 0x80 &&
-                  offsetof(DoorbellPage, messages) == 0xC0 && offsetof(DoorbellPage, entries) == DoorbellPage::kEntriesAt,
+                  offsetof(DoorbellPage, messages) == 0xC0 && offsetof(DoorbellPage, pending_irqs) == 0x100 &&
+                  offsetof(DoorbellPage, client_sleeping) == 0x140 &&
+                  offsetof(DoorbellPage, client_attached) == 0x180 &&
+                  offsetof(DoorbellPage, entries) == DoorbellPage::kEntriesAt,
               "the layout above is the protocol");
 static_assert(sizeof(DoorbellPage) == kDoorbellRegionBytes);
 
@@ -76,6 +92,13 @@ class DoorbellWriter {
   void wait_applied(std::uint64_t n, std::chrono::nanoseconds timeout, const std::string& peer);
   // After a message was sent: a spinning server then reads the socket.
   void message_sent() noexcept { page_->messages.fetch_add(1, std::memory_order_release); }
+  // Says that this client follows the page's layout (interrupts in the page included).
+  void attach() noexcept { page_->client_attached.store(1, std::memory_order_release); }
+  // The interrupts the server left in the page since the last call (a mask).
+  std::uint32_t take_interrupts() noexcept { return page_->pending_irqs.exchange(0, std::memory_order_acq_rel); }
+  // Before sleeping on the interrupt eventfds (true; then take_interrupts() once more) and after
+  // (false), from any thread: the page counts the sleepers.
+  void set_sleeping(bool sleeping) noexcept;
 
  private:
   void kick_if_sleeping() noexcept;
@@ -104,6 +127,11 @@ class DoorbellReader {
   std::uint64_t messages() const noexcept { return page_->messages.load(std::memory_order_acquire); }
   // The sleeping flag, published with the order Dekker's pattern needs (see above).
   void set_sleeping(bool sleeping) noexcept;
+  // Whether the client follows the page's layout (see client_attached).
+  bool client_attached() const noexcept { return page_->client_attached.load(std::memory_order_acquire) == 1; }
+  // Leaves interrupts for an attached client; true when the client sleeps on its eventfds and
+  // they must be signalled too.
+  bool post_interrupts(std::uint32_t mask) noexcept;
 
  private:
   DoorbellPage* page_;

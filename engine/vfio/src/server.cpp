@@ -206,7 +206,7 @@ void Server::Session::run() {
 bool Server::Session::spin_for_work() {
   // A host-driven device moves only inside the client's clock waits, which are messages: nothing
   // to poll for.
-  if (!doorbells_ || host_driven_) return false;
+  if (!doorbells_ || host_driven_ || !doorbells_->client_attached()) return false;
   hand_interrupts(true);
   const auto start = std::chrono::steady_clock::now();
   for (unsigned i = 1;; ++i) {
@@ -626,6 +626,8 @@ void Server::Session::dma_unmap(Reader& r) {
 }
 
 void Server::Session::signal(std::uint32_t mask) {
+  // An attached client finds them in the page; its eventfds are signalled only while it sleeps.
+  if (doorbells_ && doorbells_->client_attached() && !doorbells_->post_interrupts(mask)) return;
   std::lock_guard<std::mutex> lock(irq_mu_);
   for (unsigned p = 0; p < hw::kNumPipelines; ++p) {
     if ((mask & (1u << p)) == 0 || !eventfds_[p]) continue;

@@ -158,6 +158,10 @@ class UserTransport final : public Transport {
   }
   void reset() override { request(Command::kDeviceReset, {}); }
   int hangup_fd() const override { return channel_.fd(); }
+  std::uint32_t take_interrupts() noexcept override { return doorbells_ ? doorbells_->take_interrupts() : 0; }
+  void sleeping_on_interrupts(bool sleeping) noexcept override {
+    if (doorbells_) doorbells_->set_sleeping(sleeping);
+  }
 
   pid_t child() const noexcept { return child_; }
 
@@ -205,6 +209,7 @@ void UserTransport::map_doorbells() {
   doorbell_page_ = static_cast<DoorbellPage*>(page);
   doorbell_wake_ = std::move(m.fds[1]);
   doorbells_.emplace(doorbell_page_, doorbell_wake_.get(), channel_.fd());
+  doorbells_->attach();  // from here the server polls while this side is busy, and posts interrupts here
 }
 
 void UserTransport::log_write(std::uint64_t offset, const std::uint8_t* src, std::uint32_t n, bool posted,

@@ -178,17 +178,28 @@ std::uint32_t VfioDevice::collect(std::chrono::nanoseconds timeout) {
   for (unsigned p = 0; p < hw::kNumPipelines; ++p) fds[p] = {eventfds_[p].get(), POLLIN, 0};
   fds[kHangup] = {transport_->hangup_fd(), POLLRDHUP, 0};  // a negative fd is ignored
   fds[kWake] = {wake_fd, POLLIN, 0};
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(timeout + std::chrono::microseconds(999));
+  // Interrupts left in shared memory first; to sleep, the word goes out and they are taken once
+  // more (the other side signals the eventfds from then on, see doorbell_log.hpp).
+  std::uint32_t in_memory = transport_->take_interrupts();
+  const bool sleep = in_memory == 0 && timeout > std::chrono::nanoseconds::zero();
+  if (sleep) {
+    transport_->sleeping_on_interrupts(true);
+    in_memory = transport_->take_interrupts();
+  }
+  const auto ms = in_memory != 0 ? std::chrono::milliseconds(0)
+                                 : std::chrono::duration_cast<std::chrono::milliseconds>(timeout + std::chrono::microseconds(999));
   int ready = 0;
   do {
     ready = ::poll(fds.data(), fds.size(), static_cast<int>(std::clamp<std::int64_t>(ms.count(), 0, 1 << 30)));
   } while (ready < 0 && errno == EINTR);
+  if (sleep) transport_->sleeping_on_interrupts(false);
+  in_memory |= transport_->take_interrupts();
   if (ready < 0) throw std::runtime_error(std::string("vfio: waiting for interrupts failed: ") + std::strerror(errno));
   if ((fds[kHangup].revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0) {
     throw std::runtime_error("vfio: " + transport_->peer() + " closed the connection");
   }
   take_wake_up(fds[kWake]);
-  std::uint32_t mask = 0;
+  std::uint32_t mask = in_memory;
   for (unsigned p = 0; p < hw::kNumPipelines; ++p) {
     std::uint64_t count = 0;
     if (::read(eventfds_[p].get(), &count, sizeof count) == static_cast<ssize_t>(sizeof count) && count != 0) {

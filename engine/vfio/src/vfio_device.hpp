@@ -51,6 +51,11 @@ class Transport {
   // A descriptor that reports a hang-up when the other side is gone (-1: none): an interrupt wait
   // then ends at once instead of at its timeout.
   virtual int hangup_fd() const { return -1; }
+  // Interrupts the other side left in memory both share instead of on their eventfds (a mask of
+  // 1 << pipeline; 0 where there is no such memory), and the word that the caller is about to
+  // sleep on the eventfds (true: then the other side signals them too) or has woken (false).
+  virtual std::uint32_t take_interrupts() noexcept { return 0; }
+  virtual void sleeping_on_interrupts(bool /*sleeping*/) noexcept {}
 };
 
 class VfioDevice final : public Device,
