@@ -162,10 +162,12 @@ void Server::Session::run() {
     const bool look = spin_for_work();
     if (!look) hand_interrupts(false);  // to sleep
     // Sleeping with a doorbell log: the flag first, then one more look (see doorbell_log.hpp).
-    const bool sleep = !look && doorbells_ && !host_driven_;
+    const bool sleep = !look && doorbells_ && !host_driven_ && doorbells_->client_attached();
     if (sleep) {
       doorbells_->set_sleeping(true);
-      if (doorbells_->has_entries() || doorbells_->messages() != messages_seen_) {
+      const std::uint64_t messages = doorbells_->messages();
+      if (doorbells_->has_entries() || messages != messages_seen_) {
+        messages_seen_ = messages;  // a count that moved without a message cannot keep this thread awake
         doorbells_->set_sleeping(false);
         continue;
       }

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "doorbell_log.hpp"
 #include "server_fixture.hpp"
 #include "spyre_dma/shareable_memory.hpp"
 #include "spyre_dma/vfio/client.hpp"
@@ -269,10 +270,31 @@ std::vector<std::uint8_t> hostile_payload(Command c, std::mt19937_64& rng) {
     }
     default: {
       vfio::RegionInfo i;
-      i.index = static_cast<std::uint32_t>(rng() % 16);
+      // The doorbell region often: its page is the client's to scribble on (scribble_on_doorbells).
+      i.index = static_cast<std::uint32_t>(rng() % 4 == 0 ? vfio::kDoorbellRegion : rng() % 16);
       return encode(i);
     }
   }
+}
+
+// A client that was offered the doorbell region writes into it what it likes: entries of any
+// offset and width, counts ahead of or behind the server's, then kicks the server.
+void scribble_on_doorbells(const vfio::Message& reply, std::mt19937_64& rng) {
+  void* p = ::mmap(nullptr, vfio::kDoorbellRegionBytes, PROT_READ | PROT_WRITE, MAP_SHARED, reply.fds[0].get(), 0);
+  if (p == MAP_FAILED) return;
+  auto* page = static_cast<vfio::DoorbellPage*>(p);
+  for (unsigned i = 0, n = static_cast<unsigned>(rng() % 8); i < n; ++i) {
+    vfio::DoorbellPage::Entry& e = page->entries[rng() % vfio::DoorbellPage::kEntries];
+    const std::uint64_t width = rng() % 4 == 0 ? rng() % 16 : (rng() % 2 ? 4 : 8);
+    e.offset_width.store(rng() % 3 ? ((rng() % 0x2000) & ~3ull) | (width << 32) : rng());
+    e.value.store(interesting(rng));
+  }
+  page->client_attached.store(static_cast<std::uint32_t>(rng() % 3));
+  page->produced.store(rng() % 4 ? page->consumed.load() + rng() % 8 : interesting(rng));
+  page->messages.fetch_add(rng() % 3);
+  const std::uint64_t one = 1;
+  (void)!::write(reply.fds[1].get(), &one, sizeof one);
+  ::munmap(p, vfio::kDoorbellRegionBytes);
 }
 
 std::uint64_t env_number(const char* name, std::uint64_t otherwise) {
@@ -315,7 +337,10 @@ TEST(VfioUserHostile, SeededHostileClientsNeverStopTheServer) {
           }
           c.send(cmd, hostile_payload(cmd, rng), fds.empty() ? nullptr : fds.data(), fds.size());
           zoo.clear();
-          if (reads) (void)c.channel().receive(2s);
+          if (reads) {
+            const vfio::Message reply = c.channel().receive(2s);
+            if (cmd == Command::kDeviceGetRegionInfo && reply.fds.size() == 2) scribble_on_doorbells(reply, rng);
+          }
         }
       } catch (const std::runtime_error&) {
         // Disconnected, a reply cut short, no reply in time: the client's problem, not the server's.
