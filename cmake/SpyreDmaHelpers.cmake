@@ -32,10 +32,23 @@ function(spyre_dma_add_library target)
   endif()
   add_library(${target} ${arg_SOURCES})
   add_library(SpyreDma::${arg_EXPORT_NAME} ALIAS ${target})
-  set_target_properties(${target} PROPERTIES EXPORT_NAME ${arg_EXPORT_NAME})
+  spyre_dma_export(${target} EXPORT_NAME ${arg_EXPORT_NAME})
   # Consumers of the installed package need C++17 too (our headers use std::optional etc.).
   target_compile_features(${target} PUBLIC cxx_std_17)
   spyre_dma_set_warnings(${target})
+endfunction()
+
+# spyre_dma_export(<target> EXPORT_NAME <name>)
+#
+# Installs and exports a library made some other way (generated code, third-party C) as
+# SpyreDma::<name>: what an exported library links, even privately when it is static, must be
+# exported with it.
+function(spyre_dma_export target)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "EXPORT_NAME" "")
+  if(NOT arg_EXPORT_NAME)
+    message(FATAL_ERROR "spyre_dma_export(${target}): EXPORT_NAME is required")
+  endif()
+  set_target_properties(${target} PROPERTIES EXPORT_NAME ${arg_EXPORT_NAME})
   # Remembered for the install rules (cmake/SpyreDmaInstall.cmake).
   set_property(GLOBAL APPEND PROPERTY SPYRE_DMA_EXPORTED_LIBRARIES ${target})
 endfunction()

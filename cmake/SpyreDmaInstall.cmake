@@ -1,8 +1,8 @@
 # Install rules, the SpyreDmaTargets export set and the SpyreDma package config, so that another
 # project can do
 #
-#   find_package(SpyreDma REQUIRED)
-#   target_link_libraries(app PRIVATE SpyreDma::engine SpyreDma::refdev)
+#   find_package(SpyreDma REQUIRED COMPONENTS engine backends)
+#   target_link_libraries(app PRIVATE SpyreDma::engine SpyreDma::backends)
 #
 # Included last from the top-level CMakeLists.txt, once every target exists.
 
@@ -29,11 +29,36 @@ install(TARGETS ${_spyre_dma_libraries}
 # (No INCLUDES DESTINATION: each library's $<INSTALL_INTERFACE:include> already names it.)
 
 # Public headers: every exported library's tree goes to <prefix>/include/spyre_dma/...
-foreach(_tree IN ITEMS contract device_core backend . refdev vfio)
-  install(DIRECTORY "${PROJECT_SOURCE_DIR}/engine/${_tree}/include/"
+set(_spyre_dma_header_trees)
+foreach(_tree IN ITEMS contract device_core backend . refdev vfio rdma cuda)
+  list(APPEND _spyre_dma_header_trees "${PROJECT_SOURCE_DIR}/engine/${_tree}/include")
+endforeach()
+if(TARGET spyre_dma_model)
+  list(APPEND _spyre_dma_header_trees "${PROJECT_SOURCE_DIR}/model/include")
+endif()
+if(TARGET spyre_dma_rtl)
+  list(APPEND _spyre_dma_header_trees "${PROJECT_SOURCE_DIR}/rtl_bridge/include")
+endif()
+foreach(_tree IN LISTS _spyre_dma_header_trees)
+  install(DIRECTORY "${_tree}/"
     DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
     FILES_MATCHING PATTERN "*.hpp" PATTERN "*.h")
 endforeach()
+
+# What the package's config must find for the exported targets (SpyreDmaConfig.cmake.in).
+set(SPYRE_DMA_PACKAGE_SYSTEMC OFF)
+if(TARGET spyre_dma_model)
+  set(SPYRE_DMA_PACKAGE_SYSTEMC ON)
+endif()
+set(SPYRE_DMA_PACKAGE_ZLIB OFF)
+if(TARGET spyre_dma_fstapi)
+  set(SPYRE_DMA_PACKAGE_ZLIB ON)
+endif()
+set(SPYRE_DMA_PACKAGE_UCX ${SPYRE_DMA_RDMA})
+set(SPYRE_DMA_PACKAGE_CUDA OFF)
+if(TARGET spyre_dma_cuda AND SPYRE_DMA_HAVE_CUDA)
+  set(SPYRE_DMA_PACKAGE_CUDA ON)
+endif()
 
 # The CLI is installed but not exported: nothing links against it.
 if(TARGET spyre-dma)

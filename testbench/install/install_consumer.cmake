@@ -5,7 +5,7 @@
 #   3. run the consumer
 #
 # Inputs (-D): SPYRE_DMA_BINARY_DIR, SPYRE_DMA_CONFIG, CONSUMER_SOURCE_DIR, WORK_DIR, GENERATOR,
-# CXX_COMPILER, CXX_FLAGS, EXE_LINKER_FLAGS.
+# CXX_COMPILER, CXX_FLAGS, EXE_LINKER_FLAGS, EXPECT_SIM.
 
 cmake_minimum_required(VERSION 3.20)
 
@@ -52,9 +52,28 @@ run("configure the consumer"
     "-DCMAKE_CXX_COMPILER=${CXX_COMPILER}"
     "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}"
     "-DCMAKE_EXE_LINKER_FLAGS=${EXE_LINKER_FLAGS}"
+    "-DEXPECT_SIM=${EXPECT_SIM}"
     ${_build_type_arg})
 
 run("build the consumer" "${CMAKE_COMMAND}" --build "${_consumer_build}" ${_config_args})
+
+# A component the package does not have is refused by name (and the ones it has are listed).
+set(_missing_dir "${WORK_DIR}/missing_component")
+file(REMOVE_RECURSE "${_missing_dir}")
+file(WRITE "${_missing_dir}/CMakeLists.txt" "cmake_minimum_required(VERSION 3.20)
+project(SpyreDmaMissingComponent LANGUAGES CXX)
+find_package(SpyreDma REQUIRED COMPONENTS engine no_such_component)
+")
+execute_process(
+  COMMAND "${CMAKE_COMMAND}" -S "${_missing_dir}" -B "${_missing_dir}/build" -G "${GENERATOR}"
+    "-DCMAKE_PREFIX_PATH=${_prefix}" "-DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON"
+    "-DCMAKE_CXX_COMPILER=${CXX_COMPILER}"
+  RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _err)
+string(REGEX REPLACE "[ \t\r\n]+" " " _said "${_out}${_err}")  # CMake wraps the message's lines
+if(_rc EQUAL 0 OR NOT _said MATCHES "has no component no_such_component; it has [a-z_, ]*engine")
+  message(FATAL_ERROR "install_consumer: a missing component was not refused by name (${_rc}):\n${_out}${_err}")
+endif()
+message(STATUS "install_consumer: a missing component is refused by name")
 
 # Single-config generators put the executable at the top of the build tree, multi-config ones
 # in a folder per configuration.
