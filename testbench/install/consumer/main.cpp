@@ -6,36 +6,33 @@
 #include <spyre_dma/refdev/ref_device.hpp>
 #include <spyre_dma/spyre_dma.hpp>
 
+#ifdef SPYRE_DMA_CONSUMER_SIM
+#include <spyre_dma/backend/builtin.hpp>
+#endif
+
 #include <cstdio>
 #include <vector>
 
-#ifdef SPYRE_DMA_CONSUMER_SIM
-#include <spyre_dma/backend/builtin.hpp>
-
-// The simulator, in this process, through the registry of the installed build's backends.
-static int round_trip_on_sim() {
+// `bytes` to the device and back on a fresh stream of `engine`; whether the bytes came back.
+static bool round_trip(spyre_dma::Engine& engine, std::size_t bytes, const char* on) {
   using namespace spyre_dma;
-  backend::Instance sim = backend::builtin().open("sim", {});
-  auto engine = Engine::open(sim.device);
-  Stream stream = engine->create_stream();
-  DeviceBuffer buf = engine->allocate(64 << 10);
-  std::vector<std::uint8_t> host(64 << 10), back(64 << 10);
-  for (std::size_t i = 0; i < host.size(); ++i) host[i] = static_cast<std::uint8_t>(i * 13);
-  stream.copy_h2d(buf, 0, host.data(), host.size());
-  stream.copy_d2h(back.data(), buf, 0, back.size());
-  if (Status s = stream.synchronize(std::chrono::seconds(60)); !s.ok() || back != host) {
-    std::fprintf(stderr, "consumer: sim round trip failed: %s\n", s.to_string().c_str());
-    return 1;
+  Stream stream = engine.create_stream();
+  DeviceBuffer weights = engine.allocate(bytes);
+  std::vector<std::uint8_t> host(bytes), back(bytes);
+  for (std::size_t i = 0; i < host.size(); ++i) host[i] = static_cast<std::uint8_t>(i * 31);
+  stream.copy_h2d(weights, 0, host.data(), host.size());
+  stream.copy_d2h(back.data(), weights, 0, back.size());
+  if (Status s = stream.synchronize(std::chrono::seconds(60)); !s.ok()) {
+    std::fprintf(stderr, "consumer: %s: %s\n", on, s.to_string().c_str());
+    return false;
   }
-  const double ns = sim.clock ? sim.clock->now_ns() : 0.0;
-  if (ns <= 0) {
-    std::fprintf(stderr, "consumer: the simulated clock did not move\n");
-    return 1;
+  if (back != host) {
+    std::fprintf(stderr, "consumer: %s: data came back different\n", on);
+    return false;
   }
-  std::printf("consumer: 64 KiB round trip on the installed simulator ok, %.0f ns simulated\n", ns);
-  return 0;
+  std::printf("consumer: %zu bytes round trip on %s ok\n", bytes, on);
+  return true;
 }
-#endif
 
 int main() {
   using namespace spyre_dma;
@@ -43,27 +40,19 @@ int main() {
     std::fprintf(stderr, "consumer: encoded CB is not 128 bytes\n");
     return 1;
   }
-
   auto engine = Engine::open(std::make_shared<refdev::RefDevice>());
-  Stream stream = engine->create_stream();
-  DeviceBuffer weights = engine->allocate(1 << 20);
-
-  std::vector<std::uint8_t> host(1 << 20), back(1 << 20);
-  for (std::size_t i = 0; i < host.size(); ++i) host[i] = static_cast<std::uint8_t>(i * 31);
-  stream.copy_h2d(weights, 0, host.data(), host.size());
-  stream.copy_d2h(back.data(), weights, 0, back.size());
-  if (Status s = stream.synchronize(); !s.ok()) {
-    std::fprintf(stderr, "consumer: %s\n", s.to_string().c_str());
-    return 1;
-  }
-  if (back != host) {
-    std::fprintf(stderr, "consumer: data came back different\n");
-    return 1;
-  }
-  std::printf("consumer: 1 MiB round trip through the installed engine ok\n");
+  if (!round_trip(*engine, 1 << 20, "the installed engine and refdev")) return 1;
 #ifdef SPYRE_DMA_CONSUMER_SIM
-  return round_trip_on_sim();
-#else
-  return 0;
+  // The simulator, in this process, through the registry of the installed build's backends.
+  backend::Instance sim = backend::builtin().open("sim", {});
+  auto on_sim = Engine::open(sim.device);
+  if (!round_trip(*on_sim, 64 << 10, "the installed simulator")) return 1;
+  const double ns = sim.clock ? sim.clock->now_ns() : 0.0;
+  if (ns <= 0) {
+    std::fprintf(stderr, "consumer: the simulated clock did not move\n");
+    return 1;
+  }
+  std::printf("consumer: %.0f ns simulated\n", ns);
 #endif
+  return 0;
 }

@@ -138,14 +138,19 @@ TEST(DoorbellLog, TheReaderRefusesALogTheClientCorruptedNamingTheField) {
   }
 }
 
+// The server's REGION_INFO reply for the doorbell region.
+Message ask_doorbell_region(RawClient& client) {
+  RegionInfo ask;
+  ask.index = kDoorbellRegion;
+  return client.ask(Command::kDeviceGetRegionInfo, encode(ask));
+}
+
 // The region as the server offers it: a vendor region with the sparse-mmap capability over the
 // whole page and two descriptors; reads and writes of it by message are refused.
 TEST(DoorbellRegion, IsOfferedAsAMappablePageWithItsWakeUpEventfd) {
   ServerThread server("doorbell-offer");
   RawClient client(server.path());
-  RegionInfo ask;
-  ask.index = kDoorbellRegion;
-  Message m = client.ask(Command::kDeviceGetRegionInfo, encode(ask));
+  Message m = ask_doorbell_region(client);
   ASSERT_EQ(testing::error_of(m), 0u);
   Reader r = m.reader();
   const RegionInfo info = parse_region_info(r);
@@ -168,9 +173,7 @@ TEST(DoorbellRegion, AClientThatCorruptsTheLogIsDisconnectedAndTheServerServesTh
   ServerThread server("doorbell-corrupt");
   {
     RawClient client(server.path());
-    RegionInfo ask;
-    ask.index = kDoorbellRegion;
-    Message m = client.ask(Command::kDeviceGetRegionInfo, encode(ask));
+    Message m = ask_doorbell_region(client);
     ASSERT_EQ(m.fds.size(), 2u);
     void* p = ::mmap(nullptr, kDoorbellRegionBytes, PROT_READ | PROT_WRITE, MAP_SHARED, m.fds[0].get(), 0);
     ASSERT_NE(p, MAP_FAILED);
