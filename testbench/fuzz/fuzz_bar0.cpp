@@ -31,7 +31,7 @@
 
 #include "fuzz_support.hpp"
 #include "sim/kernel.hpp"
-#include "sim/sim_time.hpp"
+#include "base/rates.hpp"
 #include "sim/sim_top.hpp"
 #include "spyre_dma/hw/contract.hpp"
 #include "spyre_dma/model/sim_config.hpp"

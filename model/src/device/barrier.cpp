@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "device/controller.hpp"
-#include "sim/sim_time.hpp"
+#include "base/rates.hpp"
 
 namespace spyre_dma::model {
 

@@ -7,7 +7,7 @@
 #include "observe/state_probe.hpp"
 #include "observe/trace_writer.hpp"
 #include "spyre_dma/model/stats.hpp"
-#include "sim/sim_time.hpp"
+#include "base/rates.hpp"
 
 namespace spyre_dma::model {
 

@@ -31,7 +31,7 @@
 #include "device/ports.hpp"
 #include "spyre_dma/model/fault_injector.hpp"
 #include "fault/misbehaviour.hpp"
-#include "sim/debug_hooks.hpp"
+#include "base/debug_hooks.hpp"
 #include "spyre_dma/device_core/doorbell_order.hpp"
 #include "spyre_dma/device_core/register_file.hpp"
 #include "spyre_dma/device_core/rings.hpp"

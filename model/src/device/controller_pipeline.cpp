@@ -8,7 +8,7 @@
 #include "observe/trace_writer.hpp"
 #include "spyre_dma/device_core/rings.hpp"
 #include "spyre_dma/model/stats.hpp"
-#include "sim/sim_time.hpp"
+#include "base/rates.hpp"
 
 namespace spyre_dma::model {
 

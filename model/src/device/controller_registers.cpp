@@ -3,7 +3,7 @@
 #include "device/controller.hpp"
 #include "host/root_complex.hpp"
 #include "observe/state_probe.hpp"
-#include "sim/sim_time.hpp"
+#include "base/rates.hpp"
 
 namespace spyre_dma::model {
 

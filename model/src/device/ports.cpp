@@ -9,7 +9,7 @@
 #include "host/root_complex.hpp"
 #include "link/protocol_checker.hpp"
 #include "observe/state_probe.hpp"
-#include "sim/tlp.hpp"
+#include "base/tlp.hpp"
 
 namespace spyre_dma::model {
 namespace {

@@ -11,7 +11,7 @@
 #include <tlm>
 
 #include "host/root_complex.hpp"
-#include "sim/payload_pool.hpp"
+#include "base/payload_pool.hpp"
 #include "spyre_dma/model/host_port.hpp"
 #include "spyre_dma/model/sim_config.hpp"
 

@@ -4,7 +4,7 @@
 
 #include "device/controller.hpp"
 #include "spyre_dma/device_core/rings.hpp"
-#include "sim/sim_time.hpp"
+#include "base/rates.hpp"
 
 namespace spyre_dma::model {
 

@@ -5,7 +5,7 @@
 #include <optional>
 
 #include "pcie/link_math.hpp"
-#include "sim/sim_time.hpp"
+#include "base/rates.hpp"
 
 namespace spyre_dma::model {
 

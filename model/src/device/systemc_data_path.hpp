@@ -11,7 +11,7 @@
 
 #include "spyre_dma/model/fault_injector.hpp"
 #include "pcie/timing.hpp"
-#include "sim/debug_hooks.hpp"
+#include "base/debug_hooks.hpp"
 #include "spyre_dma/model/data_path.hpp"
 
 namespace spyre_dma::model {

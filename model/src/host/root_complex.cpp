@@ -3,8 +3,8 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "sim/sim_time.hpp"
-#include "sim/tlp.hpp"
+#include "base/rates.hpp"
+#include "base/tlp.hpp"
 
 namespace spyre_dma::model {
 

@@ -4,9 +4,9 @@
 
 #include "observe/state_probe.hpp"
 #include "observe/trace_writer.hpp"
-#include "sim/debug_hooks.hpp"
-#include "sim/sim_time.hpp"
-#include "sim/tlp.hpp"
+#include "base/debug_hooks.hpp"
+#include "base/rates.hpp"
+#include "base/tlp.hpp"
 
 namespace spyre_dma::model {
 

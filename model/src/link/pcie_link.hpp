@@ -36,7 +36,7 @@
 #include "pcie/link_math.hpp"
 #include "pcie/posted_order.hpp"
 #include "pcie/timing.hpp"
-#include "sim/debug_hooks.hpp"
+#include "base/debug_hooks.hpp"
 #include "spyre_dma/model/sim_config.hpp"
 
 namespace spyre_dma::model {

@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "pcie/timing.hpp"
-#include "sim/sim_time.hpp"
-#include "sim/tlp.hpp"
+#include "base/rates.hpp"
+#include "base/tlp.hpp"
 
 namespace spyre_dma::model {
 

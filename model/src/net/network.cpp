@@ -4,7 +4,7 @@
 #include <string>
 
 #include "observe/trace_writer.hpp"
-#include "sim/sim_time.hpp"
+#include "base/rates.hpp"
 
 namespace spyre_dma::model {
 namespace {

@@ -4,8 +4,8 @@
 #include <cstring>
 #include <string>
 
-#include "sim/device_model.hpp"
-#include "sim/sim_time.hpp"
+#include "device/device_memory.hpp"
+#include "base/rates.hpp"
 
 namespace spyre_dma::model {
 
@@ -62,8 +62,8 @@ Nic::Nic(sc_module_name name, const SimConfig& config, unsigned node, Network& n
 
 Nic::~Nic() = default;
 
-void Nic::add_device(DeviceModel& device, std::vector<PeerHop> path) {
-  devices_.push_back({&device, std::move(path)});
+void Nic::add_device(DeviceMemory& memory, std::vector<PeerHop> path) {
+  devices_.push_back({&memory, std::move(path)});
 }
 
 std::uint32_t Nic::register_host(void* base, std::uint64_t size) {
@@ -81,7 +81,7 @@ std::uint32_t Nic::register_device(unsigned device, std::uint64_t base, std::uin
     throw std::invalid_argument("NIC of node " + std::to_string(node_) + ": no device " + std::to_string(device) +
                                 " on this node (it has " + std::to_string(devices_.size()) + ")");
   }
-  if (!devices_[device].device->device_memory.storage().contains(base, size)) {
+  if (!devices_[device].memory->storage().contains(base, size)) {
     throw std::invalid_argument("NIC of node " + std::to_string(node_) + ": [" + std::to_string(base) + ", +" +
                                 std::to_string(size) + ") is not in device " + std::to_string(device) + "'s memory");
   }
@@ -158,7 +158,7 @@ Ps Nic::write_region(const Region& r, std::uint64_t offset, const std::uint8_t* 
   gp.set_data_length(static_cast<unsigned>(len));
   gp.set_streaming_width(static_cast<unsigned>(len));
   sc_time delay = delay_until(there);
-  d.device->device_memory.access(gp, delay);
+  d.memory->access(gp, delay);
   return now_ps() + to_ps(delay);
 }
 
@@ -173,7 +173,7 @@ Ps Nic::read_region(const Region& r, std::uint64_t offset, std::uint8_t* dst, st
   gp.set_data_length(static_cast<unsigned>(len));
   gp.set_streaming_width(static_cast<unsigned>(len));
   sc_time delay = delay_until(asked);
-  d.device->device_memory.access(gp, delay);
+  d.memory->access(gp, delay);
   return cross(d.path, false, r.base + offset, len, now_ps() + to_ps(delay));
 }
 

@@ -41,7 +41,7 @@
 
 namespace spyre_dma::model {
 
-class DeviceModel;
+class DeviceMemory;
 
 // One hop of the peer-to-peer path between the NIC and a device: a link crossed (up or down), or
 // a fixed forwarding time (a switch, the root complex).
@@ -80,8 +80,8 @@ class Nic : public sc_core::sc_module {
 
   // The other NICs of the cluster, by node (this one included), once all are built.
   void connect(std::vector<Nic*> nics) { nics_ = std::move(nics); }
-  // A device of this node the NIC reaches peer-to-peer, and the hops between them.
-  void add_device(DeviceModel& device, std::vector<PeerHop> path);
+  // A device of this node the NIC reaches peer-to-peer (its memory), and the hops between them.
+  void add_device(DeviceMemory& memory, std::vector<PeerHop> path);
 
   // Memory regions peers may reach: host memory [base, base + size) of this process, mapped
   // into the NIC's IOMMU domain, or device `device`'s memory [base, base + size). Returns the key.
@@ -144,7 +144,7 @@ class Nic : public sc_core::sc_module {
   std::function<void(std::function<void()>)> notify_;
   std::vector<Nic*> nics_;
   struct PeerDevice {
-    DeviceModel* device;
+    DeviceMemory* memory;
     std::vector<PeerHop> path;  // NIC to device
   };
   std::vector<PeerDevice> devices_;

@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-#include "sim/sim_time.hpp"
+#include "base/rates.hpp"
 
 namespace spyre_dma::model {
 

@@ -4,7 +4,7 @@
 #include "spyre_dma/model/config_loader.hpp"
 #include "spyre_dma/model/sim_device.hpp"
 #include "spyre_dma/model/sim_node.hpp"
-#include "sim/debug_hooks.hpp"
+#include "base/debug_hooks.hpp"
 #include "sim/node_simulation.hpp"
 
 namespace spyre_dma::model {

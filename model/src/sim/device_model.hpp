@@ -16,7 +16,7 @@
 #include "link/pcie_link.hpp"
 #include "observe/state_probe.hpp"
 #include "observe/trace_writer.hpp"
-#include "sim/sim_time.hpp"
+#include "base/rates.hpp"
 #include "spyre_dma/model/stats.hpp"
 
 namespace spyre_dma::model {

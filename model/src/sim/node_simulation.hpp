@@ -22,7 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sim/debug_hooks.hpp"
+#include "base/debug_hooks.hpp"
 #include "sim/sim_top.hpp"
 #include "spyre_dma/device_core/iommu.hpp"
 #include "spyre_dma/model/sim_config.hpp"

@@ -5,7 +5,7 @@
 
 #include "net/nic.hpp"
 #include "sim/node_simulation.hpp"
-#include "sim/sim_time.hpp"
+#include "base/rates.hpp"
 
 namespace spyre_dma::model {
 

@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <stdexcept>
 
-#include "sim/sim_time.hpp"
+#include "base/rates.hpp"
 #include "spyre_dma/model/config_loader.hpp"
 
 namespace spyre_dma::model {
@@ -114,7 +114,7 @@ void SimTop::add_nic(const SimConfig& config, Network& network, unsigned node,
       }
     }
     path.push_back({&devices[i]->link, true, 0});
-    nic->add_device(*devices[i], std::move(path));
+    nic->add_device(devices[i]->device_memory, std::move(path));
   }
 }
 

@@ -15,8 +15,8 @@
 #include "link/pcie_link.hpp"
 #include "pcie/timing.hpp"
 #include "sim/kernel.hpp"
-#include "sim/sim_time.hpp"
-#include "sim/tlp.hpp"
+#include "base/rates.hpp"
+#include "base/tlp.hpp"
 
 namespace spyre_dma::model::testing {
 

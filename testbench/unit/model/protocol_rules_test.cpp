@@ -11,7 +11,7 @@
 #include <string>
 
 #include "link/protocol_checker.hpp"
-#include "sim/debug_hooks.hpp"
+#include "base/debug_hooks.hpp"
 #include "spyre_dma/model/sim_device.hpp"
 #include "spyre_dma/spyre_dma.hpp"
 

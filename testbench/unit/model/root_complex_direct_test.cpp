@@ -15,7 +15,7 @@
 
 #include "host/root_complex.hpp"
 #include "sim/kernel.hpp"
-#include "sim/tlp.hpp"
+#include "base/tlp.hpp"
 #include "spyre_dma/model/sim_config.hpp"
 
 namespace spyre_dma::model {

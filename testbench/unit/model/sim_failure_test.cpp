@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/debug_hooks.hpp"
+#include "base/debug_hooks.hpp"
 #include "spyre_dma/model/sim_device.hpp"
 #include "spyre_dma/spyre_dma.hpp"
 

@@ -1,4 +1,4 @@
-#include "sim/debug_hooks.hpp"
+#include "base/debug_hooks.hpp"
 
 #include <stdexcept>
 #include <utility>

@@ -1,4 +1,5 @@
-// Rates in the model's integer picoseconds (to_ps, from_ps and delay_until are public: sim_time.hpp).
+// Rates in the model's integer picoseconds (simulated time itself, to_ps, from_ps and delay_until, is
+// public: spyre_dma/model/sim_time.hpp).
 #pragma once
 
 #include <cstdint>
