@@ -19,14 +19,13 @@
 #include "cli_checks.hpp"
 #include "memory_check.hpp"
 #include "outputs.hpp"
+#include "spyre_dma/text.hpp"
 
 namespace spyre_dma_cli {
 namespace {
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
+using spyre_dma::lower;
+
 
 const char* time_base_name(TimeBase t) {
   switch (t) {

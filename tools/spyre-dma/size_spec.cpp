@@ -1,4 +1,5 @@
 #include "size_spec.hpp"
+#include "spyre_dma/text.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -6,21 +7,8 @@
 #include <stdexcept>
 
 namespace spyre_dma_cli {
-namespace {
-
-std::string trim(const std::string& s) {
-  const auto b = s.find_first_not_of(" \t");
-  if (b == std::string::npos) return {};
-  const auto e = s.find_last_not_of(" \t");
-  return s.substr(b, e - b + 1);
-}
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
-}  // namespace
+using spyre_dma::lower;
+using spyre_dma::trim;
 
 std::uint64_t parse_size(const std::string& raw) {
   const std::string text = trim(raw);

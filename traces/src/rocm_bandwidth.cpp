@@ -16,6 +16,7 @@
 #include "bandwidth_points.hpp"
 #include "spyre_dma/traces/trace_io.hpp"
 #include "text_input.hpp"
+#include "spyre_dma/text.hpp"
 
 namespace spyre_dma::traces {
 namespace {
@@ -48,10 +49,6 @@ bool all_digits(const std::string& s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
 }
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
 
 // An unsigned whole number of at most 2^53 (the tools print sizes, ids and counts in decimal).
 std::optional<std::uint64_t> whole_number(const std::string& s) {

@@ -34,13 +34,6 @@ std::size_t line_of(const std::string& text, std::size_t byte) {
   return 1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(byte), '\n'));
 }
 
-std::string trim(std::string_view s) {
-  auto not_space = [](unsigned char c) { return !std::isspace(c); };
-  const auto b = std::find_if(s.begin(), s.end(), not_space);
-  const auto e = std::find_if(s.rbegin(), s.rend(), not_space).base();
-  return b < e ? std::string(b, e) : std::string();
-}
-
 bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 
 void add_note(std::vector<std::string>& notes, std::string text) {

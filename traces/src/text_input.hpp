@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "spyre_dma/text.hpp"
+
 namespace spyre_dma::traces::detail {
 
 // The file's bytes. Throws TraceError(path, 0, "", "cannot open" or "read error").
@@ -20,7 +22,7 @@ std::string base_name(const std::string& path);
 
 // 1-based line of byte offset `byte` of `text` (a parser's error position).
 std::size_t line_of(const std::string& text, std::size_t byte);
-std::string trim(std::string_view s);
+using spyre_dma::trim;  // spyre_dma/text.hpp
 bool starts_with(std::string_view s, std::string_view prefix);
 
 // A capture of many odd entries would otherwise carry a note for each: the first kMaxNotes are

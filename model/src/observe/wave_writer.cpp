@@ -1,4 +1,5 @@
 #include "spyre_dma/model/wave_writer.hpp"
+#include "spyre_dma/text.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -17,11 +18,6 @@ extern "C" {
 namespace spyre_dma::model {
 
 namespace {
-
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 constexpr unsigned kMaxWidth = 4096;
 
