@@ -70,7 +70,6 @@ class UserTransport final : public Transport {
   DeviceDescription handshake();
   // Maps the server's doorbell region where it offers one (see spyre_dma/vfio/client.hpp).
   void map_doorbells();
-  bool doorbells_mapped() const noexcept { return doorbells_.has_value(); }
 
   const std::string& peer() const override { return channel_.peer(); }
   DeviceInfo device_info() override {
